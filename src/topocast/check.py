@@ -1,0 +1,245 @@
+"""``check_plan``: the invariants every plan must satisfy, whatever planner made it.
+
+Every planner's tests run it (like networkx's ``validate_flows``):
+
+1. every transfer joins two distinct hosts of the topology, carries non-empty byte ranges
+   inside the message, and has a route (its explicit ``path`` or the topology's route);
+2. ``after`` and ``upstream`` name existing transfers and form no cycle; an upstream brings
+   its bytes to our sender and carries our byte sequence as a contiguous run;
+3. causality: no host sends bytes it cannot have had. Replaying the plan from the initial
+   holdings, a store-and-forward transfer may start once its sender holds all its bytes, a
+   pipelined one once its upstream may; a transfer that can never start is an error;
+4. completeness: every receiving host ends with every byte it wants.
+
+For ``allreduce`` plans step 3 and 4 track contributions instead of bytes (see
+``topocast.check_allreduce`` when present); here only steps 1-2 apply to them.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict, deque
+
+from .errors import PlanError
+from .intervals import IntervalSet
+from .plan import Plan
+
+__all__ = ["check_plan", "find_upstream", "contiguous_offset"]
+
+
+def contiguous_offset(outer, inner) -> int | None:
+    """Position in the flattened byte sequence ``outer`` where ``inner`` starts as a
+    contiguous run, or ``None`` when it does not occur."""
+    if outer == inner:
+        return 0
+    if not inner:
+        return 0
+    first_off, first_len = inner[0]
+    pos = 0
+    for k, (off, length) in enumerate(outer):
+        if off <= first_off < off + length:
+            start = pos + (first_off - off)
+            # walk both sequences byte-run by byte-run
+            i, j = k, 0
+            o_off, o_len = first_off, off + length - first_off
+            i_off, i_len = inner[0]
+            while True:
+                if o_off != i_off:
+                    break
+                step = min(o_len, i_len)
+                o_off += step
+                o_len -= step
+                i_off += step
+                i_len -= step
+                if i_len == 0:
+                    j += 1
+                    if j == len(inner):
+                        return start
+                    i_off, i_len = inner[j]
+                if o_len == 0:
+                    i += 1
+                    if i == len(outer):
+                        break
+                    o_off, o_len = outer[i]
+        pos += length
+    return None
+
+
+def find_upstream(plan: Plan, index: int, incoming: dict | None = None) -> tuple[int | None, int]:
+    """The upstream of pipelined transfer ``index`` and our offset in its sequence.
+
+    Returns ``(None, 0)`` when the sender holds the bytes from the start (or no transfer into
+    the sender carries them, which ``check_plan`` reports).
+    """
+    t = plan.transfers[index]
+    if t.upstream is not None:
+        up = plan.transfers[t.upstream]
+        off = contiguous_offset(up.ranges, t.ranges)
+        return t.upstream, (0 if off is None else off)
+    held = plan.initial.get(t.src)
+    if held:
+        s = IntervalSet(held)
+        if s.covers_ranges(t.ranges):
+            return None, 0
+    candidates = incoming[t.src] if incoming is not None else [
+        i for i, u in enumerate(plan.transfers) if u.dst == t.src
+    ]
+    for i in candidates:
+        if i == index:
+            continue
+        off = contiguous_offset(plan.transfers[i].ranges, t.ranges)
+        if off is not None:
+            return i, off
+    return None, 0
+
+
+def check_plan(plan: Plan, topology) -> None:
+    """Raise :class:`~topocast.errors.PlanError` if ``plan`` breaks an invariant (see module doc)."""
+    transfers = plan.transfers
+    n = len(transfers)
+    size = plan.size
+
+    def fail(i: int | None, msg: str) -> PlanError:
+        where = f"transfers[{i}] ({transfers[i].src}->{transfers[i].dst})" if i is not None else None
+        return PlanError(msg, source=f"plan of {plan.planner or 'unnamed planner'}", element=where)
+
+    for h in list(plan.initial) + list(plan.wanted):
+        if not topology.is_host(h):
+            raise fail(None, f"host {h!r} is not a host of topology {topology.name!r}")
+    for h, rs in list(plan.initial.items()) + list(plan.wanted.items()):
+        for off, length in rs:
+            if off < 0 or off + length > size:
+                raise fail(None, f"range [{off}, {off + length}) of host {h!r} lies outside the message [0, {size})")
+
+    # Step 1: endpoints, ranges, routes.
+    for i, t in enumerate(transfers):
+        if not topology.is_host(t.src) or not topology.is_host(t.dst):
+            raise fail(i, "both ends of a transfer must be hosts of the topology")
+        if t.src == t.dst:
+            raise fail(i, "a transfer must join two different hosts")
+        if not t.ranges:
+            raise fail(i, "a transfer must carry at least one non-empty byte range")
+        for off, length in t.ranges:
+            if off < 0 or length <= 0 or off + length > size:
+                raise fail(i, f"range [{off}, {off + length}) lies outside the message [0, {size})")
+        if t.rate_cap is not None and not (t.rate_cap > 0):
+            raise fail(i, f"rate_cap must be a positive number of bytes/s, got {t.rate_cap!r}")
+        try:
+            if t.path is not None:
+                if t.path[0] != t.src or t.path[-1] != t.dst:
+                    raise fail(i, f"path {list(t.path)} must start at {t.src!r} and end at {t.dst!r}")
+                topology.path_links(t.path)
+            else:
+                topology.route(t.src, t.dst)
+        except PlanError:
+            raise
+        except Exception as exc:  # TopologyError: no link / no route
+            raise fail(i, f"no route: {exc}") from None
+
+    # Step 2: dependencies.
+    incoming: dict[str, list[int]] = defaultdict(list)
+    for i, t in enumerate(transfers):
+        incoming[t.dst].append(i)
+    preds: list[list[int]] = [[] for _ in range(n)]
+    upstream_of: list[int | None] = [None] * n
+    for i, t in enumerate(transfers):
+        for a in t.after:
+            if not (0 <= a < n) or a == i:
+                raise fail(i, f"'after' names transfer {a}, which does not exist (or is itself)")
+            preds[i].append(a)
+        if t.pipelined:
+            if t.upstream is not None:
+                if not (0 <= t.upstream < n) or t.upstream == i:
+                    raise fail(i, f"upstream {t.upstream} does not exist")
+                up = transfers[t.upstream]
+                if up.dst != t.src:
+                    raise fail(i, f"upstream transfer {t.upstream} goes to {up.dst!r}, not to our sender {t.src!r}")
+                if contiguous_offset(up.ranges, t.ranges) is None:
+                    raise fail(i, f"upstream transfer {t.upstream} does not carry our byte sequence contiguously")
+            up, _ = find_upstream(plan, i, incoming)
+            upstream_of[i] = up
+            if up is not None:
+                preds[i].append(up)
+    _check_acyclic(preds, fail)
+
+    if plan.collective == "allreduce":
+        return
+
+    # Step 3: causality replay (worklist over hosts whose holdings grew).
+    holds: dict[str, IntervalSet] = defaultdict(IntervalSet)
+    for h, rs in plan.initial.items():
+        holds[h].add_ranges(rs)
+    feasible = [False] * n
+    waiting_deps = [len(set(p)) for p in preds]
+    dependents: list[list[int]] = [[] for _ in range(n)]
+    for i, p in enumerate(preds):
+        for a in set(p):
+            dependents[a].append(i)
+    by_src: dict[str, list[int]] = defaultdict(list)
+    for i, t in enumerate(transfers):
+        by_src[t.src].append(i)
+    queue = deque(i for i in range(n) if waiting_deps[i] == 0)
+    pending_data: dict[str, set[int]] = defaultdict(set)
+
+    def try_start(i: int) -> bool:
+        t = transfers[i]
+        if t.pipelined and upstream_of[i] is not None:
+            return True  # the upstream was feasible (it is a predecessor)
+        return holds[t.src].covers_ranges(t.ranges)
+
+    while queue:
+        i = queue.popleft()
+        if feasible[i]:
+            continue
+        if not try_start(i):
+            pending_data[transfers[i].src].add(i)
+            continue
+        feasible[i] = True
+        t = transfers[i]
+        before = holds[t.dst].total
+        holds[t.dst].add_ranges(t.ranges)
+        for d in dependents[i]:
+            waiting_deps[d] -= 1
+            if waiting_deps[d] == 0:
+                queue.append(d)
+        if holds[t.dst].total != before and pending_data.get(t.dst):
+            queue.extend(pending_data.pop(t.dst))
+    for i in range(n):
+        if not feasible[i]:
+            t = transfers[i]
+            if waiting_deps[i] > 0:
+                raise fail(i, "never starts: it waits for a transfer that can never start")
+            missing = []
+            for off, length in t.ranges:
+                missing.extend(holds[t.src].missing(off, off + length))
+            a, b = missing[0]
+            raise fail(i, f"host {t.src!r} sends bytes [{a}, {b}) it never receives")
+
+    # Step 4: completeness.
+    for h, rs in plan.wanted.items():
+        for off, length in rs:
+            gap = holds[h].missing(off, off + length)
+            if gap:
+                a, b = gap[0]
+                raise fail(None, f"host {h!r} never receives bytes [{a}, {b}) of the message")
+
+
+def _check_acyclic(preds: list[list[int]], fail) -> None:
+    n = len(preds)
+    indeg = [0] * n
+    succ: list[list[int]] = [[] for _ in range(n)]
+    for i, p in enumerate(preds):
+        for a in set(p):
+            succ[a].append(i)
+            indeg[i] += 1
+    queue = deque(i for i in range(n) if indeg[i] == 0)
+    seen = 0
+    while queue:
+        i = queue.popleft()
+        seen += 1
+        for j in succ[i]:
+            indeg[j] -= 1
+            if indeg[j] == 0:
+                queue.append(j)
+    if seen != n:
+        stuck = next(i for i in range(n) if indeg[i] > 0)
+        raise fail(stuck, "dependency cycle through 'after'/'upstream'")

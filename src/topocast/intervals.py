@@ -1,0 +1,87 @@
+"""A small set of disjoint half-open byte intervals, used to track what a host holds."""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from typing import Iterable
+
+__all__ = ["IntervalSet"]
+
+
+class IntervalSet:
+    """Disjoint, sorted, half-open intervals ``[start, end)`` of integers or floats."""
+
+    __slots__ = ("starts", "ends", "total")
+
+    def __init__(self, ranges: Iterable[tuple[float, float]] = ()):
+        self.starts: list = []
+        self.ends: list = []
+        self.total = 0
+        for off, length in ranges:
+            self.add(off, off + length)
+
+    def copy(self) -> "IntervalSet":
+        c = IntervalSet()
+        c.starts = list(self.starts)
+        c.ends = list(self.ends)
+        c.total = self.total
+        return c
+
+    def add(self, start, end) -> None:
+        """Add ``[start, end)``, merging with touching or overlapping intervals."""
+        if end <= start:
+            return
+        i = bisect_left(self.ends, start)  # first interval that ends at or after start
+        j = bisect_right(self.starts, end)  # intervals [i, j) touch or overlap
+        if i < j:
+            start = min(start, self.starts[i])
+            end = max(end, self.ends[j - 1])
+            removed = sum(e - s for s, e in zip(self.starts[i:j], self.ends[i:j]))
+        else:
+            removed = 0
+        self.starts[i:j] = [start]
+        self.ends[i:j] = [end]
+        self.total += (end - start) - removed
+
+    def add_ranges(self, ranges: Iterable[tuple[float, float]]) -> None:
+        for off, length in ranges:
+            self.add(off, off + length)
+
+    def covers(self, start, end) -> bool:
+        """True when ``[start, end)`` lies inside the set."""
+        if end <= start:
+            return True
+        i = bisect_right(self.starts, start) - 1
+        return i >= 0 and self.ends[i] >= end
+
+    def covers_ranges(self, ranges: Iterable[tuple[float, float]]) -> bool:
+        return all(self.covers(off, off + length) for off, length in ranges)
+
+    def missing(self, start, end) -> list[tuple]:
+        """Sub-intervals of ``[start, end)`` not in the set, as (start, end) pairs."""
+        out = []
+        pos = start
+        i = max(bisect_right(self.starts, start) - 1, 0)
+        while pos < end and i < len(self.starts):
+            s, e = self.starts[i], self.ends[i]
+            if e <= pos:
+                i += 1
+                continue
+            if s >= end:
+                break
+            if s > pos:
+                out.append((pos, min(s, end)))
+            pos = max(pos, e)
+            i += 1
+        if pos < end:
+            out.append((pos, end))
+        return out
+
+    def __iter__(self):
+        return iter(zip(self.starts, self.ends))
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def __repr__(self) -> str:
+        return f"IntervalSet({list(self)})"

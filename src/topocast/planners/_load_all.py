@@ -1,0 +1,8 @@
+"""Import every built-in planner module so that registration order is deterministic.
+
+One line per module; add new planners here.
+"""
+
+# broadcast
+from .broadcast import flat  # noqa: F401
+from .broadcast import depth_first  # noqa: F401

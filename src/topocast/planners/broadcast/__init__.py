@@ -1,0 +1,1 @@
+"""Broadcast planners: one module per published algorithm."""

@@ -1,0 +1,113 @@
+"""The planner registry: one table keyed by (collective, name).
+
+The CLI listing (``topocast planners``), the docs table and the conformance tests are all
+generated from this table, so the summary and reference live only here.
+
+A planner is a callable ``planner(topology, request, **params) -> Plan``; tuning parameters
+are keyword-only and any randomness goes through ``seed=``.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..errors import UnknownPlanner
+
+__all__ = ["PlannerInfo", "register_planner", "get_planner", "available_planners", "planner_info"]
+
+
+@dataclass(frozen=True)
+class PlannerInfo:
+    collective: str
+    name: str
+    func: Callable
+    summary: str
+    reference: str
+    aliases: tuple[str, ...] = ()
+    tags: frozenset[str] = field(default_factory=frozenset)
+
+    def __call__(self, topology, request, **params):
+        return self.func(topology, request, **params)
+
+
+_REGISTRY: dict[tuple[str, str], PlannerInfo] = {}
+_ALIASES: dict[tuple[str, str], str] = {}
+
+
+def register_planner(
+    collective: str,
+    name: str,
+    *,
+    summary: str,
+    reference: str,
+    aliases: tuple[str, ...] = (),
+    tags: tuple[str, ...] = (),
+):
+    """Decorator: register ``func`` as planner ``name`` for ``collective``.
+
+    ``tags`` are free labels; ``"selector"`` marks planners such as ``auto`` that choose among
+    the others (so ``auto`` does not recurse into itself).
+    """
+
+    def deco(func):
+        key = (collective, name)
+        if key in _REGISTRY or key in _ALIASES:
+            raise ValueError(f"planner {collective}/{name} registered twice")
+        info = PlannerInfo(collective, name, func, summary, reference, tuple(aliases), frozenset(tags))
+        _REGISTRY[key] = info
+        for a in aliases:
+            _ALIASES[(collective, a)] = name
+        func.planner_info = info
+        return func
+
+    return deco
+
+
+def _ensure_loaded() -> None:
+    # Importing the package registers every built-in planner (explicit imports there).
+    from . import _load_all  # noqa: F401
+
+
+def available_planners(collective: str | None = None, *, include_selectors: bool = True) -> list[PlannerInfo]:
+    """Registered planners (optionally of one collective), in registration order."""
+    _ensure_loaded()
+    return [
+        info
+        for info in _REGISTRY.values()
+        if (collective is None or info.collective == collective) and (include_selectors or "selector" not in info.tags)
+    ]
+
+
+def get_planner(collective: str, name) -> PlannerInfo:
+    """Look up a planner by name or alias; a callable is wrapped and returned as is.
+
+    Raises :class:`~topocast.errors.UnknownPlanner` listing the valid names.
+    """
+    if callable(name):
+        return PlannerInfo(collective, getattr(name, "__name__", "custom"), name, "user-supplied planner", "")
+    _ensure_loaded()
+    key = (collective, name)
+    if key in _ALIASES:
+        key = (collective, _ALIASES[key])
+    info = _REGISTRY.get(key)
+    if info is None:
+        valid = sorted(n for (c, n) in _REGISTRY if c == collective)
+        if not valid:
+            collectives = sorted({c for c, _ in _REGISTRY})
+            raise UnknownPlanner(
+                f"no planners for collective {collective!r}; known collectives: {', '.join(collectives)}",
+                element="collective",
+            )
+        close = difflib.get_close_matches(str(name), valid, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise UnknownPlanner(
+            f"collective {collective!r} has no planner {name!r}{hint}; valid planners: {', '.join(valid)}",
+            element="algorithm",
+        )
+    return info
+
+
+def planner_info(collective: str, name: str) -> PlannerInfo:
+    return get_planner(collective, name)

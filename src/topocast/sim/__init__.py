@@ -1,0 +1,5 @@
+"""The fluid, flow-level simulator (DESIGN.md, "Simulator")."""
+
+from .engine import simulate
+
+__all__ = ["simulate"]
