@@ -1,0 +1,71 @@
+"""The ``topocast`` command.
+
+Each subcommand lives in its own module ``topocast.cli.cmd_<name>`` exposing
+``register(subparsers)``, which adds its parser and sets ``func`` (called with the parsed
+arguments, returns the exit status). Errors a user can cause (:class:`TopocastError`) print
+one line on stderr and exit with status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from ..errors import TopocastError
+
+# Order = order in ``topocast --help``. A module that is missing is skipped, so a partial
+# checkout still runs.
+COMMAND_MODULES = (
+    "topology",
+    "planners",
+    "plan",
+    "simulate",
+    "compare",
+    "bounds",
+    "sweep",
+    "experiment",
+    "redistribute",
+    "run",
+    "testbed",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="topocast",
+        description="Plan, predict and perform collective data movement on heterogeneous networks.",
+    )
+    parser.add_argument("--version", action="version", version="topocast 0.1.0")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            mod = importlib.import_module(f"topocast.cli.cmd_{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"topocast.cli.cmd_{name}":
+                continue
+            raise
+        mod.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except TopocastError as exc:
+        print(f"topocast: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("topocast: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
