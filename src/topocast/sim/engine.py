@@ -294,9 +294,11 @@ class _Sim:
             sent0 = self.sent.copy() if self.redundant else None
             self.sent[flowing] += self.rate[flowing] * dt
             self.t = t0 + dt
-            self._settle(flowing, hits)
             if self.redundant:
+                # before completions are processed, so a host covered mid-interval gets
+                # its exact time rather than the time of the event
                 self._redundant_check(t0, sent0)
+            self._settle(flowing, hits)
         return self._result()
 
     def _finish_flow(self, i: int) -> None:
