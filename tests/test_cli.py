@@ -72,3 +72,14 @@ def test_missing_file_is_a_clear_error(capsys, tmp_path):
     code, _, err = run(capsys, "bounds", str(tmp_path / "nope.yaml"))
     assert code == 2
     assert "nope.yaml" in err and "Traceback" not in err
+
+
+def test_docs_planner_table_is_generated_from_the_registry():
+    """docs/planners.md must be regenerated when a planner is added (no drift, unlike SimGrid's)."""
+    from pathlib import Path
+
+    from topocast.cli.cmd_planners import markdown_table
+    from topocast.planners import available_planners
+
+    doc = Path(__file__).resolve().parents[1] / "docs" / "planners.md"
+    assert doc.read_text() == markdown_table(available_planners()), "run: topocast planners --markdown > docs/planners.md"
