@@ -21,7 +21,7 @@ def _names(t, u, v):
 
 
 def _real(names):
-    return [n for n in names if not n.startswith("connector:")]
+    return [n.replace(" (back)", "") for n in names if not n.startswith("connector:")]
 
 
 @pytest.mark.parametrize("fname", sorted(EXPECTED))
@@ -96,8 +96,20 @@ def test_small_platform_routes_cross_exactly_simgrid_links(data_dir):
     assert n == 21
     # values are exact (decimal units): 8.158MBps and the route's latencies
     assert t.route_bandwidth("Tremblay", "Fafard") == 8158000.0
-    shared = [pl for pl in t.physical_links if pl.name == "9"]
-    assert shared[0].sharing == "shared" and shared[0].bandwidth == 7209750.0
+    one_way = [pl for pl in t.physical_links if pl.name == "9"]
+    assert one_way[0].directed and one_way[0].bandwidth == 7209750.0
+
+
+def test_small_platform_bounds_are_finite(data_dir):
+    """No connector-only shortcut: every host's max-flow is limited by real SimGrid links."""
+    from topocast.bounds import broadcast_bounds
+
+    t = load_simgrid(data_dir / "simgrid" / "small_platform.xml")
+    real_max = max(pl.bandwidth for pl in t.physical_links if not (pl.name or "").startswith("connector"))
+    b = broadcast_bounds(t, "Tremblay", None)
+    assert b.per_host_rate and all(0 < r <= 3 * real_max for r in b.per_host_rate.values())
+    # a route whose only link is 9 (7.20975 MBps) in both directions
+    assert t.route_bandwidth("Tremblay", "Jupiter") == t.route_bandwidth("Jupiter", "Tremblay") == 7209750.0
 
 
 def _directed(pl):
@@ -176,3 +188,12 @@ def test_errors(tmp_path, body, needle):
         load_simgrid(p)
     assert str(p) in str(ei.value)
     assert needle in str(ei.value)
+
+
+def test_imported_platform_round_trips_through_yaml(data_dir):
+    from topocast.topology.io import dumps, loads
+
+    t = load_simgrid(data_dir / "simgrid" / "small_platform.xml")
+    t2 = loads(dumps(t))
+    assert t2.physical_links == t.physical_links
+    assert dict(t2.routes) == dict(t.routes)

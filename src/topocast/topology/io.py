@@ -9,6 +9,7 @@ Format (DESIGN.md, "Topology file")::
       - {a: s,   b: swA, bandwidth: 1Gbps, latency: 50us}
       - {a: swA, b: swB, bandwidth: 100Mbps, latency: 5ms, bandwidth_ba: 50Mbps}
       - {a: a1,  b: swA, bandwidth: 1Gbps, sharing: shared, name: nic-a1}
+      - {a: a2,  b: swA, bandwidth: 1Gbps, directed: true}   # one-way link a -> b
     routes:                             # optional; default: fewest hops
       - {src: a1, dst: b1, path: [a1, swA, swB, b1]}
     injection:                          # optional: per-send injection time Δ (Mateescu)
@@ -48,7 +49,7 @@ from .model import SHARING_POLICIES, PhysicalLink, Topology
 __all__ = ["load_file", "save_file", "loads", "dumps", "format_bandwidth_exact", "format_time_exact"]
 
 TOP_KEYS = ("name", "hosts", "switches", "links", "routes", "injection", "reduction", "attrs")
-LINK_KEYS = ("a", "b", "bandwidth", "latency", "bandwidth_ba", "sharing", "name")
+LINK_KEYS = ("a", "b", "bandwidth", "latency", "bandwidth_ba", "sharing", "name", "directed")
 ROUTE_KEYS = ("src", "dst", "path")
 
 
@@ -232,7 +233,10 @@ def from_data(data, source: str | None = None, *, default_name: str = "topology"
         lname = ld.get("name")
         if lname is not None:
             lname = _name(lname, source, ld, f"{el}: name")
-        links.append(PhysicalLink(a, b, bw, lat, bw_ba, sharing, lname))
+        directed = ld.get("directed", False)
+        if not isinstance(directed, bool):
+            raise _fail(source, ld, f"{el}: directed", f"expected true or false, got {directed!r}")
+        links.append(PhysicalLink(a, b, bw, lat, bw_ba, sharing, lname, directed=directed))
     lnames = Counter(l.name for l in links if l.name is not None)
     for i, l in enumerate(links):
         if l.name is not None and lnames[l.name] > 1:
@@ -474,6 +478,8 @@ def to_data(t: Topology) -> dict:
             d["sharing"] = pl.sharing
         if pl.name is not None:
             d["name"] = pl.name
+        if pl.directed:
+            d["directed"] = True
         links.append(d)
     data["links"] = links
     if t.routes:

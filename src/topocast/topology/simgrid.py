@@ -366,54 +366,64 @@ def _infer(p: _Platform):
 
 
 def _infer_resources(p: _Platform):
-    """Every used link is its own edge between two junctions ``<id>-a`` / ``<id>-b``; the
-    routes join them (and their end netpoints) with connector edges, and every route of a
-    Full zone between two hosts is kept as an explicit node path. Exact: each route crosses
-    exactly SimGrid's links, each link is one shared resource."""
+    """Exact route graph for platforms whose routes are not a graph of links.
+
+    Every direction in which a route crosses SimGrid link ``L`` becomes a one-way link
+    ``L.in -> L.out`` (forward; ``L.rin -> L.rout`` backward); one-way connector edges join
+    each route's consecutive links and its two netpoints. So every route crosses exactly
+    SimGrid's links, in order, and no path can bypass a link (a connector only leads into a
+    link or out of one). Limit: a SHARED link crossed in both directions becomes two one-way
+    links of its full bandwidth, so opposite flows do not share it as they do in SimGrid.
+    """
     used = set(p.netpoints)
-    ends: dict[tuple[str, int], str] = {}
+    made: dict[tuple[str, bool], tuple[str, str]] = {}
     extra: list[str] = []
     raw: list[tuple] = []
 
-    def end(lid: str, slot: int) -> str:
-        key = (lid, slot)
-        if key not in ends:
-            if (lid, 0) not in ends and (lid, 1) not in ends:
-                for sl in (0, 1):
-                    n = f"{lid}-{'ab'[sl]}"
-                    while n in used:
-                        n += "_"
-                    used.add(n)
-                    ends[(lid, sl)] = n
-                    extra.append(n)
-                bw, lat, sharing = p.links[lid]
-                raw.append((ends[(lid, 0)], ends[(lid, 1)], bw, lat, sharing, lid))
-        return ends[key]
+    def fresh(n: str) -> str:
+        while n in used:
+            n += "_"
+        used.add(n)
+        extra.append(n)
+        return n
 
-    conns: set[frozenset] = set()
+    def ends(lid: str, forward: bool) -> tuple[str, str]:
+        key = (lid, forward)
+        if key not in made:
+            tag = ("in", "out") if forward else ("rin", "rout")
+            u, v = fresh(f"{lid}.{tag[0]}"), fresh(f"{lid}.{tag[1]}")
+            bw, lat, sharing = p.links[lid]
+            made[key] = (u, v)
+            raw.append((u, v, bw, lat, "fatpipe" if sharing == "fatpipe" else "duplex",
+                        lid if forward else f"{lid} (back)", True))
+        return made[key]
+
+    conns: set[tuple[str, str]] = set()
 
     def connect(u: str, v: str) -> None:
-        key = frozenset((u, v))
-        if key not in conns:
-            conns.add(key)
-            raw.append((u, v, CONNECTOR_BANDWIDTH, 0.0, "fatpipe", f"connector:{u}|{v}"))
+        if (u, v) not in conns:
+            conns.add((u, v))
+            raw.append((u, v, CONNECTOR_BANDWIDTH, 0.0, "fatpipe", f"connector:{u}>{v}", True))
+
+    def walk(a, b, links, forwards):
+        path = [a]
+        for lid, fwd in zip(links, forwards):
+            ein, eout = ends(lid, fwd)
+            connect(path[-1], ein)
+            path += [ein, eout]
+        connect(path[-1], b)
+        path.append(b)
+        return tuple(path)
 
     routes: dict[tuple[str, str], tuple[str, ...]] = {}
     for a, b, links, sym, explicit, where, dirs in p.statements:
-        path = [a]
-        for lid, direction in zip(links, dirs):
-            entry = 1 if direction == "DOWN" else 0
-            ein, eout = end(lid, entry), end(lid, 1 - entry)
-            if path[-1] != ein:
-                connect(path[-1], ein)
-                path.append(ein)
-            path.append(eout)
-        connect(path[-1], b)
-        path.append(b)
+        fwd = [d != "DOWN" for d in dirs]
+        path = walk(a, b, links, fwd)
+        back = walk(b, a, links[::-1], [not f for f in fwd[::-1]]) if sym else None
         if explicit and a in p.hosts_set and b in p.hosts_set:
-            routes[(a, b)] = tuple(path)
-            if sym:
-                routes.setdefault((b, a), tuple(reversed(path)))
+            routes[(a, b)] = path
+            if back is not None:
+                routes.setdefault((b, a), back)
     return raw, routes, extra, {}
 
 
@@ -564,10 +574,10 @@ def _infer_graph(p: _Platform):
 
 def _merge(raw, uses) -> list[PhysicalLink]:
     """One PhysicalLink per node pair (see the module docstring for the rule)."""
-    groups: dict[frozenset, list] = {}
-    order: list[frozenset] = []
+    groups: dict = {}
+    order: list = []
     for r in raw:
-        key = frozenset((r[0], r[1]))
+        key = (r[0], r[1]) if len(r) == 7 else frozenset((r[0], r[1]))
         if key not in groups:
             groups[key] = []
             order.append(key)
@@ -575,9 +585,10 @@ def _merge(raw, uses) -> list[PhysicalLink]:
     out = []
     for key in order:
         g = groups[key]
-        if len(g) == 1:
-            u, v, bw, lat, sharing, name = g[0]
-            out.append(PhysicalLink(u, v, bw, lat, None, sharing, name))
+        if len(g) == 1 or len(g[0]) == 7:  # one link, or one-way links (never parallel)
+            for r in g:
+                u, v, bw, lat, sharing, name = r[:6]
+                out.append(PhysicalLink(u, v, bw, lat, None, sharing, name, directed=len(r) == 7 and r[6]))
             continue
         u, v = g[0][0], g[0][1]
         one_way = {}
@@ -623,7 +634,6 @@ def load_simgrid(path) -> Topology:
         raise TopologyError("the platform declares no host", source=source)
     p.hosts_set = set(p.hosts)
     raw, routes, extra, uses = _infer(p)
-    raw = [(u, v, bw, lat, s, n) for (u, v, bw, lat, s, n) in raw]
     links = list(p.direct) + _merge(raw, uses)
     switches = p.routers + p.switches + extra
     # Drop routers that nothing connects (declared but unused), keep everything else.
@@ -662,7 +672,12 @@ def simgrid_xml(t: Topology) -> str:
     for i, pl in enumerate(t.physical_links):
         lat = _fnum(pl.latency) + "s"
         asym = pl.bandwidth_ba is not None and pl.bandwidth_ba != pl.bandwidth
-        if pl.sharing == "duplex" and asym:
+        if pl.directed:
+            l1 = lid_for(i, pl)
+            ET.SubElement(zone, "link", id=l1, bandwidth=_fnum(pl.bandwidth) + "Bps", latency=lat,
+                          sharing_policy="FATPIPE" if pl.sharing == "fatpipe" else "SHARED")
+            routes.append((pl.a, pl.b, [(l1, None)], "NO"))
+        elif pl.sharing == "duplex" and asym:
             l1, l2 = lid_for(i, pl, "_ab"), lid_for(i, pl, "_ba")
             ET.SubElement(zone, "link", id=l1, bandwidth=_fnum(pl.bandwidth) + "Bps", latency=lat, sharing_policy="SHARED")
             ET.SubElement(zone, "link", id=l2, bandwidth=_fnum(pl.bandwidth_ba) + "Bps", latency=lat, sharing_policy="SHARED")
@@ -703,7 +718,8 @@ def save_simgrid(t: Topology, path) -> None:
     ``<host speed="1Gf">``, switches ``<router>``; each physical link is one ``<link>`` with a
     one-link ``<route>`` per direction: duplex -> SPLITDUPLEX with ``direction`` UP (a->b) /
     DOWN (b->a); an asymmetric duplex link -> two SHARED links, one per direction; shared ->
-    SHARED; fatpipe -> FATPIPE. Explicit multi-hop routes of ``t`` are not written (SimGrid
+    SHARED; fatpipe -> FATPIPE; a one-way (``directed``) link -> one link and a one-way route.
+    Explicit multi-hop routes of ``t`` are not written (SimGrid
     recomputes shortest paths).
     """
     path = str(path)
