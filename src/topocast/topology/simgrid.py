@@ -29,9 +29,19 @@ Mapping (what each SimGrid element becomes)
   its destination netpoint. We give every link two ends and unify them along every chain
   (shortest chains first): the first link's entry end *is* the source, each link's exit end
   *is* the next link's entry end, the last exit *is* the destination. Ends that never become
-  a host or router are synthetic junction switches (``j0``, ``j1``, ...). So a Full-routing
-  zone with explicit link lists (``small_platform.xml``) becomes a graph of its links, and a
-  Floyd/Dijkstra zone whose routes are single links becomes those links as direct edges.
+  a host or router are synthetic junction switches (``j0``, ``j1``, ...). A Floyd/Dijkstra
+  zone whose routes are single links thus becomes those links as direct edges, and the
+  hierarchical platforms shipped here (g5k, griffon, gdx) become trees.
+* When the routes cannot be drawn as a graph whose edges are the links (unification would
+  glue two netpoints together or a link to itself; ``small_platform.xml`` is such a list of
+  hand-made routes: e.g. Tremblay->Bourassa ends with links 6,7 and Fafard->Bourassa with
+  8,6,7, while Jacquelin->Fafard crosses 6 then 9, the Tremblay-Jupiter link), the whole
+  platform is imported as an exact *route graph* instead: each direction in which a route
+  crosses link ``L`` is a one-way link ``L.in -> L.out`` (``L.rin -> L.rout`` backwards),
+  one-way connector edges (fatpipe, 1e15 B/s, 0 s) join consecutive links, and every route
+  between two hosts is an explicit route. Every flow crosses exactly SimGrid's links and no
+  path can bypass one, so bounds stay finite. Limit: a SHARED link crossed in both
+  directions becomes two one-way links of its full bandwidth (opposite flows do not share).
 * A link that single-link routes use between more than two netpoints (a shared bus such as
   ``gdx_main`` or griffon's ``backbone``) cannot be one edge: it becomes a hub switch
   ``<id>-bus`` with one spoke per netpoint (the link's bandwidth and sharing, half its
