@@ -176,3 +176,14 @@ def test_unknown_output_format(capsys, tmp_path):
 def test_generate_bad_argument(capsys):
     code, _, err = run(capsys, "topology", "generate", "fat-tree", "--k", "3")
     assert code == 2 and "k must be an even number" in err
+
+
+def test_convert_geo_latency(capsys, tmp_path):
+    if DATA is None:
+        pytest.skip("../shared/data is not present beside the repository")
+    out_file = tmp_path / "g.yaml"
+    code, _, err = run(capsys, "topology", "convert", DATA / "topology-zoo" / "Geant2009.graphml", out_file, "--geo-latency")
+    assert code == 0, err
+    assert all(pl.latency > 0 for pl in load_file(out_file).physical_links)
+    code, _, err = run(capsys, "topology", "convert", "builtin:two-clusters", out_file, "--geo-latency")
+    assert code == 2 and "GraphML" in err

@@ -108,3 +108,25 @@ def test_disconnected_fails(tmp_path):
 )
 def test_speed_from_label(label, bits):
     assert speed_from_label(label) == bits
+
+
+def test_geo_distance():
+    from topocast.topology.graphml import geo_distance_m
+
+    # London - Paris about 344 km; one degree of latitude about 111.2 km
+    assert geo_distance_m(51.5074, -0.1278, 48.8566, 2.3522) == pytest.approx(343.5e3, rel=0.01)
+    assert geo_distance_m(0, 0, 1, 0) == pytest.approx(111.19e3, rel=1e-3)
+
+
+def test_geo_latency(data_dir):
+    from topocast.topology.graphml import FIBRE_SPEED_M_S, geo_distance_m
+
+    path = data_dir / "topology-zoo" / "Geant2009.graphml"  # every node has coordinates
+    t0 = load_graphml(path)
+    t = load_graphml(path, geo_latency=True)
+    assert all(pl.latency == 0 for pl in t0.physical_links)
+    assert all(pl.latency > 0 for pl in t.physical_links)
+    pl = t.physical_links[0]
+    a, b = t.attrs[pl.a], t.attrs[pl.b]
+    assert pl.latency == geo_distance_m(a["lat"], a["lon"], b["lat"], b["lon"]) / FIBRE_SPEED_M_S
+    assert max(pl.latency for pl in t.physical_links) < 0.05  # Europe: tens of ms at most

@@ -29,6 +29,8 @@ def register(sub) -> None:
     c.add_argument("output", help="output file: .yaml/.yml/.json (topocast) or .xml (SimGrid v4.1)")
     c.add_argument("--default-bandwidth", type=bandwidth_arg, default=None, metavar="BW",
                    help="bandwidth for links the input gives none (GraphML), e.g. 1Gbps")
+    c.add_argument("--geo-latency", action="store_true",
+                   help="GraphML: link latency = great-circle distance between PoPs / 2e8 m/s")
     c.set_defaults(func=run_convert)
 
     g = tsub.add_parser("generate", help="generate a topology (multi-cluster, two-cluster, fat-tree, random-tree)")
@@ -234,7 +236,14 @@ def _write(topology, output: str) -> None:
 def run_convert(args) -> int:
     from ..topology import load_topology
 
-    t = load_topology(args.input, default_bandwidth=args.default_bandwidth)
+    if args.geo_latency:
+        if not str(args.input).lower().endswith(".graphml"):
+            raise TopologyError("--geo-latency applies to GraphML (Topology Zoo) files only", source=args.input)
+        from ..topology.graphml import load_graphml
+
+        t = load_graphml(args.input, default_bandwidth=args.default_bandwidth, geo_latency=True)
+    else:
+        t = load_topology(args.input, default_bandwidth=args.default_bandwidth)
     _write(t, args.output)
     print(f"wrote {args.output}: {len(t.hosts)} hosts, {len(t.switches)} switches, {len(t.physical_links)} links")
     return 0

@@ -20,13 +20,18 @@ Mapping [our readings marked I]:
 * Parallel edges between the same two PoPs (the model allows one link per pair) are merged
   into one link whose bandwidth is the **sum** of theirs (several circuits in parallel);
   self-loops are dropped.
-* No latency in the data: links get 0 s.
+* No latency in the data: links get 0 s, unless ``geo_latency=True`` (CLI ``topology convert
+  --geo-latency``): then a link's latency is the great-circle distance between its two PoPs
+  (``Latitude``/``Longitude``, Earth radius 6371 km) divided by 2e8 m/s (light in fibre) [I];
+  a real fibre path is longer, so this is a lower bound. Links with an end lacking
+  coordinates keep 0 s.
 * A disconnected graph fails with the model's error naming an unreachable host (we do not
   silently drop components). None of the 22 files shipped in ../shared/data is disconnected.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
 import xml.etree.ElementTree as ET
@@ -35,7 +40,7 @@ from pathlib import Path
 from ..errors import TopologyError
 from .model import PhysicalLink, Topology
 
-__all__ = ["load_graphml", "graphml_summary", "speed_from_label"]
+__all__ = ["load_graphml", "graphml_summary", "speed_from_label", "geo_distance_m"]
 
 _NS = "{http://graphml.graphdrawing.org/xmlns}"
 
@@ -204,7 +209,19 @@ def graphml_summary(path) -> dict:
     }
 
 
-def load_graphml(path, default_bandwidth: float | None = None) -> Topology:
+EARTH_RADIUS_M = 6_371_000.0
+FIBRE_SPEED_M_S = 2.0e8
+
+
+def geo_distance_m(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
+    """Great-circle (haversine) distance in metres between two points given in degrees."""
+    p1, p2 = math.radians(lat1), math.radians(lat2)
+    dp, dl = p2 - p1, math.radians(lon2 - lon1)
+    h = math.sin(dp / 2) ** 2 + math.cos(p1) * math.cos(p2) * math.sin(dl / 2) ** 2
+    return 2 * EARTH_RADIUS_M * math.asin(min(1.0, math.sqrt(h)))
+
+
+def load_graphml(path, default_bandwidth: float | None = None, *, geo_latency: bool = False) -> Topology:
     """Read a Topology Zoo GraphML file (see the module docstring).
 
     ``default_bandwidth`` (bytes/s) is used for edges without a speed; without it, such edges
@@ -248,10 +265,18 @@ def load_graphml(path, default_bandwidth: float | None = None) -> Topology:
             "(e.g. --default-bandwidth 1Gbps) to give them one",
             source=source,
         )
+    coords = {}
+    for nid, data in g.nodes:
+        lat, lon = _float(data.get("Latitude")), _float(data.get("Longitude"))
+        if lat is not None and lon is not None:
+            coords[nid] = (lat, lon)
     links = []
     for key in order:
         a, b, bw, count = merged[key]
-        links.append(PhysicalLink(names[a], names[b], bw, 0.0, name=None if count == 1 else f"{count} parallel edges"))
+        lat = 0.0
+        if geo_latency and a in coords and b in coords:
+            lat = geo_distance_m(*coords[a], *coords[b]) / FIBRE_SPEED_M_S
+        links.append(PhysicalLink(names[a], names[b], bw, lat, name=None if count == 1 else f"{count} parallel edges"))
     attrs = {}
     for nid, data in g.nodes:
         a = {"id": nid}
