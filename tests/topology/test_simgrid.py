@@ -197,3 +197,81 @@ def test_imported_platform_round_trips_through_yaml(data_dir):
     t2 = loads(dumps(t))
     assert t2.physical_links == t.physical_links
     assert dict(t2.routes) == dict(t.routes)
+
+
+# Two small platforms in the style of SimGrid's examples/platforms (written inline here).
+ROUTING_CLUSTER = """<?xml version='1.0'?>
+<platform version="4">
+<AS id="AS0" routing="Full">
+  <AS id="c1" routing="Cluster">
+    <router id="router1"/>
+    <host id="host1" speed="1Gf"/>
+    <link id="l1_UP" bandwidth="125MBps" latency="100us"/>
+    <link id="l1_DOWN" bandwidth="100MBps" latency="100us"/>
+    <host_link id="host1" up="l1_UP" down="l1_DOWN"/>
+    <host id="host2" speed="1Gf"/>
+    <link id="l2" bandwidth="125MBps" latency="100us" sharing_policy="FULLDUPLEX"/>
+    <host_link id="host2" up="l2_UP" down="l2_DOWN"/>
+    <host id="host3" speed="1Gf"/>
+    <link id="l3" bandwidth="125MBps" latency="100us"/>
+    <host_link id="host3" up="l3" down="l3"/>
+    <backbone id="backbone1" bandwidth="2.25GBps" latency="500us"/>
+  </AS>
+  <AS id="c2" routing="Cluster">
+    <router id="router2"/>
+    <host id="host4" speed="1Gf"/>
+    <link id="l4" bandwidth="125MBps" latency="100us"/>
+    <host_link id="host4" up="l4" down="l4"/>
+    <backbone id="backbone2" bandwidth="2.25GBps" latency="500us"/>
+  </AS>
+  <link id="link1-2" bandwidth="2.25GBps" latency="500us"/>
+  <ASroute src="c1" dst="c2" gw_src="router1" gw_dst="router2"><link_ctn id="link1-2"/></ASroute>
+</AS>
+</platform>
+"""
+
+DOGBONE = """<?xml version='1.0'?>
+<platform version="4">
+  <AS id="AS0" routing="Full">
+    <host id="S1" speed="1Gf"/><host id="C1" speed="1Gf"/><host id="S2" speed="1Gf"/><host id="C2" speed="1Gf"/>
+    <router id="R1"/><router id="R2"/>
+    <link id="1" bandwidth="100MBps" latency="10ms"/><link id="2" bandwidth="50MBps" latency="10ms"/>
+    <link id="3" bandwidth="100MBps" latency="10ms"/><link id="4" bandwidth="100MBps" latency="10ms"/>
+    <link id="5" bandwidth="100MBps" latency="10ms"/>
+    <route src="S1" dst="C1"><link_ctn id="1"/><link_ctn id="2"/><link_ctn id="3"/></route>
+    <route src="S2" dst="C2"><link_ctn id="4"/><link_ctn id="2"/><link_ctn id="5"/></route>
+    <route src="S1" dst="C2"><link_ctn id="1"/><link_ctn id="2"/><link_ctn id="5"/></route>
+    <route src="S2" dst="C1"><link_ctn id="4"/><link_ctn id="2"/><link_ctn id="3"/></route>
+    <route src="S1" dst="R1"><link_ctn id="1"/></route>
+    <route src="R1" dst="R2"><link_ctn id="2"/></route>
+    <route src="R2" dst="C1"><link_ctn id="3"/></route>
+    <route src="S2" dst="R1"><link_ctn id="4"/></route>
+    <route src="R2" dst="C2"><link_ctn id="5"/></route>
+  </AS>
+</platform>
+"""
+
+
+def test_cluster_routing_zone_with_host_links(tmp_path):
+    p = tmp_path / "rc.xml"
+    p.write_text(ROUTING_CLUSTER)
+    t = load_simgrid(p)
+    assert t.hosts == ("host1", "host2", "host3", "host4") and t.is_tree()
+    by = {pl.name: pl for pl in t.physical_links}
+    assert (by["l1_UP+l1_DOWN"].bandwidth, by["l1_UP+l1_DOWN"].bandwidth_ba) == (125e6, 100e6)
+    assert by["l2"].sharing == "duplex" and by["l3"].sharing == "shared"
+    assert _names(t, "host1", "host4") == ["l1_UP+l1_DOWN", "backbone1", "link1-2", "backbone2", "l4"]
+
+
+def test_full_zone_with_routers_becomes_the_graph(tmp_path):
+    p = tmp_path / "dogbone.xml"
+    p.write_text(DOGBONE)
+    t = load_simgrid(p)
+    assert set(t.switches) == {"R1", "R2"} and t.is_tree()
+    assert {frozenset((pl.a, pl.b)): pl.name for pl in t.physical_links} == {
+        frozenset(("S1", "R1")): "1", frozenset(("R1", "R2")): "2", frozenset(("R2", "C1")): "3",
+        frozenset(("S2", "R1")): "4", frozenset(("R2", "C2")): "5",
+    }
+    assert t.route_nodes("S1", "C2") == ("S1", "R1", "R2", "C2")
+    assert t.route_bandwidth("S2", "C1") == 50e6
+    assert all(pl.sharing == "shared" for pl in t.physical_links)  # SimGrid's default policy

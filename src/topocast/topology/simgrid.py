@@ -24,6 +24,10 @@ Mapping (what each SimGrid element becomes)
   (private up, backbone, private down); here it turns at the cluster switch and does not.
   Traffic leaving the cluster crosses the backbone in both. Without ``bb_bw`` the router is
   the cluster switch itself. ``limiter_link`` and ``loopback_*`` are ignored.
+* A zone with ``routing="Cluster"`` (hosts with ``<host_link up= down=>``, ``<backbone>``,
+  ``<router>``) is mapped the same way: one switch named after the zone, each host joined to
+  it by its up/down links (one link with ``bandwidth``/``bandwidth_ba`` when they are two,
+  ``l_UP``/``l_DOWN`` halves of one SPLITDUPLEX link -> that link), backbone switch-router.
 * Routes (``<route>``, ``<zoneRoute>``/``<ASroute>`` between their gateways, with
   ``link_ctn`` lists, ``symmetrical``): each is a chain of links from its source netpoint to
   its destination netpoint. We give every link two ends and unify them along every chain
@@ -57,7 +61,7 @@ Mapping (what each SimGrid element becomes)
   gateways) is routed by topocast (fewest hops, widest bottleneck); on the tree-shaped
   platforms shipped here (g5k, griffon, gdx) that is the same path SimGrid takes.
 * Ignored: ``src == dst`` routes (loopback), ``bypassRoute``, host speeds and properties,
-  traces. Unsupported elements (``peer``, ``cabinet``, ``host_link``, ``include``,
+  traces. Unsupported elements (``peer``, ``cabinet``, ``include``,
   non-FLAT clusters) raise an error naming the element.
 
 Units follow SimGrid: bandwidth ``Bps`` (default, bytes/s), ``kBps``..``EBps``, ``KiBps``..,
@@ -173,6 +177,10 @@ def _zone_children(zone: ET.Element) -> list[str]:
 
 def _parse_zone(p: _Platform, zone: ET.Element, routing: str) -> None:
     deferred = []
+    local_hosts: list[str] = []
+    local_routers: list[str] = []
+    host_links: list[ET.Element] = []
+    backbone: str | None = None
     for e in zone:
         tag = e.tag
         where = _desc(e)
@@ -182,9 +190,15 @@ def _parse_zone(p: _Platform, zone: ET.Element, routing: str) -> None:
             _parse_zone(p, e, (e.get("routing") or "Full"))
         elif tag == "host":
             p.add_node(_req(e, "id", p), "host", where)
+            local_hosts.append(e.get("id"))
         elif tag == "router":
             p.add_node(_req(e, "id", p), "router", where)
+            local_routers.append(e.get("id"))
+        elif tag == "host_link":
+            host_links.append(e)
         elif tag in ("link", "backbone"):
+            if tag == "backbone":
+                backbone = e.get("id")
             lid = _req(e, "id", p)
             if lid in p.links:
                 raise TopologyError(f"duplicate link id {lid!r}", source=p.source, element=where)
@@ -203,9 +217,61 @@ def _parse_zone(p: _Platform, zone: ET.Element, routing: str) -> None:
             continue
         else:
             raise TopologyError(f"unsupported SimGrid element <{tag}>", source=p.source, element=where)
+    if routing.lower() == "cluster":
+        _cluster_zone(p, zone, local_hosts, local_routers, host_links, backbone)
+    elif host_links:
+        raise TopologyError("<host_link> is only supported in a zone with routing=\"Cluster\"",
+                            source=p.source, element=_desc(host_links[0]))
     # Routes after the nodes and links of the zone (and of its children) are known.
     for e in deferred:
         _parse_route(p, zone, routing, e)
+
+
+def _resolve_link(p: _Platform, lid: str, where: str) -> tuple[str, str]:
+    """(declared link id, direction) for a host_link end: ``l2_UP`` names link ``l2``'s up half."""
+    if lid in p.links:
+        return lid, "NONE"
+    for suffix in ("_UP", "_DOWN"):
+        if lid.endswith(suffix) and lid[: -len(suffix)] in p.links:
+            return lid[: -len(suffix)], suffix[1:]
+    raise TopologyError(f"{lid!r} names no declared <link>", source=p.source, element=where)
+
+
+def _cluster_zone(p: _Platform, zone, hosts, routers, host_links, backbone) -> None:
+    """A zone with routing="Cluster": hosts with <host_link up= down=>, an optional
+    <backbone> and an optional <router>, mapped as <cluster> is (see the module docstring)."""
+    zid = zone.get("id")
+    where = _desc(zone)
+    router = routers[0] if routers else None
+    if backbone is not None:
+        switch = zid if zid not in p.netpoints else f"{zid}-switch"
+        p.add_node(switch, "switch", where)
+        if router is not None:
+            bw, lat, sharing = p.links[backbone]
+            p.direct.append(PhysicalLink(switch, router, bw, lat, None, sharing, backbone))
+    elif router is not None:
+        switch = router
+    else:
+        raise TopologyError("a Cluster zone needs a <backbone> or a <router>", source=p.source, element=where)
+    linked = set()
+    for hl in host_links:
+        h = _req(hl, "id", p)
+        hw = _desc(hl)
+        if h not in hosts:
+            raise TopologyError(f"{h!r} is not a host of this zone", source=p.source, element=hw)
+        up, _ = _resolve_link(p, _req(hl, "up", p), hw)
+        down, _ = _resolve_link(p, _req(hl, "down", p), hw)
+        ubw, ulat, usharing = p.links[up]
+        dbw, dlat, _ = p.links[down]
+        if up == down:
+            p.direct.append(PhysicalLink(h, switch, ubw, ulat, None, usharing, up))
+        else:  # two resources, one per direction
+            p.direct.append(PhysicalLink(h, switch, ubw, max(ulat, dlat), dbw if dbw != ubw else None,
+                                         "duplex", f"{up}+{down}"))
+        linked.add(h)
+    for h in hosts:
+        if h not in linked:
+            raise TopologyError(f"host {h!r} of a Cluster zone has no <host_link>", source=p.source, element=where)
 
 
 def _req(e: ET.Element, attr: str, p: _Platform) -> str:
