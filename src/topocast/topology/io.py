@@ -35,6 +35,7 @@ float, otherwise bare numbers (Python's shortest round-tripping repr), so
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections import Counter
@@ -361,13 +362,27 @@ def _fmt_of(path: str) -> str:
     return "json" if str(path).lower().endswith(".json") else "yaml"
 
 
+_FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def loads(text: str, source: str | None = None, *, fmt: str | None = None) -> Topology:
-    """Parse topology text (YAML or JSON; ``fmt`` defaults from ``source``'s extension)."""
+    """Parse topology text (YAML or JSON; ``fmt`` defaults from ``source``'s extension).
+
+    The text is first parsed with the fast parser (json / libyaml); only when it is invalid is
+    it parsed again with the line-marking loader, so errors still give ``file:line``.
+    """
     if fmt is None:
         fmt = _fmt_of(source) if source else "yaml"
-    data = _parse_text(text, source, fmt)
     default_name = Path(source).stem if source else "topology"
-    return from_data(data, source, default_name=default_name)
+    try:
+        data = json.loads(text) if fmt == "json" else yaml.load(text, Loader=_FAST_LOADER)  # noqa: S506
+    except (ValueError, yaml.YAMLError):
+        data = _parse_text(text, source, fmt)  # raises with line and column
+    try:
+        return from_data(data, source, default_name=default_name)
+    except TopologyError:
+        marked = _parse_text(text, source, fmt)
+        return from_data(marked, source, default_name=default_name)  # same error, with the line
 
 
 def load_file(path) -> Topology:
@@ -409,6 +424,7 @@ def _key(text: str, bytes_first: bool = False):
     return ("." in text, text.endswith("B/s") != bytes_first, len(text))
 
 
+@functools.lru_cache(maxsize=4096)
 def format_bandwidth_exact(bw: float, *, bytes_first: bool = False):
     """``'1Gbps'``-style text when it parses back to exactly ``bw``, else the bare number.
 
@@ -431,6 +447,7 @@ def format_bandwidth_exact(bw: float, *, bytes_first: bool = False):
     return best if best is not None and len(best) <= 14 else _num(bw)
 
 
+@functools.lru_cache(maxsize=4096)
 def format_time_exact(t: float):
     """``'50us'``-style text when it parses back to exactly ``t``, else the bare number."""
     if t == 0:
@@ -513,7 +530,7 @@ def to_data(t: Topology) -> dict:
     return data
 
 
-class _FlowDumper(yaml.SafeDumper):
+class _FlowDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):
     """Block style at the top, flow style for each link/route/host list (like DESIGN.md)."""
 
 
