@@ -38,6 +38,13 @@ def test_every_platform_imports(data_dir, fname):
     assert declared <= names | spoke_of
     # routing works between the first and last host
     assert t.route(t.hosts[0], t.hosts[-1])
+    assert len(t.physical_links) == LINKS[fname]
+
+
+# Our link counts: PROVENANCE's count, minus each bus link, plus one spoke per bus endpoint
+# (g5k: 3 buses, 21 spokes; griffon: 1 bus, 3 spokes; gdx: 1 bus, 11 spokes); small_platform
+# is an exact route graph: 46 one-way link directions (23 links used both ways) + 120 connectors.
+LINKS = {"g5k.xml": 1614 - 3 + 21, "griffon.xml": 96 - 1 + 3, "gdx.xml": 198 - 1 + 11, "small_platform.xml": 46 + 120}
 
 
 def test_cluster_expansion_griffon(data_dir):
