@@ -282,3 +282,35 @@ def test_full_zone_with_routers_becomes_the_graph(tmp_path):
     assert t.route_nodes("S1", "C2") == ("S1", "R1", "R2", "C2")
     assert t.route_bandwidth("S2", "C1") == 50e6
     assert all(pl.sharing == "shared" for pl in t.physical_links)  # SimGrid's default policy
+
+
+def _full_round_trip(t, tmp_path):
+    p = tmp_path / "full.xml"
+    save_simgrid(t, p, routing="Full")
+    assert ET.parse(p).getroot().find("zone").get("routing") == "Full"
+    t2 = load_simgrid(p)
+    assert t2.hosts == t.hosts and set(t2.switches) == set(t.switches)
+    for u in t.hosts:
+        for v in t.hosts:
+            if u != v:
+                assert t2.route_nodes(u, v) == t.route_nodes(u, v), (u, v)
+                assert t2.route_bandwidth(u, v) == t.route_bandwidth(u, v)
+                assert t2.route_latency(u, v) == pytest.approx(t.route_latency(u, v), rel=1e-12)
+    return t2
+
+
+@pytest.mark.parametrize("name", ["two-clusters", "stable-example", "fat-tree-k4", "hetero-2switch"])
+def test_full_export_replays_topocast_routes(tmp_path, name):
+    _full_round_trip(builtin_topology(name), tmp_path)
+
+
+def test_full_export_of_imported_route_graph(data_dir, tmp_path):
+    t = load_simgrid(data_dir / "simgrid" / "small_platform.xml")
+    t2 = _full_round_trip(t, tmp_path)
+    assert sum(pl.directed for pl in t2.physical_links) == sum(pl.directed for pl in t.physical_links)
+
+
+def test_full_export_zoo_with_explicit_choice(data_dir, tmp_path):
+    from topocast.topology.graphml import load_graphml
+
+    _full_round_trip(load_graphml(data_dir / "topology-zoo" / "Geant2009.graphml"), tmp_path)

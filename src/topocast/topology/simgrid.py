@@ -51,6 +51,8 @@ Mapping (what each SimGrid element becomes)
   ``<id>-bus`` with one spoke per netpoint (the link's bandwidth and sharing, half its
   latency, so a route through the hub has the link's latency). Difference: in SimGrid all
   flows over the bus share one capacity; here only flows that share a spoke do.
+* A link that routes cross in one direction only becomes a one-way link (SimGrid cannot use
+  the other direction either).
 * Parallel links (several SimGrid links between the same two nodes) are merged, because the
   model allows one link per node pair: if each is used in one direction only (an
   asymmetric pair, as :func:`save_simgrid` writes) they become one link with
@@ -664,7 +666,12 @@ def _merge(raw, uses) -> list[PhysicalLink]:
         if len(g) == 1 or len(g[0]) == 7:  # one link, or one-way links (never parallel)
             for r in g:
                 u, v, bw, lat, sharing, name = r[:6]
-                out.append(PhysicalLink(u, v, bw, lat, None, sharing, name, directed=len(r) == 7 and r[6]))
+                directed = len(r) == 7 and r[6]
+                us = uses.get(name, set())
+                if not directed and len(us) == 1:
+                    # no route crosses it the other way: SimGrid cannot use that direction
+                    (u, v), directed = next(iter(us)), True
+                out.append(PhysicalLink(u, v, bw, lat, None, sharing, name, directed=directed))
             continue
         u, v = g[0][0], g[0][1]
         one_way = {}
@@ -723,18 +730,26 @@ def _fnum(x: float) -> str:
     return repr(float(x))
 
 
-def simgrid_xml(t: Topology) -> str:
+#: Above this many hosts, ``routing="auto"`` writes Floyd/DijkstraCache instead of Full.
+FULL_ROUTING_MAX_HOSTS = 100
+
+
+def simgrid_xml(t: Topology, routing: str = "auto") -> str:
     """The SimGrid v4.1 platform text of ``t`` (see :func:`save_simgrid`)."""
-    n_nodes = len(t.nodes)
-    routing = "Floyd" if n_nodes <= 300 else "DijkstraCache"
+    if routing == "auto":
+        if len(t.hosts) <= FULL_ROUTING_MAX_HOSTS:
+            routing = "Full"
+        else:
+            routing = "Floyd" if len(t.nodes) <= 300 else "DijkstraCache"
+    if routing not in ("Full", "Floyd", "Dijkstra", "DijkstraCache"):
+        raise TopologyError(f"unknown SimGrid routing {routing!r} (expected auto, Full, Floyd, Dijkstra or DijkstraCache)")
     platform = ET.Element("platform", version="4.1")
     zone = ET.SubElement(platform, "zone", id=t.name or "topology", routing=routing)
     for h in t.hosts:
         ET.SubElement(zone, "host", id=h, speed="1Gf")
-    for s in t.switches:
-        ET.SubElement(zone, "router", id=s)
-    routes = []
-    used_ids = set()
+    for sw in t.switches:
+        ET.SubElement(zone, "router", id=sw)
+    used_ids: set[str] = set()
 
     def lid_for(i, pl, tag=""):
         base = pl.name or f"{pl.a}_{pl.b}"
@@ -745,33 +760,51 @@ def simgrid_xml(t: Topology) -> str:
         used_ids.add(lid)
         return lid
 
+    def add_link(lid, bw, lat, policy):
+        ET.SubElement(zone, "link", id=lid, bandwidth=_fnum(bw) + "Bps", latency=lat, sharing_policy=policy)
+
+    # hop[(physical index, forward?)] = (SimGrid link id, direction or None)
+    hop: dict[tuple[int, bool], tuple[str, str | None]] = {}
     for i, pl in enumerate(t.physical_links):
         lat = _fnum(pl.latency) + "s"
         asym = pl.bandwidth_ba is not None and pl.bandwidth_ba != pl.bandwidth
         if pl.directed:
             l1 = lid_for(i, pl)
-            ET.SubElement(zone, "link", id=l1, bandwidth=_fnum(pl.bandwidth) + "Bps", latency=lat,
-                          sharing_policy="FATPIPE" if pl.sharing == "fatpipe" else "SHARED")
-            routes.append((pl.a, pl.b, [(l1, None)], "NO"))
+            add_link(l1, pl.bandwidth, lat, "FATPIPE" if pl.sharing == "fatpipe" else "SHARED")
+            hop[(i, True)] = (l1, None)
         elif pl.sharing == "duplex" and asym:
             l1, l2 = lid_for(i, pl, "_ab"), lid_for(i, pl, "_ba")
-            ET.SubElement(zone, "link", id=l1, bandwidth=_fnum(pl.bandwidth) + "Bps", latency=lat, sharing_policy="SHARED")
-            ET.SubElement(zone, "link", id=l2, bandwidth=_fnum(pl.bandwidth_ba) + "Bps", latency=lat, sharing_policy="SHARED")
-            routes.append((pl.a, pl.b, [(l1, None)], "NO"))
-            routes.append((pl.b, pl.a, [(l2, None)], "NO"))
+            add_link(l1, pl.bandwidth, lat, "SHARED")
+            add_link(l2, pl.bandwidth_ba, lat, "SHARED")
+            hop[(i, True)], hop[(i, False)] = (l1, None), (l2, None)
         elif pl.sharing == "duplex":
             l1 = lid_for(i, pl)
-            ET.SubElement(zone, "link", id=l1, bandwidth=_fnum(pl.bandwidth) + "Bps", latency=lat, sharing_policy="SPLITDUPLEX")
-            routes.append((pl.a, pl.b, [(l1, "UP")], "NO"))
-            routes.append((pl.b, pl.a, [(l1, "DOWN")], "NO"))
+            add_link(l1, pl.bandwidth, lat, "SPLITDUPLEX")
+            hop[(i, True)], hop[(i, False)] = (l1, "UP"), (l1, "DOWN")
         else:
             # SimGrid has one capacity per link: an asymmetric shared/fatpipe link keeps a->b.
             l1 = lid_for(i, pl)
-            ET.SubElement(zone, "link", id=l1, bandwidth=_fnum(pl.bandwidth) + "Bps", latency=lat,
-                          sharing_policy="SHARED" if pl.sharing == "shared" else "FATPIPE")
-            routes.append((pl.a, pl.b, [(l1, None)], "YES"))
-    for a, b, lks, sym in routes:
-        r = ET.SubElement(zone, "route", src=a, dst=b, symmetrical=sym)
+            add_link(l1, pl.bandwidth, lat, "SHARED" if pl.sharing == "shared" else "FATPIPE")
+            hop[(i, True)], hop[(i, False)] = (l1, None), (l1, None)
+
+    # One-link route per link direction (the graph, for Floyd/Dijkstra; kept in Full so that
+    # routers stay netpoints), then in Full every host pair's topocast route (overriding).
+    routes: dict[tuple[str, str], list[tuple[str, str | None]]] = {}
+    for i, pl in enumerate(t.physical_links):
+        routes[(pl.a, pl.b)] = [hop[(i, True)]]
+        if not pl.directed:
+            routes[(pl.b, pl.a)] = [hop[(i, False)]]
+    if routing == "Full":
+        links = t.links
+        for u in t.hosts:
+            for v in t.hosts:
+                if u == v:
+                    continue
+                lids = t.route(u, v)
+                routes[(u, v)] = [hop[(links[k].physical, links[k].src == t.physical_links[links[k].physical].a)]
+                                  for k in lids]
+    for (a, b), lks in routes.items():
+        r = ET.SubElement(zone, "route", src=a, dst=b, symmetrical="NO")
         for lid, direction in lks:
             if direction:
                 ET.SubElement(r, "link_ctn", id=lid, direction=direction)
@@ -779,27 +812,33 @@ def simgrid_xml(t: Topology) -> str:
                 ET.SubElement(r, "link_ctn", id=lid)
     ET.indent(platform, space="  ")
     body = ET.tostring(platform, encoding="unicode")
+    note = ("every host pair has its topocast route" if routing == "Full"
+            else "SimGrid computes shortest paths; explicit topocast routes are not exported")
     header = ("<?xml version='1.0'?>\n"
               '<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n'
               f"<!-- written by topocast from {t.name!r}: {len(t.hosts)} hosts, {len(t.switches)} routers, "
-              f"{len(t.physical_links)} links; {routing} routing (explicit multi-hop routes are not exported) -->\n")
+              f"{len(t.physical_links)} links; {routing} routing: {note} -->\n")
     return header + body + "\n"
 
 
-def save_simgrid(t: Topology, path) -> None:
-    """Write ``t`` as a SimGrid v4.1 platform.
+def save_simgrid(t: Topology, path, routing: str = "auto") -> None:
+    """Write ``t`` as a SimGrid v4.1 platform (one zone).
 
-    One zone with Floyd routing (DijkstraCache above 300 nodes: Full routing with a route per
-    host pair, or Floyd's cubic precomputation, is too big for thousands of hosts). Hosts are
-    ``<host speed="1Gf">``, switches ``<router>``; each physical link is one ``<link>`` with a
-    one-link ``<route>`` per direction: duplex -> SPLITDUPLEX with ``direction`` UP (a->b) /
-    DOWN (b->a); an asymmetric duplex link -> two SHARED links, one per direction; shared ->
-    SHARED; fatpipe -> FATPIPE; a one-way (``directed``) link -> one link and a one-way route.
-    Explicit multi-hop routes of ``t`` are not written (SimGrid
-    recomputes shortest paths).
+    Hosts are ``<host speed="1Gf">``, switches ``<router>``; each physical link is one
+    ``<link>`` with a one-link ``<route>`` per direction (``symmetrical="NO"``): duplex ->
+    SPLITDUPLEX with ``direction`` UP (a->b) / DOWN (b->a); an asymmetric duplex link -> two
+    SHARED links, one per direction; shared -> SHARED; fatpipe -> FATPIPE; a one-way
+    (``directed``) link -> one link and a one-way route.
+
+    ``routing``: ``"Full"`` also writes, for every ordered host pair, the route topocast uses
+    (so SimGrid replays exactly topocast's paths, explicit routes included); it is quadratic in
+    the number of hosts, so ``"auto"`` (default) uses it up to
+    :data:`FULL_ROUTING_MAX_HOSTS` hosts and otherwise ``"Floyd"`` (up to 300 nodes) or
+    ``"DijkstraCache"``, where SimGrid computes shortest paths itself (same paths on trees;
+    ties may differ on other graphs; explicit routes are lost).
     """
     path = str(path)
     try:
-        Path(path).write_text(simgrid_xml(t), encoding="utf-8")
+        Path(path).write_text(simgrid_xml(t, routing), encoding="utf-8")
     except OSError as exc:
         raise TopologyError(f"cannot write the file ({exc})", source=path) from None
