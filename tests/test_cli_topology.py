@@ -187,3 +187,14 @@ def test_convert_geo_latency(capsys, tmp_path):
     assert all(pl.latency > 0 for pl in load_file(out_file).physical_links)
     code, _, err = run(capsys, "topology", "convert", "builtin:two-clusters", out_file, "--geo-latency")
     assert code == 2 and "GraphML" in err
+
+
+def test_convert_simgrid_routing_option(capsys, tmp_path):
+    import xml.etree.ElementTree as ET
+
+    out_file = tmp_path / "t.xml"
+    code, _, err = run(capsys, "topology", "convert", "builtin:two-clusters", out_file, "--simgrid-routing", "Floyd")
+    assert code == 0, err
+    assert ET.parse(out_file).getroot().find("zone").get("routing") == "Floyd"
+    code, _, err = run(capsys, "topology", "convert", "builtin:two-clusters", out_file)
+    assert ET.parse(out_file).getroot().find("zone").get("routing") == "Full"

@@ -29,6 +29,9 @@ def register(sub) -> None:
     c.add_argument("output", help="output file: .yaml/.yml/.json (topocast) or .xml (SimGrid v4.1)")
     c.add_argument("--default-bandwidth", type=bandwidth_arg, default=None, metavar="BW",
                    help="bandwidth for links the input gives none (GraphML), e.g. 1Gbps")
+    c.add_argument("--simgrid-routing", default="auto", choices=["auto", "Full", "Floyd", "Dijkstra", "DijkstraCache"],
+                   help="routing of a SimGrid .xml output (auto: Full with every host pair's route up to 100 hosts, "
+                        "else Floyd/DijkstraCache)")
     c.add_argument("--geo-latency", action="store_true",
                    help="GraphML: link latency = great-circle distance between PoPs / 2e8 m/s")
     c.set_defaults(func=run_convert)
@@ -219,7 +222,7 @@ def run_show(args) -> int:
 
 
 # ---------------------------------------------------------------------- convert / generate
-def _write(topology, output: str) -> None:
+def _write(topology, output: str, simgrid_routing: str = "auto") -> None:
     suffix = Path(output).suffix.lower()
     if suffix in (".yaml", ".yml", ".json"):
         from ..topology.io import save_file
@@ -228,7 +231,7 @@ def _write(topology, output: str) -> None:
     elif suffix == ".xml":
         from ..topology.simgrid import save_simgrid
 
-        save_simgrid(topology, output)
+        save_simgrid(topology, output, routing=simgrid_routing)
     else:
         raise TopologyError("unknown output format (expected .yaml, .yml, .json or .xml for SimGrid)", source=output)
 
@@ -244,7 +247,7 @@ def run_convert(args) -> int:
         t = load_graphml(args.input, default_bandwidth=args.default_bandwidth, geo_latency=True)
     else:
         t = load_topology(args.input, default_bandwidth=args.default_bandwidth)
-    _write(t, args.output)
+    _write(t, args.output, args.simgrid_routing)
     print(f"wrote {args.output}: {len(t.hosts)} hosts, {len(t.switches)} switches, {len(t.physical_links)} links")
     return 0
 
