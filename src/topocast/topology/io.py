@@ -227,6 +227,8 @@ def from_data(data, source: str | None = None, *, default_name: str = "topology"
         bw_ba = None
         if ld.get("bandwidth_ba") is not None:
             bw_ba = _bandwidth(ld["bandwidth_ba"], source, ld, f"{el}: bandwidth_ba")
+            if bw_ba == bw:
+                bw_ba = None  # symmetric after all: one canonical form
         lat = _time(ld.get("latency", 0), source, ld, f"{el}: latency")
         sharing = ld.get("sharing", "duplex")
         if sharing not in SHARING_POLICIES:
