@@ -148,7 +148,7 @@ BAD = {
     ),
     "duplicate-link": (
         "hosts: [a, b]\nlinks:\n  - {a: a, b: b, bandwidth: 1Gbps}\n  - {a: b, b: a, bandwidth: 1Gbps}\n",
-        ["link 1 (b-a)", "duplicate link"],
+        ["links[1] (b-a)", "duplicate link b->a (already in links[0])"],
     ),
     "unreachable-host": (
         "hosts: [a, b, c]\nlinks:\n  - {a: a, b: b, bandwidth: 1Gbps}\n",

@@ -207,6 +207,7 @@ def from_data(data, source: str | None = None, *, default_name: str = "topology"
             seen[n] = kind
 
     links: list[PhysicalLink] = []
+    pairs_seen: dict[tuple[str, str], str] = {}
     raw_links = data.get("links") or []
     _expect(raw_links, list, source, data, "links", "a list of links")
     for i, ld in enumerate(raw_links):
@@ -239,6 +240,13 @@ def from_data(data, source: str | None = None, *, default_name: str = "topology"
         directed = ld.get("directed", False)
         if not isinstance(directed, bool):
             raise _fail(source, ld, f"{el}: directed", f"expected true or false, got {directed!r}")
+        if a == b:
+            raise _fail(source, ld, el, f"a link must join two different nodes, got {a!r} twice")
+        for pair in ((a, b),) if directed else ((a, b), (b, a)):
+            if pair in pairs_seen:
+                raise _fail(source, ld, el, f"duplicate link {pair[0]}->{pair[1]} (already in {pairs_seen[pair]}); "
+                                            "merge parallel links into one (sum their bandwidths)")
+            pairs_seen[pair] = f"links[{i}]"
         links.append(PhysicalLink(a, b, bw, lat, bw_ba, sharing, lname, directed=directed))
     lnames = Counter(l.name for l in links if l.name is not None)
     for i, l in enumerate(links):
