@@ -131,6 +131,8 @@ ERRORS = {
                        ["hosts[2] (a)", "duplicate name 'a'"]),
     "unreachable.yaml": ("hosts: [a, b, c]\nswitches: [s]\nlinks:\n  - {a: a, b: s, bandwidth: 1Gbps}\n"
                          "  - {a: b, b: s, bandwidth: 1Gbps}\n", ["host 'c'", "cannot be reached"]),
+    "duplink.yaml": ("hosts: [a, b]\nlinks:\n  - {a: a, b: b, bandwidth: 1Gbps}\n  - {a: b, b: a, bandwidth: 1Gbps}\n",
+                     [":4: links[1] (b-a)", "duplicate link"]),
     "topkey.yaml": ("hosts: [a]\nlinks: []\nroutez: []\n", ["top level", "unknown key 'routez'"]),
     "type.yaml": ("hosts: [a, b]\nlinks:\n  - {a: a, b: b, bandwidth: [1]}\n", ["links[0] (a-b): bandwidth"]),
     "bad.xml": ('<?xml version="1.0"?>\n<platform version="4.1"><zone id="z" routing="Full">\n'
