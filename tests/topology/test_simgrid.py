@@ -314,3 +314,25 @@ def test_full_export_zoo_with_explicit_choice(data_dir, tmp_path):
     from topocast.topology.graphml import load_graphml
 
     _full_round_trip(load_graphml(data_dir / "topology-zoo" / "Geant2009.graphml"), tmp_path)
+
+
+def test_exact_clusters_cross_the_backbone(data_dir):
+    from topocast.bounds import broadcast_bounds
+
+    t = load_simgrid(data_dir / "simgrid" / "griffon.xml", exact_clusters=True)
+    a, b, c = "griffon-1.nancy.grid5000.fr", "griffon-2.nancy.grid5000.fr", "griffon-30.nancy.grid5000.fr"
+    # as SimGrid: private up, the cluster backbone, private down (also inside a cabinet)
+    assert _names(t, a, b) == ["griffon_cluster_cabinet1_link_1_UP", "griffon_cluster_cabinet1_backbone",
+                               "griffon_cluster_cabinet1_link_2_DOWN"]
+    assert _real(_names(t, a, c)) == [
+        "griffon_cluster_cabinet1_link_1_UP", "griffon_cluster_cabinet1_backbone",
+        "backbone@griffon-griffon_cluster_cabinet1_router.nancy.grid5000.fr",
+        "backbone@griffon-griffon_cluster_cabinet2_router.nancy.grid5000.fr",
+        "griffon_cluster_cabinet2_backbone", "griffon_cluster_cabinet2_link_30_DOWN",
+    ]
+    assert t.route_latency(a, b) == pytest.approx(2 * 24e-6)
+    bound = broadcast_bounds(t, a, None)
+    assert max(bound.per_host_rate.values()) == 125e6  # the 1 Gbit/s private links
+    # the default (tree) import keeps intra-cabinet traffic off the backbone
+    tree = load_simgrid(data_dir / "simgrid" / "griffon.xml")
+    assert "griffon_cluster_cabinet1_backbone" not in _names(tree, a, b)

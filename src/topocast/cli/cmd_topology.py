@@ -32,6 +32,9 @@ def register(sub) -> None:
     c.add_argument("--simgrid-routing", default="auto", choices=["auto", "Full", "Floyd", "Dijkstra", "DijkstraCache"],
                    help="routing of a SimGrid .xml output (auto: Full with every host pair's route up to 100 hosts, "
                         "else Floyd/DijkstraCache)")
+    c.add_argument("--simgrid-exact-clusters", action="store_true",
+                   help="SimGrid input: map clusters as SimGrid routes them (intra-cluster traffic crosses the "
+                        "backbone; one-way links, not a tree) instead of a tree")
     c.add_argument("--geo-latency", action="store_true",
                    help="GraphML: link latency = great-circle distance between PoPs / 2e8 m/s")
     c.set_defaults(func=run_convert)
@@ -239,7 +242,13 @@ def _write(topology, output: str, simgrid_routing: str = "auto") -> None:
 def run_convert(args) -> int:
     from ..topology import load_topology
 
-    if args.geo_latency:
+    if args.simgrid_exact_clusters:
+        if not str(args.input).lower().endswith(".xml"):
+            raise TopologyError("--simgrid-exact-clusters applies to SimGrid .xml files only", source=args.input)
+        from ..topology.simgrid import load_simgrid
+
+        t = load_simgrid(args.input, exact_clusters=True)
+    elif args.geo_latency:
         if not str(args.input).lower().endswith(".graphml"):
             raise TopologyError("--geo-latency applies to GraphML (Topology Zoo) files only", source=args.input)
         from ..topology.graphml import load_graphml

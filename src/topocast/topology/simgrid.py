@@ -23,7 +23,11 @@ Mapping (what each SimGrid element becomes)
   Difference: in SimGrid a host-to-host route *inside* a cluster crosses the backbone
   (private up, backbone, private down); here it turns at the cluster switch and does not.
   Traffic leaving the cluster crosses the backbone in both. Without ``bb_bw`` the router is
-  the cluster switch itself. ``limiter_link`` and ``loopback_*`` are ignored.
+  the cluster switch itself. ``load_simgrid(..., exact_clusters=True)`` (CLI ``topology convert
+  --simgrid-exact-clusters``) maps a cluster with a backbone exactly as SimGrid routes it,
+  with one-way links: ``host -UP-> <id> -backbone-> <id>-out -DOWN-> host`` and connectors
+  ``<id>-out -> router -> <id>``, so every route, intra-cluster ones included, crosses the
+  backbone once (the graph is then no tree; a SHARED private link becomes two one-way links). ``limiter_link`` and ``loopback_*`` are ignored.
 * A zone with ``routing="Cluster"`` (hosts with ``<host_link up= down=>``, ``<backbone>``,
   ``<router>``) is mapped the same way: one switch named after the zone, each host joined to
   it by its up/down links (one link with ``bandwidth``/``bandwidth_ba`` when they are two,
@@ -146,8 +150,9 @@ def _radical(text: str, where: str, source: str) -> list[int]:
 
 # ---------------------------------------------------------------------- parsing
 class _Platform:
-    def __init__(self, source: str):
+    def __init__(self, source: str, exact_clusters: bool = False):
         self.source = source
+        self.exact_clusters = exact_clusters
         self.hosts: list[str] = []
         self.routers: list[str] = []
         self.switches: list[str] = []  # cluster switches
@@ -305,6 +310,24 @@ def _parse_cluster(p: _Platform, e: ET.Element) -> None:
         switch = cid if cid not in p.netpoints else f"{cid}-switch"
         p.add_node(switch, "switch", where)
         p.add_node(router, "router", where)
+        if p.exact_clusters:
+            # SimGrid's ClusterZone exactly: every route crosses the backbone once.
+            #   host -UP-> switch -backbone-> switch-out -DOWN-> host;  switch-out -> router -> switch
+            out = f"{switch}-out"
+            while out in p.netpoints:
+                out += "_"
+            p.add_node(out, "switch", where)
+            one_way = "fatpipe" if bb_sharing == "fatpipe" else "duplex"
+            p.direct.append(PhysicalLink(switch, out, bb_bw, bb_lat, None, one_way, f"{cid}_backbone", directed=True))
+            p.direct.append(PhysicalLink(out, router, CONNECTOR_BANDWIDTH, 0.0, None, "fatpipe",
+                                         f"connector:{out}>{router}", directed=True))
+            p.direct.append(PhysicalLink(router, switch, CONNECTOR_BANDWIDTH, 0.0, None, "fatpipe",
+                                         f"connector:{router}>{switch}", directed=True))
+            priv = "fatpipe" if sharing == "fatpipe" else "duplex"
+            for i, h in zip(radical, hosts):
+                p.direct.append(PhysicalLink(h, switch, bw, lat, None, priv, f"{cid}_link_{i}_UP", directed=True))
+                p.direct.append(PhysicalLink(out, h, bw, lat, None, priv, f"{cid}_link_{i}_DOWN", directed=True))
+            return
         p.direct.append(PhysicalLink(switch, router, bb_bw, bb_lat, None, bb_sharing, f"{cid}_backbone"))
     else:
         switch = router
@@ -696,8 +719,13 @@ def _merge(raw, uses) -> list[PhysicalLink]:
     return out
 
 
-def load_simgrid(path) -> Topology:
-    """Read a SimGrid platform file (see the module docstring for the mapping)."""
+def load_simgrid(path, *, exact_clusters: bool = False) -> Topology:
+    """Read a SimGrid platform file (see the module docstring for the mapping).
+
+    ``exact_clusters=True`` maps each ``<cluster>`` with a backbone as SimGrid routes it (every
+    route, intra-cluster ones included, crosses the backbone once) with one-way links, instead
+    of the default tree (see the module docstring).
+    """
     source = str(path)
     try:
         root = ET.parse(source).getroot()
@@ -711,7 +739,7 @@ def load_simgrid(path) -> Topology:
         raise TopologyError(f"cannot read the file ({exc})", source=source) from None
     if root.tag != "platform":
         raise TopologyError(f"expected a SimGrid <platform> root element, got <{root.tag}>", source=source)
-    p = _Platform(source)
+    p = _Platform(source, exact_clusters)
     _parse_zone(p, root, "Full")
     if not p.hosts:
         raise TopologyError("the platform declares no host", source=source)
