@@ -202,13 +202,13 @@ def test_convert_simgrid_routing_option(capsys, tmp_path):
     assert ET.parse(out_file).getroot().find("zone").get("routing") == "Full"
 
 
-def test_convert_simgrid_exact_clusters(capsys, tmp_path):
+def test_convert_simgrid_exact(capsys, tmp_path):
     if DATA is None:
         pytest.skip("../shared/data is not present beside the repository")
     out_file = tmp_path / "g.yaml"
-    code, _, err = run(capsys, "topology", "convert", DATA / "simgrid" / "griffon.xml", out_file, "--simgrid-exact-clusters")
+    code, _, err = run(capsys, "topology", "convert", DATA / "simgrid" / "griffon.xml", out_file, "--simgrid-exact")
     assert code == 0, err
     t = load_file(out_file)
     assert any(pl.directed for pl in t.physical_links) and not t.is_tree()
-    code, _, err = run(capsys, "topology", "convert", "builtin:two-clusters", out_file, "--simgrid-exact-clusters")
+    code, _, err = run(capsys, "topology", "convert", "builtin:two-clusters", out_file, "--simgrid-exact")
     assert code == 2 and ".xml" in err

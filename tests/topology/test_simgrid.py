@@ -316,23 +316,36 @@ def test_full_export_zoo_with_explicit_choice(data_dir, tmp_path):
     _full_round_trip(load_graphml(data_dir / "topology-zoo" / "Geant2009.graphml"), tmp_path)
 
 
-def test_exact_clusters_cross_the_backbone(data_dir):
+def test_exact_cross_the_backbone(data_dir):
     from topocast.bounds import broadcast_bounds
 
-    t = load_simgrid(data_dir / "simgrid" / "griffon.xml", exact_clusters=True)
+    t = load_simgrid(data_dir / "simgrid" / "griffon.xml", exact=True)
     a, b, c = "griffon-1.nancy.grid5000.fr", "griffon-2.nancy.grid5000.fr", "griffon-30.nancy.grid5000.fr"
     # as SimGrid: private up, the cluster backbone, private down (also inside a cabinet)
     assert _names(t, a, b) == ["griffon_cluster_cabinet1_link_1_UP", "griffon_cluster_cabinet1_backbone",
                                "griffon_cluster_cabinet1_link_2_DOWN"]
+    # and the shared 'backbone' between cabinets is one resource, as in SimGrid
     assert _real(_names(t, a, c)) == [
-        "griffon_cluster_cabinet1_link_1_UP", "griffon_cluster_cabinet1_backbone",
-        "backbone@griffon-griffon_cluster_cabinet1_router.nancy.grid5000.fr",
-        "backbone@griffon-griffon_cluster_cabinet2_router.nancy.grid5000.fr",
+        "griffon_cluster_cabinet1_link_1_UP", "griffon_cluster_cabinet1_backbone", "backbone",
         "griffon_cluster_cabinet2_backbone", "griffon_cluster_cabinet2_link_30_DOWN",
     ]
+    assert t.route_latency(a, c) == pytest.approx(3 * 24e-6)
     assert t.route_latency(a, b) == pytest.approx(2 * 24e-6)
     bound = broadcast_bounds(t, a, None)
     assert max(bound.per_host_rate.values()) == 125e6  # the 1 Gbit/s private links
     # the default (tree) import keeps intra-cabinet traffic off the backbone
     tree = load_simgrid(data_dir / "simgrid" / "griffon.xml")
     assert "griffon_cluster_cabinet1_backbone" not in _names(tree, a, b)
+
+
+@pytest.mark.parametrize("fname", ["g5k.xml", "gdx.xml"])
+def test_exact_mapping_keeps_simgrid_link_lists(data_dir, fname):
+    tree = load_simgrid(data_dir / "simgrid" / fname)
+    t = load_simgrid(data_dir / "simgrid" / fname, exact=True)
+    u, v = t.hosts[0], t.hosts[-1]
+    exact = _real(_names(t, u, v))
+    default = [n.split("@")[0] for n in _names(tree, u, v)]
+    # same SimGrid links in the same order; a bus is one hop instead of two spokes
+    dedup = [n for k, n in enumerate(default) if k == 0 or n != default[k - 1]]
+    strip = [n.removesuffix("_UP").removesuffix("_DOWN") for n in exact]
+    assert strip == dedup

@@ -32,7 +32,7 @@ def register(sub) -> None:
     c.add_argument("--simgrid-routing", default="auto", choices=["auto", "Full", "Floyd", "Dijkstra", "DijkstraCache"],
                    help="routing of a SimGrid .xml output (auto: Full with every host pair's route up to 100 hosts, "
                         "else Floyd/DijkstraCache)")
-    c.add_argument("--simgrid-exact-clusters", action="store_true",
+    c.add_argument("--simgrid-exact", action="store_true",
                    help="SimGrid input: map clusters as SimGrid routes them (intra-cluster traffic crosses the "
                         "backbone; one-way links, not a tree) instead of a tree")
     c.add_argument("--geo-latency", action="store_true",
@@ -242,12 +242,12 @@ def _write(topology, output: str, simgrid_routing: str = "auto") -> None:
 def run_convert(args) -> int:
     from ..topology import load_topology
 
-    if args.simgrid_exact_clusters:
+    if args.simgrid_exact:
         if not str(args.input).lower().endswith(".xml"):
-            raise TopologyError("--simgrid-exact-clusters applies to SimGrid .xml files only", source=args.input)
+            raise TopologyError("--simgrid-exact applies to SimGrid .xml files only", source=args.input)
         from ..topology.simgrid import load_simgrid
 
-        t = load_simgrid(args.input, exact_clusters=True)
+        t = load_simgrid(args.input, exact=True)
     elif args.geo_latency:
         if not str(args.input).lower().endswith(".graphml"):
             raise TopologyError("--geo-latency applies to GraphML (Topology Zoo) files only", source=args.input)

@@ -23,11 +23,12 @@ Mapping (what each SimGrid element becomes)
   Difference: in SimGrid a host-to-host route *inside* a cluster crosses the backbone
   (private up, backbone, private down); here it turns at the cluster switch and does not.
   Traffic leaving the cluster crosses the backbone in both. Without ``bb_bw`` the router is
-  the cluster switch itself. ``load_simgrid(..., exact_clusters=True)`` (CLI ``topology convert
-  --simgrid-exact-clusters``) maps a cluster with a backbone exactly as SimGrid routes it,
-  with one-way links: ``host -UP-> <id> -backbone-> <id>-out -DOWN-> host`` and connectors
+  the cluster switch itself. ``load_simgrid(..., exact=True)`` (CLI ``topology convert
+  --simgrid-exact``) maps a cluster with a backbone exactly as SimGrid routes it, with one-way
+  links: ``host -UP-> <id> -backbone-> <id>-out -DOWN-> host`` and connectors
   ``<id>-out -> router -> <id>``, so every route, intra-cluster ones included, crosses the
-  backbone once (the graph is then no tree; a SHARED private link becomes two one-way links). ``limiter_link`` and ``loopback_*`` are ignored.
+  backbone once (the graph is then no tree; a SHARED private link becomes two one-way links).
+  ``limiter_link`` and ``loopback_*`` are ignored.
 * A zone with ``routing="Cluster"`` (hosts with ``<host_link up= down=>``, ``<backbone>``,
   ``<router>``) is mapped the same way: one switch named after the zone, each host joined to
   it by its up/down links (one link with ``bandwidth``/``bandwidth_ba`` when they are two,
@@ -54,7 +55,9 @@ Mapping (what each SimGrid element becomes)
   ``gdx_main`` or griffon's ``backbone``) cannot be one edge: it becomes a hub switch
   ``<id>-bus`` with one spoke per netpoint (the link's bandwidth and sharing, half its
   latency, so a route through the hub has the link's latency). Difference: in SimGrid all
-  flows over the bus share one capacity; here only flows that share a spoke do.
+  flows over the bus share one capacity; here only flows that share a spoke do. With
+  ``exact=True`` the bus is one one-way link ``<id>-bus -> <id>-bus-out`` that every endpoint
+  reaches and leaves through one-way connectors, so all its flows share it, as in SimGrid.
 * A link that routes cross in one direction only becomes a one-way link (SimGrid cannot use
   the other direction either).
 * Parallel links (several SimGrid links between the same two nodes) are merged, because the
@@ -150,9 +153,9 @@ def _radical(text: str, where: str, source: str) -> list[int]:
 
 # ---------------------------------------------------------------------- parsing
 class _Platform:
-    def __init__(self, source: str, exact_clusters: bool = False):
+    def __init__(self, source: str, exact: bool = False):
         self.source = source
-        self.exact_clusters = exact_clusters
+        self.exact = exact
         self.hosts: list[str] = []
         self.routers: list[str] = []
         self.switches: list[str] = []  # cluster switches
@@ -310,7 +313,7 @@ def _parse_cluster(p: _Platform, e: ET.Element) -> None:
         switch = cid if cid not in p.netpoints else f"{cid}-switch"
         p.add_node(switch, "switch", where)
         p.add_node(router, "router", where)
-        if p.exact_clusters:
+        if p.exact:
             # SimGrid's ClusterZone exactly: every route crosses the backbone once.
             #   host -UP-> switch -backbone-> switch-out -DOWN-> host;  switch-out -> router -> switch
             out = f"{switch}-out"
@@ -637,6 +640,18 @@ def _infer_graph(p: _Platform):
         if u == v:
             raise _Inconsistent(f"link {lid}")
         raw.append((u, v, bw, lat, sharing, lid))
+    bus_out: dict[str, str] = {}
+    if p.exact:
+        # one resource per bus: every endpoint -> hub -> hub-out -> every endpoint (one-way)
+        for lid in sorted(bus):
+            out = f"{bus_names[lid]}-out"
+            while out in used:
+                out += "_"
+            used.add(out)
+            extra_switches.append(out)
+            bus_out[lid] = out
+            bw, lat, sharing = p.links[lid]
+            raw.append((bus_names[lid], out, bw, lat, "fatpipe" if sharing == "fatpipe" else "duplex", lid, True))
     spoke_seen = set()
     for lid, el in sorted(spokes, key=lambda s: (s[0], str(s[1]))):
         n = name_of(el)
@@ -644,7 +659,12 @@ def _infer_graph(p: _Platform):
             continue
         spoke_seen.add((lid, n))
         bw, lat, sharing = p.links[lid]
-        raw.append((n, bus_names[lid], bw, lat / 2.0, sharing, f"{lid}@{n}"))
+        if p.exact:
+            hub, out = bus_names[lid], bus_out[lid]
+            raw.append((n, hub, CONNECTOR_BANDWIDTH, 0.0, "fatpipe", f"connector:{n}>{hub}", True))
+            raw.append((out, n, CONNECTOR_BANDWIDTH, 0.0, "fatpipe", f"connector:{out}>{n}", True))
+        else:
+            raw.append((n, bus_names[lid], bw, lat / 2.0, sharing, f"{lid}@{n}"))
 
     # step 4: node paths of explicit routes (directed uses of each link, for merging)
     routes: dict[tuple[str, str], tuple[str, ...]] = {}
@@ -653,6 +673,9 @@ def _infer_graph(p: _Platform):
         a, b, links, sym, explicit, where, _dirs = p.statements[i]
         path = [a]
         for el in visited[1:]:
+            if p.exact and isinstance(el, tuple) and el[0] == "bus":
+                path += [bus_names[el[1]], bus_out[el[1]]]
+                continue
             n = name_of(el)
             if n != path[-1]:
                 path.append(n)
@@ -669,7 +692,11 @@ def _infer_graph(p: _Platform):
         if explicit and a in p.hosts_set and b in p.hosts_set and len(set(path)) == len(path):
             routes[(a, b)] = tuple(path)
             if sym:
-                routes.setdefault((b, a), tuple(reversed(path)))
+                back = list(reversed(path))
+                for k in range(len(back) - 1):  # a bus is crossed hub -> hub-out both ways
+                    if back[k] in bus_out.values() and back[k + 1] in bus_names.values():
+                        back[k], back[k + 1] = back[k + 1], back[k]
+                routes.setdefault((b, a), tuple(back))
     return raw, routes, extra_switches, uses
 
 
@@ -719,12 +746,12 @@ def _merge(raw, uses) -> list[PhysicalLink]:
     return out
 
 
-def load_simgrid(path, *, exact_clusters: bool = False) -> Topology:
+def load_simgrid(path, *, exact: bool = False) -> Topology:
     """Read a SimGrid platform file (see the module docstring for the mapping).
 
-    ``exact_clusters=True`` maps each ``<cluster>`` with a backbone as SimGrid routes it (every
-    route, intra-cluster ones included, crosses the backbone once) with one-way links, instead
-    of the default tree (see the module docstring).
+    ``exact=True`` maps each ``<cluster>`` with a backbone as SimGrid routes it (every route,
+    intra-cluster ones included, crosses the backbone once) and each bus as one resource, with
+    one-way links, instead of the default tree (see the module docstring).
     """
     source = str(path)
     try:
@@ -739,7 +766,7 @@ def load_simgrid(path, *, exact_clusters: bool = False) -> Topology:
         raise TopologyError(f"cannot read the file ({exc})", source=source) from None
     if root.tag != "platform":
         raise TopologyError(f"expected a SimGrid <platform> root element, got <{root.tag}>", source=source)
-    p = _Platform(source, exact_clusters)
+    p = _Platform(source, exact)
     _parse_zone(p, root, "Full")
     if not p.hosts:
         raise TopologyError("the platform declares no host", source=source)
