@@ -17,6 +17,7 @@ Mapping [our readings marked I]:
   ``100-155 Mbit/s`` (Uninett, WIDE) reads as its upper value [I]. Otherwise the edge has
   no speed: :func:`load_graphml` then needs ``default_bandwidth`` (bytes/s) or fails with an
   error naming those edges. :func:`graphml_summary` never fails for that.
+* Edges are read as undirected (as the Zoo draws them), whatever ``edgedefault`` says.
 * Parallel edges between the same two PoPs (the model allows one link per pair) are merged
   into one link whose bandwidth is the **sum** of theirs (several circuits in parallel);
   self-loops are dropped.
