@@ -364,12 +364,15 @@ class _Sim:
         self.rate[flowing] = progressive_filling(pair_flow, pair_res, self.capacity, caps, children)
 
     def _next_event(self, flowing: np.ndarray) -> tuple[float, list]:
-        cands: list[tuple[float, str, int]] = []
+        """Time to the next event and the events due then, as (dt, kind, transfer)."""
+        groups: list[tuple[np.ndarray, str, np.ndarray]] = []  # (dt per item, kind, items)
         st = self.status
-        for i in np.flatnonzero((st == LATENCY) | (st == REDUCING)):
-            cands.append((self.t_event[i] - self.t, "phase", int(i)))
-        for src in self.busy_senders:
-            cands.append((self.sender_free[src] - self.t, "inject", -1))
+        phased = np.flatnonzero((st == LATENCY) | (st == REDUCING))
+        if len(phased):
+            groups.append((self.t_event[phased] - self.t, "phase", phased))
+        if self.busy_senders:
+            senders = sorted(self.busy_senders)
+            groups.append((np.array([self.sender_free[x] - self.t for x in senders]), "inject", np.full(len(senders), -1)))
         if len(flowing):
             f = flowing
             r = self.rate[f]
@@ -378,32 +381,39 @@ class _Sim:
             u = self.upstream[f]
             has = u >= 0
             uu = np.where(has, u, 0)
-            live_up = has & (self.status[uu] == FLOWING)
+            live_up = has & (st[uu] == FLOWING)
             av = self._avail_vec(f)
             free = ~live_up | (av >= size)
             with np.errstate(divide="ignore", invalid="ignore"):
-                t_done = np.where(free & (r > 0), left / r, np.inf)
-                ru = np.where(live_up, self.rate[uu], 0.0)
-                gap = av - self.sent[f]
-                t_catch = np.where(~free & (gap > _REL * size) & (r > ru), gap / (r - ru), np.inf)
-                need = np.maximum(self.base[f] + size + self.chunk - self.sent[uu], 0.0)
-                t_free = np.where(~free & (ru > 0), need / ru, np.inf)
-            for arr, kind in ((t_done, "done"), (t_catch, "catch"), (t_free, "free")):
-                k = int(np.argmin(arr)) if len(arr) else 0
-                if np.isfinite(arr[k]):
-                    m = arr[k]
-                    tol = m * 1e-12 + 1e-300
-                    for j in np.flatnonzero(arr <= m + tol):
-                        cands.append((float(arr[j]), kind, int(f[j])))
-        for i in self.waiting_upstream:
-            u = self.upstream[i]
-            if self.status[u] == FLOWING and self.rate[u] > 0:
-                cands.append(((self._activation(i) - self.sent[u]) / self.rate[u], "activate", i))
-        if not cands:
+                groups.append((np.where(free & (r > 0), left / r, np.inf), "done", f))
+                if live_up.any():
+                    ru = np.where(live_up, self.rate[uu], 0.0)
+                    gap = av - self.sent[f]
+                    # we reach the bytes the upstream has delivered
+                    groups.append((np.where(~free & (gap > _REL * size) & (r > ru), gap / (r - ru), np.inf), "catch", f))
+                    # the upstream passes the end of our bytes (plus one chunk): no longer bound
+                    need = np.maximum(self.base[f] + size + self.chunk - self.sent[uu], 0.0)
+                    groups.append((np.where(~free & (ru > 0), need / ru, np.inf), "free", f))
+        if self.waiting_upstream:
+            w = np.array(sorted(self.waiting_upstream), dtype=np.int64)
+            u = self.upstream[w]
+            ok = (st[u] == FLOWING) & (self.rate[u] > 0)
+            if ok.any():
+                act = np.array([self._activation(int(i)) for i in w])
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    groups.append((np.where(ok, (act - self.sent[u]) / self.rate[u], np.inf), "activate", w))
+        dt = math.inf
+        for times, _, _ in groups:
+            if len(times):
+                dt = min(dt, float(times.min()))
+        if not math.isfinite(dt):
             return math.inf, []
-        dt = max(min(c[0] for c in cands), 0.0)
+        dt = max(dt, 0.0)
         tol = dt * 1e-12 + 1e-300
-        hits = [c for c in cands if c[0] <= dt + tol]
+        hits = []
+        for times, kind, items in groups:
+            for j in np.flatnonzero(times <= dt + tol):
+                hits.append((float(times[j]), kind, int(items[j])))
         return dt, hits
 
     def _settle(self, flowing: np.ndarray, hits) -> None:
