@@ -1,0 +1,4 @@
+"""Redistribution planners (collective ``redistribute``): brute force, GGP, OGGP.
+
+The request is a :class:`topocast.redistribution.Redistribution`.
+"""
