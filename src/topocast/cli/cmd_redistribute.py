@@ -207,7 +207,10 @@ def cmd_predict(args) -> int:
               f"k = {info['k']} (backbone / NIC = {info['backbone_ratio']:.3g}, from {info['k_from']}), beta = {_fmt(info['beta'])}")
     con.print(f"lower bound max(P/k, W) = {_fmt(b['eta'])} (P/k = {_fmt(b['P_over_k'])}, W = {_fmt(b['W'])}); "
               f"step bound s(G) = {b['step_bound']}")
-    t = Table("approach", "lower bound", "model prediction", "fluid simulator", "steps", "transfers", "plan time")
+    t = Table()
+    t.add_column("approach", no_wrap=True)
+    for h in ("lower bound", "model", "fluid sim", "steps", "transfers", "plan time"):
+        t.add_column(h)
     for p in preds:
         t.add_row(p.approach, _fmt(p.lower_bound), _fmt(p.model), _fmt(p.simulated), str(p.steps) if p.steps else "-",
                   str(p.transfers), _fmt(p.plan_seconds))

@@ -288,18 +288,19 @@ def random_pattern(
     """The paper's random patterns (section 4): ``n_messages`` messages between random
     senders and receivers, sizes uniform in ``[low, x]`` bytes (10 MB .. x MB in the paper).
 
-    Messages that fall on the same (sender, receiver) pair add up ([I]: the paper does not say).
+    [I] The pairs are distinct (the paper keeps "the same number of communications").
     """
     if n1 < 1 or n2 < 1 or n_messages < 0:
         raise InputError("need n1, n2 >= 1 and n_messages >= 0", element="pattern")
     if not (0 <= low <= x):
         raise InputError(f"sizes must satisfy 0 <= low <= x, got low={low}, x={x}", element="pattern")
+    if n_messages > n1 * n2:
+        raise InputError(f"{n_messages} messages do not fit in {n1} x {n2} sender/receiver pairs", element="messages")
     rng = np.random.default_rng(seed)
-    m = np.zeros((n1, n2), dtype=np.int64)
-    i = rng.integers(0, n1, n_messages)
-    j = rng.integers(0, n2, n_messages)
-    sizes = np.round(rng.uniform(low, x, n_messages)).astype(np.int64)
-    np.add.at(m, (i, j), sizes)
+    m = np.zeros(n1 * n2, dtype=np.int64)
+    pairs = rng.choice(n1 * n2, size=n_messages, replace=False)
+    m[pairs] = np.round(rng.uniform(low, x, n_messages)).astype(np.int64)
+    m = m.reshape(n1, n2)
     return Redistribution(m, _names("a", n1), _names("b", n2), k=k, beta=beta)
 
 
