@@ -146,3 +146,18 @@ def test_barrier_encoding():
     longest = ggp(topo, r, barrier="longest")
     assert all(len(t.after) <= 1 for t in longest.transfers)
     assert longest.transfers[2].after == longest.transfers[3].after != ()
+
+
+@settings(max_examples=60, deadline=None)
+@given(matrices, st.integers(0, 48), st.integers(1, 20), st.booleans(), st.sampled_from([1, 10**6]))
+def test_one_huge_message_and_large_k(m, where, k, bottleneck, unit):
+    """One message 10^10 times the others, k from 1 to well above either cluster size."""
+    m = m.copy()
+    i, j = divmod(where % m.size, m.shape[1])
+    m[i, j] = 10**11
+    s = peel_schedule(m, k, unit=unit, bottleneck=bottleneck)
+    validate_schedule(s, m, k)
+    if unit == 1:
+        assert s.transfer_time(1.0) == _exact_eta(m, k)
+    else:
+        assert s.cost(float(unit), 1.0) <= RATIO * lower_bound(m, k, beta=float(unit)).total
