@@ -192,6 +192,17 @@ def _bottleneck(E: np.ndarray, mate_r: np.ndarray, mate_c: np.ndarray, cap=None)
         return int(hi)
     cand = np.unique(E[(E > lo) & (E < hi)])
     a, b = -1, len(cand) - 1  # cand[a] feasible (a = -1: lo); search for the largest feasible
+    # gallop down from the top (the answer is typically a few candidates below hi), then bisect
+    step = 1
+    while a < b:
+        mid = len(cand) - step
+        if mid <= a:
+            break
+        if probe(cand[mid]):
+            a = mid
+            break
+        b = mid - 1
+        step *= 2
     while a < b:
         mid = (a + b + 1) // 2
         if probe(cand[mid]):
