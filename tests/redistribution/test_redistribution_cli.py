@@ -52,3 +52,16 @@ def test_matrix_file_and_errors(capsys, tmp_path):
     assert code == 2 and "cannot read" in err and "Traceback" not in err
     code, _, err = run(capsys, "redistribute", "predict", "--matrix", str(m), "--pattern", "fig2")
     assert code == 2 and "either --matrix or --pattern" in err
+
+
+def test_saved_plan_and_topology_simulate(capsys, tmp_path):
+    plan_file, topo_file = tmp_path / "p.json", tmp_path / "t.yaml"
+    code, _, _ = run(capsys, "redistribute", "plan", "--pattern", "fig2", "--nic", "10MB/s", "-o", str(plan_file),
+                     "--save-topology", str(topo_file))
+    assert code == 0
+    from topocast.plan import Plan
+    from topocast.sim import simulate
+    from topocast.topology import load_topology
+
+    res = simulate(Plan.load(plan_file), load_topology(str(topo_file)))
+    assert res.makespan == pytest.approx(2.0)

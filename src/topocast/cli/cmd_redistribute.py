@@ -45,6 +45,8 @@ def register(subparsers) -> None:
                     help="step barrier: every transfer waits for all of the previous step (full) or its longest one")
     pp.add_argument("--output", "-o", metavar="FILE", help="write the plan (JSON) here")
     pp.add_argument("--plot", metavar="FILE", help="Gantt chart per host of the schedule's steps (png/pdf/svg)")
+    pp.add_argument("--save-topology", metavar="FILE",
+                    help="write the topology used (YAML), e.g. for `topocast simulate --plan` or `topocast run`")
     pp.add_argument("--show-steps", type=int, default=20, metavar="N", help="steps listed in the table (default 20)")
     pp.set_defaults(func=cmd_plan)
     pr = sub.add_parser("predict", help="lower bounds, model predictions and the fluid simulator for each approach")
@@ -129,6 +131,10 @@ def cmd_plan(args) -> int:
             fh.write(plan.dumps())
     if args.plot:
         _plot(args, req, plat, plan)
+    if args.save_topology:
+        from ..topology.io import save_file
+
+        save_file(topo, args.save_topology)
     lb = lower_bound(req.matrix, plat.k, nic=plat.nic, beta=req.beta)
     if args.json:
         print_json({"plan": plan.to_json() if not args.output else args.output, "lower_bound": lb.to_json(),
@@ -168,6 +174,8 @@ def cmd_plan(args) -> int:
         con.print(f"plan written to {args.output}")
     if args.plot:
         con.print(f"Gantt chart written to {args.plot}")
+    if args.save_topology:
+        con.print(f"topology written to {args.save_topology}")
     return 0
 
 
@@ -236,4 +244,13 @@ def cmd_decide(args) -> int:
     verdict = f"[bold green]schedule with {d.best}[/]" if d.schedule else "[bold yellow]do not schedule (brute force)[/]"
     con.print(f"{verdict}: predicted brute force {_fmt(d.brute_force_time)}, scheduled {_fmt(d.scheduled_time)}, "
               f"gain {100 * d.gain:.1f} % (basis: {d.basis})")
+    from rich.table import Table
+
+    t = Table()
+    t.add_column("approach", no_wrap=True)
+    for h in ("lower bound", "model", "fluid sim", "steps"):
+        t.add_column(h)
+    for p in d.predictions:
+        t.add_row(p.approach, _fmt(p.lower_bound), _fmt(p.model), _fmt(p.simulated), str(p.steps) if p.steps else "-")
+    con.print(t)
     return 0
