@@ -100,3 +100,35 @@ def agreement_experiment(n_patterns: int = 100, *, seed: int = 1, k: int = 5, n:
     return {"patterns": n_patterns, "k": k, "beta": beta,
             "brute_force_sim_minus_estimate_rel": summarize(rel_bf),
             "schedule_sim_minus_model_rel": summarize(rel_sched)}
+
+
+def stress_experiment(n_patterns: int = 1000, *, seed: int = 2) -> dict:
+    """Worst cases beyond the paper's setting: random cluster sizes (1-20 each), k (1-25,
+    often above both clusters), density, sizes spanning 4 orders of magnitude, and beta from
+    1e-3 to 10 times the mean message time. Returns the ratio distribution per algorithm."""
+    from ..planners.redistribute.ggp import peel_schedule, unit_for
+
+    rng = np.random.default_rng(seed)
+    ratios = {"ggp": [], "oggp": []}
+    worst = {"ggp": None, "oggp": None}
+    t0 = time.perf_counter()
+    for _ in range(n_patterns):
+        n1, n2 = (int(x) for x in rng.integers(1, 21, 2))
+        k = int(rng.integers(1, 26))
+        density = float(rng.uniform(0.05, 1.0))
+        sizes = np.round(10 ** rng.uniform(5, 9, (n1, n2))).astype(np.int64)
+        m = np.where(rng.random((n1, n2)) < density, sizes, 0)
+        if m.sum() == 0:
+            m[0, 0] = 10**6
+        mean_t = float(m[m > 0].mean()) / NIC
+        beta = mean_t * float(10 ** rng.uniform(-3, 1))
+        lb = lower_bound(m, k, nic=NIC, beta=beta)
+        for name, bott in (("ggp", False), ("oggp", True)):
+            s = peel_schedule(m, k, unit=unit_for(beta, NIC), bottleneck=bott)
+            r = s.cost(beta, NIC) / lb.total
+            ratios[name].append(r)
+            if worst[name] is None or r > worst[name]["ratio"]:
+                worst[name] = {"ratio": r, "n1": n1, "n2": n2, "k": k, "beta_over_mean_message": beta / mean_t,
+                               "messages": int((m > 0).sum()), "steps": s.n_steps, "step_bound": lb.steps}
+    return {"patterns": n_patterns, "seed": seed, "seconds": time.perf_counter() - t0,
+            "ggp_ratio": summarize(ratios["ggp"]), "oggp_ratio": summarize(ratios["oggp"]), "worst": worst}
