@@ -161,3 +161,19 @@ def test_one_huge_message_and_large_k(m, where, k, bottleneck, unit):
         assert s.transfer_time(1.0) == _exact_eta(m, k)
     else:
         assert s.cost(float(unit), 1.0) <= RATIO * lower_bound(m, k, beta=float(unit)).total
+
+
+@pytest.mark.parametrize("n", [4, 7])
+@pytest.mark.parametrize("beta", [0.05, 1.0, 20.0])
+def test_complete_matrix_k_equals_n(n, beta):
+    """ALGORITHMS.md 7.3: raw peeling has no constant ratio on complete n x n matrices with
+    k = n when beta > 0; the normalised peeling stays within 8/3."""
+    rng = np.random.default_rng(n)
+    m = rng.integers(1, 100, (n, n)) * 1000
+    nic = 1000.0  # message times 0.001 .. 0.1 s x 1000 = 1 .. 99 s
+    unit = max(1, int(round(beta * nic)))
+    lb = lower_bound(m, n, nic=nic, beta=beta)
+    for bott in (False, True):
+        s = peel_schedule(m, n, unit=unit, bottleneck=bott)
+        validate_schedule(s, m, n)
+        assert s.cost(beta, nic) <= RATIO * lb.total
