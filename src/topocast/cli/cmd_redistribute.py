@@ -41,8 +41,9 @@ def register(subparsers) -> None:
     pp = sub.add_parser("plan", help="compute a schedule (or the brute-force plan) and print / save it")
     _common(pp)
     pp.add_argument("--algorithm", "-a", default="ggp", choices=("ggp", "oggp", "brute_force"), help="default ggp")
-    pp.add_argument("--barrier", choices=("full", "longest"), default="full",
-                    help="step barrier: every transfer waits for all of the previous step (full) or its longest one")
+    pp.add_argument("--barrier", choices=("auto", "full", "longest"), default="auto",
+                    help="step barrier: every transfer waits for all of the previous step (full) or its longest one; "
+                         "auto (default): full unless that needs over 2 million 'after' entries")
     pp.add_argument("--output", "-o", metavar="FILE", help="write the plan (JSON) here")
     pp.add_argument("--plot", metavar="FILE", help="Gantt chart per host of the schedule's steps (png/pdf/svg)")
     pp.add_argument("--save-topology", metavar="FILE",

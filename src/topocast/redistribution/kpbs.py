@@ -27,7 +27,9 @@ How the simulator sees a schedule and beta
 The plan encodes a step barrier with ``after``: every transfer of step ``s + 1`` lists every
 transfer of step ``s`` (``barrier="full"``, what the runtime should perform), or only the longest
 transfer of step ``s`` (``barrier="longest"``, smaller; equivalent in the fluid model because the
-transfers of a step never contend and all start together). The fluid simulator knows no set-up
+transfers of a step never contend and all start together). ``barrier="auto"`` (default) is
+``full`` unless the after-lists would exceed 2 million entries (dense matrices peeled with
+``beta = 0`` and a large k: ~10^4 steps of ~100 slices), then ``longest``. The fluid simulator knows no set-up
 cost: it predicts the ``beta = 0`` time of the schedule; the scheduled prediction with set-up is
 ``simulated + beta * steps``, which equals ``sum_steps (beta + m_step)`` when the topology has
 exactly the KPBS capacities. ``plan.notes`` carries ``beta``, ``steps``, ``step_bytes`` and the
@@ -228,6 +230,9 @@ def brute_force_plan(request: Redistribution, planner: str = "brute_force", note
     return make_plan(request, transfers, planner, {}, notes or {})
 
 
+FULL_BARRIER_LIMIT = 2_000_000  # after-list entries; beyond this "auto" chains through the longest
+
+
 def schedule_to_plan(
     schedule: Schedule,
     request: Redistribution,
@@ -236,12 +241,16 @@ def schedule_to_plan(
     beta: float,
     planner: str,
     params: dict,
-    barrier: str = "full",
+    barrier: str = "auto",
     notes: dict | None = None,
 ) -> Plan:
     """The Plan of a schedule: one transfer per slice, a barrier between steps (module doc)."""
-    if barrier not in ("full", "longest"):
-        raise InputError(f"barrier must be 'full' or 'longest', got {barrier!r}", element="barrier")
+    if barrier not in ("full", "longest", "auto"):
+        raise InputError(f"barrier must be 'full', 'longest' or 'auto', got {barrier!r}", element="barrier")
+    if barrier == "auto":  # full unless the after-lists would be huge (dense, beta = 0, large k)
+        sizes = [len(st) for st in schedule.steps]
+        links = sum(a * b for a, b in zip(sizes, sizes[1:]))
+        barrier = "full" if links <= FULL_BARRIER_LIMIT else "longest"
     m = request.matrix
     offs = block_offsets(m)
     pos = np.zeros_like(m)  # bytes of each block already scheduled

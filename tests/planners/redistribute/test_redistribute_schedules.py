@@ -177,3 +177,15 @@ def test_complete_matrix_k_equals_n(n, beta):
         s = peel_schedule(m, n, unit=unit, bottleneck=bott)
         validate_schedule(s, m, n)
         assert s.cost(beta, nic) <= RATIO * lb.total
+
+
+def test_auto_barrier_falls_back_to_longest(monkeypatch):
+    import topocast.redistribution.kpbs as kpbs
+
+    r = fig2_pattern(unit=10)
+    topo = two_cluster_topology(3, 3, nic=10, k=2, senders=r.senders, receivers=r.receivers)
+    assert ggp(topo, r).notes["barrier"] == "full"
+    monkeypatch.setattr(kpbs, "FULL_BARRIER_LIMIT", 3)  # fig. 2 needs 2 x 2 = 4 entries
+    plan = ggp(topo, r)
+    assert plan.notes["barrier"] == "longest"
+    check_plan(plan, topo)

@@ -319,7 +319,7 @@ def schedule_request(topology, request: Redistribution, *, bottleneck: bool, uni
     summary="Generic Graph Peeling: steps of <= k transfers (matchings), preemption, barriers",
     reference="Wagner & Jeannot, IPDPS 2004 / Cohen, Jeannot, Padoy, Wagner, TPDS 2006 (reconstruction, ALGORITHMS.md 7.3)",
 )
-def ggp(topology, request: Redistribution, *, unit: int | None = None, barrier: str = "full", merge: bool = True):
+def ggp(topology, request: Redistribution, *, unit: int | None = None, barrier: str = "auto", merge: bool = True):
     """GGP schedule of ``request`` as a plan (``unit``: bytes per peeling unit, default beta * nic)."""
     sched, plat = schedule_request(topology, request, bottleneck=False, unit=unit, merge=merge)
     return schedule_to_plan(

@@ -28,7 +28,7 @@ __all__ = ["oggp"]
     summary="Optimized GGP: peels bottleneck perfect matchings (fewer steps, less set-up)",
     reference="Wagner & Jeannot, IPDPS 2004 / Cohen, Jeannot, Padoy, Wagner, TPDS 2006 (reconstruction, ALGORITHMS.md 7.4)",
 )
-def oggp(topology, request: Redistribution, *, unit: int | None = None, barrier: str = "full", merge: bool = True):
+def oggp(topology, request: Redistribution, *, unit: int | None = None, barrier: str = "auto", merge: bool = True):
     """OGGP schedule of ``request`` as a plan (``unit``: bytes per peeling unit, default beta * nic)."""
     sched, plat = schedule_request(topology, request, bottleneck=True, unit=unit, merge=merge)
     return schedule_to_plan(
