@@ -71,3 +71,10 @@ def test_ratio_experiment_small():
             assert d[f"{name}_ratio"]["max"] <= 8 / 3
             assert d[f"{name}_ratio"]["min"] >= 1 - 1e-9
     assert res["beta"]["0.0"]["ggp_ratio"]["max"] == pytest.approx(1.0, abs=1e-6)
+
+
+def test_count_planning_adds_the_planner_time():
+    r = fig2_pattern(unit=10**7)
+    d = decide(_fig2_topo(r), r, count_planning=True)
+    best = next(p for p in d.predictions if p.approach == d.best)
+    assert d.scheduled_time == pytest.approx(1.6 + best.plan_seconds)

@@ -59,6 +59,7 @@ def register(subparsers) -> None:
     pd.add_argument("--basis", choices=("model", "simulated"), default="model",
                     help="compare the paper's predictions (model) or the fluid simulator's")
     pd.add_argument("--threshold", type=float, default=0.0, help="schedule only if the gain exceeds this fraction")
+    pd.add_argument("--count-planning", action="store_true", help="add the time to compute a schedule to its predicted time")
     pd.set_defaults(func=cmd_decide)
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
 
@@ -235,7 +236,7 @@ def cmd_decide(args) -> int:
     from ..redistribution.decide import decide
 
     req, topo = load_request(args)
-    d = decide(topo, req, basis=args.basis, threshold=args.threshold)
+    d = decide(topo, req, basis=args.basis, threshold=args.threshold, count_planning=args.count_planning)
     if args.json:
         print_json(d.to_json())
         return 0

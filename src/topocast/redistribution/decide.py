@@ -14,8 +14,8 @@ For a request on a topology :func:`predict` gives, per approach:
 :func:`decide` compares brute force with the best schedule and returns the predicted gain
 ``(T_brute - T_sched) / T_brute``; scheduling pays when the gain is positive (above
 ``threshold``). [I] The paper also notes that computing a schedule takes time: we report the
-planner's own run time beside the decision but do not count it (it does not scale with the
-data size, the transfers do).
+planner's own run time beside the decision and count it only on request (``count_planning``:
+it does not scale with the data size, the transfers do).
 """
 
 from __future__ import annotations
@@ -140,12 +140,22 @@ class Decision:
         }
 
 
-def decide(topology, request: Redistribution, *, basis: str = "model", threshold: float = 0.0, simulate: bool | None = None) -> Decision:
+def decide(
+    topology,
+    request: Redistribution,
+    *,
+    basis: str = "model",
+    threshold: float = 0.0,
+    simulate: bool | None = None,
+    count_planning: bool = False,
+) -> Decision:
     """Schedule or not: compare brute force with the cheaper of GGP and OGGP.
 
     ``basis="model"`` uses the paper's predictions (``eta_o`` vs ``sum (beta + m_i)``);
     ``basis="simulated"`` uses the fluid simulator (falls back to the model if unavailable).
     Scheduling is chosen when the predicted gain exceeds ``threshold`` (a fraction).
+    ``count_planning``: add the measured time to compute each schedule to its predicted time
+    (the paper notes it is "not negligible").
     """
     if basis not in ("model", "simulated"):
         from ..errors import InputError
@@ -157,7 +167,8 @@ def decide(topology, request: Redistribution, *, basis: str = "model", threshold
     used = basis
 
     def t(p):
-        return p.simulated if (used == "simulated" and p.simulated is not None) else p.model
+        base = p.simulated if (used == "simulated" and p.simulated is not None) else p.model
+        return base + (p.plan_seconds if count_planning and p.approach != "brute_force" else 0.0)
 
     if basis == "simulated" and any(p.simulated is None for p in preds):
         used = "model"
