@@ -225,6 +225,8 @@ def cmd_predict(args) -> int:
         t.add_row(p.approach, _fmt(p.lower_bound), _fmt(p.model), _fmt(p.simulated), str(p.steps) if p.steps else "-",
                   str(p.transfers), _fmt(p.plan_seconds))
     con.print(t)
+    if info.get("note"):
+        con.print(f"[yellow]{info['note']}[/]")
     if any(p.simulated is None for p in preds) and not args.no_simulate:
         con.print("[dim]fluid simulator not available in this build: '-'[/]")
     con.print("[dim]model: brute force = discrete-event fair sharing (eta_o); schedules = sum(beta + m_i). "

@@ -23,7 +23,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from .kpbs import brute_force_plan, brute_force_time, lower_bound, schedule_to_plan
+import numpy as np
+
+from .kpbs import brute_force_plan, brute_force_time, fluid_lower_bound, lower_bound, schedule_to_plan
 from .matrix import Redistribution, resolve_platform
 
 __all__ = ["Prediction", "Decision", "predict", "decide", "simulate_plan"]
@@ -77,16 +79,18 @@ def predict(topology, request: Redistribution, *, approaches=("brute_force",) + 
     m = request.matrix
     beta = request.beta
     lb_k = lower_bound(m, plat.k, nic=plat.nic, beta=beta)
-    lb_ratio = lower_bound(m, plat.ratio, nic=plat.nic)
+    send_cap = np.asarray(plat.send_nic) / plat.nic
+    recv_cap = np.asarray(plat.recv_nic) / plat.nic
+    bf_bound = fluid_lower_bound(m, plat.ratio * plat.nic, plat.send_nic, plat.recv_nic)
     out = []
     for a in approaches:
         if a == "brute_force":
             t0 = time.perf_counter()
             plan = brute_force_plan(request)
-            est = brute_force_time(m, plat.ratio, nic=plat.nic)
+            est = brute_force_time(m, plat.ratio, nic=plat.nic, send_cap=send_cap, recv_cap=recv_cap)
             dt = time.perf_counter() - t0
             sim = simulate_plan(plan, topology) if simulate else None
-            out.append(Prediction(a, lb_ratio.eta, est, sim, 0, len(plan.transfers), dt, plan))
+            out.append(Prediction(a, bf_bound, est, sim, 0, len(plan.transfers), dt, plan))
         elif a in SCHEDULERS:
             t0 = time.perf_counter()
             sched, _ = schedule_request(topology, request, bottleneck=(a == "oggp"))
@@ -110,7 +114,11 @@ def predict(topology, request: Redistribution, *, approaches=("brute_force",) + 
         "k_from": "request" if plat.k_given else "topology",
         "beta": beta,
         "bounds": lb_k.to_json(),
+        "homogeneous": plat.homogeneous,
     }
+    if not plat.homogeneous:
+        info["note"] = ("heterogeneous NICs: brute force uses each host's NIC; schedules (KPBS is homogeneous) "
+                        "size steps with the slowest NIC, so their model is pessimistic")
     return out, info
 
 

@@ -91,19 +91,32 @@ def lower_bound(matrix, k: float, *, nic: float = 1.0, beta: float = 0.0) -> Bou
     return Bounds(eta=max(p / k, wmax), p_over_k=p / k, w=wmax, steps=int(steps), beta=float(beta))
 
 
+def fluid_lower_bound(matrix, backbone: float, send_nic, recv_nic) -> float:
+    """No transfer of ``matrix`` (bytes) finishes before this (s): the backbone (bytes/s) and
+    every NIC (bytes/s per sender / receiver) must carry their bytes. Equals ``eta`` when all
+    NICs are equal ([I] heterogeneous generalisation)."""
+    m = np.asarray(matrix, dtype=float)
+    t = m.sum() / backbone
+    if m.size:
+        t = max(t, float((m.sum(axis=1) / np.asarray(send_nic, dtype=float)).max()),
+                float((m.sum(axis=0) / np.asarray(recv_nic, dtype=float)).max()))
+    return float(t)
+
+
 # ---------------------------------------------------------------------------- brute force
-def _max_min_rates(snd: np.ndarray, rcv: np.ndarray, n1: int, n2: int, backbone: float) -> np.ndarray:
+def _max_min_rates(snd: np.ndarray, rcv: np.ndarray, n1: int, n2: int, backbone: float, send_cap=None, recv_cap=None) -> np.ndarray:
     """Max-min fair rates (uncontended speed = 1) of flows ``snd[e] -> rcv[e]``.
 
-    Resources: each sender NIC (capacity 1), each receiver NIC (1), the backbone (``backbone``).
+    Resources: each sender NIC (capacity 1, or ``send_cap[i]``), each receiver NIC (1, or
+    ``recv_cap[j]``), the backbone (``backbone``).
     Progressive filling: raise every unfrozen flow together until a resource saturates; freeze
     the flows through it; repeat.
     """
     n = len(snd)
     rate = np.zeros(n)
     frozen = np.zeros(n, dtype=bool)
-    cap_s = np.ones(n1)
-    cap_r = np.ones(n2)
+    cap_s = np.ones(n1) if send_cap is None else np.array(send_cap, dtype=float)
+    cap_r = np.ones(n2) if recv_cap is None else np.array(recv_cap, dtype=float)
     cap_b = float(backbone)
     level = 0.0
     while not frozen.all():
@@ -133,13 +146,15 @@ def _max_min_rates(snd: np.ndarray, rcv: np.ndarray, n1: int, n2: int, backbone:
     return rate
 
 
-def brute_force_time(matrix, backbone: float, *, nic: float = 1.0, return_events: bool = False):
+def brute_force_time(matrix, backbone: float, *, nic: float = 1.0, send_cap=None, recv_cap=None, return_events: bool = False):
     """The paper's discrete-event estimate of the brute-force redistribution time (seconds).
 
     Every block starts at once; the transport shares the capacity max-min fairly (NIC
     capacity 1, backbone ``backbone`` in units of the NIC speed, i.e. k); advance to the
     first completion, remove it, recompute the shares (ALGORITHMS.md 7.5).
 
+    ``send_cap`` / ``recv_cap`` (optional, in units of ``nic``): NIC capacity of each sender /
+    receiver when the clusters are not homogeneous ([I] extension; the paper's model has 1).
     With ``return_events=True`` also returns the list of ``(time, finished (i, j) blocks)``.
     """
     m = np.asarray(matrix, dtype=float) / nic
@@ -149,7 +164,7 @@ def brute_force_time(matrix, backbone: float, *, nic: float = 1.0, return_events
     t = 0.0
     events = []
     while left.size:
-        rate = _max_min_rates(ii, jj, n1, n2, backbone)
+        rate = _max_min_rates(ii, jj, n1, n2, backbone, send_cap, recv_cap)
         dt = float((left / rate).min())
         left -= rate * dt
         t += dt

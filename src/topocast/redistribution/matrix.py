@@ -348,7 +348,9 @@ class Platform:
 
     ``nic``: uncontended speed of one transfer (bytes/s, the slowest sender->receiver route);
     ``ratio``: backbone capacity / nic (real); ``k``: whole number of transfers for schedules;
-    ``backbone``: directed link ids shared by every sender->receiver route.
+    ``backbone``: directed link ids shared by every sender->receiver route;
+    ``send_nic`` / ``recv_nic``: each sender's first-link / receiver's last-link bandwidth
+    (bytes/s; they differ from ``nic`` only on heterogeneous clusters).
     """
 
     nic: float
@@ -356,6 +358,12 @@ class Platform:
     k: int
     backbone: tuple[int, ...]
     k_given: bool
+    send_nic: tuple[float, ...] = ()
+    recv_nic: tuple[float, ...] = ()
+
+    @property
+    def homogeneous(self) -> bool:
+        return all(abs(x - self.nic) <= 1e-9 * self.nic for x in self.send_nic + self.recv_nic)
 
 
 def resolve_platform(request: Redistribution, topology: Topology) -> Platform:
@@ -389,7 +397,20 @@ def resolve_platform(request: Redistribution, topology: Topology) -> Platform:
         ratio = bb / nic
     else:  # no shared link: only the 1-port constraint limits concurrency
         ratio = float(max(len(request.senders), len(request.receivers)))
+    # per-host NIC: the first (sender) / last (receiver) link of its routes
+    send_nic = [math.inf] * len(request.senders)
+    recv_nic = [math.inf] * len(request.receivers)
+    si = {h: i for i, h in enumerate(request.senders)}
+    ri = {h: j for j, h in enumerate(request.receivers)}
+    for s, r in pairs:
+        route = topology.route(s, r)
+        send_nic[si[s]] = min(send_nic[si[s]], float(topology.link_bandwidth[route[0]]))
+        recv_nic[ri[r]] = min(recv_nic[ri[r]], float(topology.link_bandwidth[route[-1]]))
+    send_nic = tuple(nic if math.isinf(x) else x for x in send_nic)
+    recv_nic = tuple(nic if math.isinf(x) else x for x in recv_nic)
     if request.k is not None:
-        return Platform(nic=float(nic), ratio=float(request.k), k=request.k, backbone=backbone, k_given=True)
+        return Platform(nic=float(nic), ratio=float(request.k), k=request.k, backbone=backbone, k_given=True,
+                        send_nic=send_nic, recv_nic=recv_nic)
     k = max(1, int(math.floor(ratio + 1e-9)))
-    return Platform(nic=float(nic), ratio=float(ratio), k=k, backbone=backbone, k_given=False)
+    return Platform(nic=float(nic), ratio=float(ratio), k=k, backbone=backbone, k_given=False,
+                    send_nic=send_nic, recv_nic=recv_nic)

@@ -8,7 +8,7 @@ prediction of its time is :func:`topocast.redistribution.kpbs.brute_force_time` 
 
 from __future__ import annotations
 
-from ...redistribution.kpbs import brute_force_plan, brute_force_time, lower_bound
+from ...redistribution.kpbs import brute_force_plan, brute_force_time, fluid_lower_bound
 from ...redistribution.matrix import Redistribution, resolve_platform
 from ..registry import register_planner
 
@@ -25,11 +25,12 @@ __all__ = ["brute_force"]
 def brute_force(topology, request: Redistribution):
     """One transfer per non-zero block, no ordering."""
     plat = resolve_platform(request, topology)
-    lb = lower_bound(request.matrix, plat.ratio, nic=plat.nic)
+    send_cap = [x / plat.nic for x in plat.send_nic]
+    recv_cap = [x / plat.nic for x in plat.recv_nic]
     notes = {
         "k": plat.k,
         "backbone_ratio": plat.ratio,
-        "predicted_time": brute_force_time(request.matrix, plat.ratio, nic=plat.nic),
-        "lower_bound": lb.eta,
+        "predicted_time": brute_force_time(request.matrix, plat.ratio, nic=plat.nic, send_cap=send_cap, recv_cap=recv_cap),
+        "lower_bound": fluid_lower_bound(request.matrix, plat.ratio * plat.nic, plat.send_nic, plat.recv_nic),
     }
     return brute_force_plan(request, "brute_force", notes)
