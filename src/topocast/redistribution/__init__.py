@@ -1,0 +1,35 @@
+"""Data redistribution between two clusters (KPBS; Jeannot & Wagner, AINA 2006).
+
+* :mod:`.matrix`: the request (:class:`Redistribution`), matrix files, generators, the
+  two-cluster platform, the block layout of plans;
+* :mod:`.kpbs`: lower bounds, the brute-force estimate, schedules and their plans;
+* :mod:`.decide`: schedule or not, with the predicted gain.
+
+Planners: ``redistribute/brute_force``, ``redistribute/ggp``, ``redistribute/oggp``.
+"""
+
+from .kpbs import Bounds, Schedule, brute_force_time, lower_bound, validate_schedule
+from .matrix import (
+    Redistribution,
+    dense_pattern,
+    fig2_pattern,
+    load_matrix,
+    random_pattern,
+    resolve_platform,
+    two_cluster_topology,
+)
+
+__all__ = [
+    "Redistribution",
+    "load_matrix",
+    "random_pattern",
+    "dense_pattern",
+    "fig2_pattern",
+    "two_cluster_topology",
+    "resolve_platform",
+    "Bounds",
+    "Schedule",
+    "lower_bound",
+    "brute_force_time",
+    "validate_schedule",
+]

@@ -1,0 +1,416 @@
+"""Redistribution requests: the matrix of bytes from cluster A to cluster B.
+
+A redistribution sends ``matrix[i, j]`` bytes from sender ``senders[i]`` to receiver
+``receivers[j]`` (Jeannot & Wagner, AINA 2006, section 2.1). This module reads matrices
+(CSV or JSON), generates the paper's patterns, builds the two-cluster platform of the paper
+and lays the blocks out in the plan's message space:
+
+block ``(i, j)`` of ``m_ij`` bytes occupies ``[off_ij, off_ij + m_ij)``; blocks are stored row
+by row (sender by sender), zero blocks take no room.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import InputError
+from ..plan import Plan, Transfer
+from ..topology.model import PhysicalLink, Topology
+
+__all__ = [
+    "Redistribution",
+    "load_matrix",
+    "random_pattern",
+    "fig2_pattern",
+    "two_cluster_topology",
+    "block_offsets",
+    "resolve_platform",
+    "Platform",
+]
+
+MB = 10**6
+
+
+@dataclass(frozen=True, eq=False)
+class Redistribution:
+    """A redistribution request.
+
+    Parameters
+    ----------
+    matrix : array (n1, n2) of int
+        Bytes from sender ``i`` to receiver ``j`` (0 = no message).
+    senders, receivers : sequence of str
+        Host names of cluster A (rows) and cluster B (columns); disjoint.
+    k : int or None
+        Number of simultaneous transfers the backbone carries without contention. ``None``:
+        backbone rate / NIC rate, read from the topology.
+    beta : float
+        Set-up time of one step of a schedule (seconds).
+    """
+
+    matrix: np.ndarray
+    senders: tuple[str, ...]
+    receivers: tuple[str, ...]
+    k: int | None = None
+    beta: float = 0.0
+    source: str | None = field(default=None, compare=False)
+
+    def __post_init__(self):
+        m = np.asarray(self.matrix)
+        where = self.source
+        if m.ndim != 2:
+            raise InputError(f"the matrix must be 2-dimensional, got shape {m.shape}", source=where, element="matrix")
+        if m.size and (not np.all(np.isfinite(m.astype(float))) or (m < 0).any()):
+            raise InputError("matrix entries must be finite byte counts >= 0", source=where, element="matrix")
+        if m.size and np.any(m != np.round(m)):
+            raise InputError("matrix entries must be whole numbers of bytes", source=where, element="matrix")
+        m = m.astype(np.int64)
+        senders = tuple(str(s) for s in self.senders)
+        receivers = tuple(str(r) for r in self.receivers)
+        if m.shape != (len(senders), len(receivers)):
+            raise InputError(
+                f"matrix shape {m.shape} does not match {len(senders)} senders x {len(receivers)} receivers",
+                source=where,
+                element="matrix",
+            )
+        for what, names in (("senders", senders), ("receivers", receivers)):
+            if len(set(names)) != len(names):
+                raise InputError("host names must be unique", source=where, element=what)
+        both = set(senders) & set(receivers)
+        if both:
+            raise InputError(
+                f"a host cannot be both sender and receiver (the two clusters are disjoint): {sorted(both)[0]!r}",
+                source=where,
+                element="receivers",
+            )
+        if self.k is not None and (int(self.k) != self.k or self.k < 1):
+            raise InputError(f"k must be a whole number >= 1, got {self.k!r}", source=where, element="k")
+        if not (math.isfinite(self.beta) and self.beta >= 0):
+            raise InputError(f"beta must be a time >= 0 seconds, got {self.beta!r}", source=where, element="beta")
+        m.setflags(write=False)
+        object.__setattr__(self, "matrix", m)
+        object.__setattr__(self, "senders", senders)
+        object.__setattr__(self, "receivers", receivers)
+        object.__setattr__(self, "k", None if self.k is None else int(self.k))
+        object.__setattr__(self, "beta", float(self.beta))
+
+    @property
+    def total(self) -> int:
+        """Total bytes of all blocks."""
+        return int(self.matrix.sum())
+
+    def with_(self, **changes) -> "Redistribution":
+        d = dict(matrix=self.matrix, senders=self.senders, receivers=self.receivers, k=self.k, beta=self.beta, source=self.source)
+        d.update(changes)
+        return Redistribution(**d)
+
+    def to_json(self) -> dict:
+        return {
+            "senders": list(self.senders),
+            "receivers": list(self.receivers),
+            "matrix": self.matrix.tolist(),
+            "k": self.k,
+            "beta": self.beta,
+        }
+
+
+# ---------------------------------------------------------------------------- layout
+def block_offsets(matrix: np.ndarray) -> np.ndarray:
+    """Offset (bytes) of every block in the message space, row by row (int64 array)."""
+    flat = np.asarray(matrix, dtype=np.int64).ravel()
+    offs = np.zeros_like(flat)
+    if flat.size:
+        np.cumsum(flat[:-1], out=offs[1:])
+    return offs.reshape(np.shape(matrix))
+
+
+def holdings(request: Redistribution) -> tuple[dict, dict]:
+    """``(initial, wanted)`` of the plan: who holds which blocks, who wants which."""
+    m = request.matrix
+    offs = block_offsets(m)
+    initial = {}
+    for i, s in enumerate(request.senders):
+        row = int(m[i].sum())
+        if row:
+            initial[s] = ((int(offs[i, 0]), row),)  # a sender's blocks are contiguous
+    wanted = {}
+    for j, r in enumerate(request.receivers):
+        rs = tuple((int(offs[i, j]), int(m[i, j])) for i in range(m.shape[0]) if m[i, j] > 0)
+        if rs:
+            wanted[r] = rs
+    return initial, wanted
+
+
+def make_plan(request: Redistribution, transfers: Sequence[Transfer], planner: str, params: dict, notes: dict) -> Plan:
+    """A ``redistribute`` plan with the fixed layout (see module doc)."""
+    initial, wanted = holdings(request)
+    return Plan(
+        collective="redistribute",
+        size=request.total,
+        transfers=tuple(transfers),
+        initial=initial,
+        wanted=wanted,
+        source=None,
+        planner=planner,
+        params=params,
+        notes=notes,
+    )
+
+
+# ---------------------------------------------------------------------------- I/O
+def _names(prefix: str, n: int) -> tuple[str, ...]:
+    return tuple(f"{prefix}{i}" for i in range(n))
+
+
+def load_matrix(path, *, k: int | None = None, beta: float = 0.0) -> Redistribution:
+    """Read a redistribution matrix (bytes) from CSV or JSON.
+
+    CSV: one row per sender, one column per receiver. An optional header row whose first
+    cell is empty (or ``sender``) names the receivers; then the first column names the
+    senders. Without names, senders are ``a0, a1, ...`` and receivers ``b0, b1, ...``.
+
+    JSON: ``{"matrix": [[...], ...], "senders": [...], "receivers": [...], "k": 5,
+    "beta": 0.01}`` (all but ``matrix`` optional; ``k``/``beta`` given here win over the file).
+    Entries may be numbers of bytes or size strings such as ``"10MB"``.
+    """
+    from ..units import parse_size
+
+    src = str(path)
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise InputError(f"cannot read matrix file ({exc.strerror})", source=src) from None
+
+    def entry(x, where):
+        if isinstance(x, bool):
+            raise InputError(f"expected a size in bytes, got {x!r}", source=src, element=where)
+        if isinstance(x, (int, float)):
+            if not math.isfinite(x) or x < 0:
+                raise InputError(f"expected a size in bytes >= 0, got {x!r}", source=src, element=where)
+            return int(round(x))
+        s = str(x).strip()
+        if s == "":
+            return 0
+        try:
+            return int(parse_size(s, field=where))
+        except InputError as exc:
+            raise exc.at(src) from None
+
+    if p.suffix.lower() == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"not valid JSON (line {exc.lineno}: {exc.msg})", source=src) from None
+        if isinstance(data, list):
+            data = {"matrix": data}
+        if not isinstance(data, dict) or not isinstance(data.get("matrix"), list):
+            raise InputError("expected an object with a 'matrix' list of rows", source=src, element="matrix")
+        rows = data["matrix"]
+        if not all(isinstance(r, list) for r in rows):
+            raise InputError("every row of 'matrix' must be a list", source=src, element="matrix")
+        widths = {len(r) for r in rows}
+        if len(widths) > 1:
+            raise InputError(f"rows have different lengths {sorted(widths)}", source=src, element="matrix")
+        m = np.array([[entry(x, f"matrix[{i}][{j}]") for j, x in enumerate(r)] for i, r in enumerate(rows)], dtype=np.int64)
+        if m.ndim != 2:
+            m = m.reshape(len(rows), 0)
+        senders = tuple(data.get("senders") or _names("a", m.shape[0]))
+        receivers = tuple(data.get("receivers") or _names("b", m.shape[1]))
+        if k is None and data.get("k") is not None:
+            k = data["k"]
+        if not beta and data.get("beta"):
+            beta = float(data["beta"])
+        return Redistribution(m, senders, receivers, k=k, beta=beta, source=src)
+
+    # CSV
+    rows = [r for r in csv.reader(text.splitlines()) if r and any(c.strip() for c in r)]
+    if not rows:
+        raise InputError("empty matrix file", source=src)
+    receivers = senders = None
+    first = rows[0]
+    if first[0].strip().lower() in ("", "sender", "senders", "from"):
+        receivers = tuple(c.strip() for c in first[1:])
+        rows = rows[1:]
+        senders = tuple(r[0].strip() for r in rows)
+        rows = [r[1:] for r in rows]
+    widths = {len(r) for r in rows}
+    if len(widths) > 1:
+        raise InputError(f"rows have different numbers of columns {sorted(widths)}", source=src, element="matrix")
+    vals = []
+    for i, r in enumerate(rows):
+        line = []
+        for j, c in enumerate(r):
+            c = c.strip()
+            try:
+                line.append(entry(float(c) if _is_number(c) else c, f"row {i + 1}, column {j + 1}"))
+            except InputError:
+                raise
+        vals.append(line)
+    m = np.array(vals, dtype=np.int64).reshape(len(vals), len(vals[0]) if vals else 0)
+    senders = senders or _names("a", m.shape[0])
+    receivers = receivers or _names("b", m.shape[1])
+    return Redistribution(m, senders, receivers, k=k, beta=beta, source=src)
+
+
+def _is_number(s: str) -> bool:
+    try:
+        float(s)
+        return True
+    except ValueError:
+        return False
+
+
+def save_matrix(request: Redistribution, path) -> None:
+    """Write the request as JSON (``load_matrix`` reads it back)."""
+    Path(path).write_text(json.dumps(request.to_json(), indent=1))
+
+
+# ---------------------------------------------------------------------------- generators
+def random_pattern(
+    n1: int = 10,
+    n2: int = 10,
+    n_messages: int = 30,
+    x: float = 80 * MB,
+    *,
+    low: float = 10 * MB,
+    seed: int | None = None,
+    k: int | None = None,
+    beta: float = 0.0,
+) -> Redistribution:
+    """The paper's random patterns (section 4): ``n_messages`` messages between random
+    senders and receivers, sizes uniform in ``[low, x]`` bytes (10 MB .. x MB in the paper).
+
+    [I] The pairs are distinct (the paper keeps "the same number of communications").
+    """
+    if n1 < 1 or n2 < 1 or n_messages < 0:
+        raise InputError("need n1, n2 >= 1 and n_messages >= 0", element="pattern")
+    if not (0 <= low <= x):
+        raise InputError(f"sizes must satisfy 0 <= low <= x, got low={low}, x={x}", element="pattern")
+    if n_messages > n1 * n2:
+        raise InputError(f"{n_messages} messages do not fit in {n1} x {n2} sender/receiver pairs", element="messages")
+    rng = np.random.default_rng(seed)
+    m = np.zeros(n1 * n2, dtype=np.int64)
+    pairs = rng.choice(n1 * n2, size=n_messages, replace=False)
+    m[pairs] = np.round(rng.uniform(low, x, n_messages)).astype(np.int64)
+    m = m.reshape(n1, n2)
+    return Redistribution(m, _names("a", n1), _names("b", n2), k=k, beta=beta)
+
+
+def dense_pattern(n1: int, n2: int, x: float = 80 * MB, *, low: float = 10 * MB, seed=None, k=None, beta=0.0) -> Redistribution:
+    """Every sender sends to every receiver, sizes uniform in ``[low, x]`` bytes."""
+    rng = np.random.default_rng(seed)
+    m = np.round(rng.uniform(low, x, (n1, n2))).astype(np.int64)
+    return Redistribution(m, _names("a", n1), _names("b", n2), k=k, beta=beta)
+
+
+def fig2_pattern(unit: int = 10 * MB, *, beta: float = 0.0) -> Redistribution:
+    """The paper's Fig. 2 (k = 2): 1->1' and 2->2' of weight 1, 3->3' of weight 2 (``unit`` bytes)."""
+    m = np.diag([unit, unit, 2 * unit]).astype(np.int64)
+    return Redistribution(m, ("a1", "a2", "a3"), ("b1", "b2", "b3"), k=2, beta=beta)
+
+
+# ---------------------------------------------------------------------------- platform
+def two_cluster_topology(
+    n1: int,
+    n2: int,
+    nic: float = 100e6 / 8,
+    backbone: float | None = None,
+    *,
+    k: int | None = None,
+    latency: float = 0.0,
+    senders: Sequence[str] | None = None,
+    receivers: Sequence[str] | None = None,
+) -> Topology:
+    """The paper's platform: cluster A (``n1`` hosts) on switch ``swA``, cluster B (``n2``
+    hosts) on ``swB``, every NIC ``nic`` bytes/s, the switches joined by a backbone of
+    ``backbone`` bytes/s (default ``k * nic``, with ``k = 5`` if neither is given)."""
+    if backbone is None:
+        backbone = (k if k is not None else 5) * nic
+    senders = tuple(senders) if senders is not None else _names("a", n1)
+    receivers = tuple(receivers) if receivers is not None else _names("b", n2)
+    links = [PhysicalLink(h, "swA", nic, latency) for h in senders]
+    links += [PhysicalLink(h, "swB", nic, latency) for h in receivers]
+    links.append(PhysicalLink("swA", "swB", float(backbone), latency, name="backbone"))
+    return Topology(f"two-cluster-{len(senders)}x{len(receivers)}", senders + receivers, ("swA", "swB"), links)
+
+
+@dataclass(frozen=True)
+class Platform:
+    """What the KPBS model needs from a topology.
+
+    ``nic``: uncontended speed of one transfer (bytes/s, the slowest sender->receiver route);
+    ``ratio``: backbone capacity / nic (real); ``k``: whole number of transfers for schedules;
+    ``backbone``: directed link ids shared by every sender->receiver route;
+    ``send_nic`` / ``recv_nic``: each sender's first-link / receiver's last-link bandwidth
+    (bytes/s; they differ from ``nic`` only on heterogeneous clusters).
+    """
+
+    nic: float
+    ratio: float
+    k: int
+    backbone: tuple[int, ...]
+    k_given: bool
+    send_nic: tuple[float, ...] = ()
+    recv_nic: tuple[float, ...] = ()
+
+    @property
+    def homogeneous(self) -> bool:
+        return all(abs(x - self.nic) <= 1e-9 * self.nic for x in self.send_nic + self.recv_nic)
+
+
+def resolve_platform(request: Redistribution, topology: Topology) -> Platform:
+    """k and the NIC speed from the topology (``request.k`` wins over the topology's ratio)."""
+    for what, names in (("senders", request.senders), ("receivers", request.receivers)):
+        for h in names:
+            if not topology.is_host(h):
+                raise InputError(f"{h!r} is not a host of topology {topology.name!r}", element=what)
+    m = request.matrix
+    pairs = [(request.senders[i], request.receivers[j]) for i, j in zip(*np.nonzero(m))]
+    if not pairs:
+        pairs = [(s, r) for s in request.senders for r in request.receivers]
+    common: set[int] | None = None
+    nic = math.inf
+    for s, r in pairs:
+        route = topology.route(s, r)
+        nic = min(nic, topology.route_bandwidth(s, r))
+        common = set(route) if common is None else common & set(route)
+    # Links that every route crosses but that belong to one host only are NICs, not backbone:
+    # a link is "backbone" when routes of at least two different senders and two different
+    # receivers share it.
+    senders_of = {}
+    receivers_of = {}
+    for s, r in pairs:
+        for lid in topology.route(s, r):
+            senders_of.setdefault(lid, set()).add(s)
+            receivers_of.setdefault(lid, set()).add(r)
+    backbone = tuple(sorted(l for l in (common or ()) if len(senders_of[l]) > 1 and len(receivers_of[l]) > 1))
+    if backbone:
+        bb = float(min(topology.link_bandwidth[l] for l in backbone))
+        ratio = bb / nic
+    else:  # no shared link: only the 1-port constraint limits concurrency
+        ratio = float(max(len(request.senders), len(request.receivers)))
+    # per-host NIC: the first (sender) / last (receiver) link of its routes
+    send_nic = [math.inf] * len(request.senders)
+    recv_nic = [math.inf] * len(request.receivers)
+    si = {h: i for i, h in enumerate(request.senders)}
+    ri = {h: j for j, h in enumerate(request.receivers)}
+    for s, r in pairs:
+        route = topology.route(s, r)
+        send_nic[si[s]] = min(send_nic[si[s]], float(topology.link_bandwidth[route[0]]))
+        recv_nic[ri[r]] = min(recv_nic[ri[r]], float(topology.link_bandwidth[route[-1]]))
+    send_nic = tuple(nic if math.isinf(x) else x for x in send_nic)
+    recv_nic = tuple(nic if math.isinf(x) else x for x in recv_nic)
+    if request.k is not None:
+        return Platform(nic=float(nic), ratio=float(request.k), k=request.k, backbone=backbone, k_given=True,
+                        send_nic=send_nic, recv_nic=recv_nic)
+    k = max(1, int(math.floor(ratio + 1e-9)))
+    return Platform(nic=float(nic), ratio=float(ratio), k=k, backbone=backbone, k_given=False,
+                    send_nic=send_nic, recv_nic=recv_nic)
