@@ -6,3 +6,19 @@ One line per module; add new planners here.
 # broadcast
 from .broadcast import flat  # noqa: F401
 from .broadcast import depth_first  # noqa: F401
+# latency-aware and grid collectives (issue 4)
+from .broadcast import binomial  # noqa: F401
+from .broadcast import essp  # noqa: F401
+from .broadcast import scatter_allgather  # noqa: F401
+from .broadcast import far_first  # noqa: F401
+from .broadcast import gridmpi_bcast  # noqa: F401
+from .broadcast import topology_aware  # noqa: F401
+from .broadcast import speed_aware  # noqa: F401
+from .broadcast import mpich  # noqa: F401
+from .allreduce import ring  # noqa: F401
+from .allreduce import recursive_doubling  # noqa: F401
+from .allreduce import rabenseifner  # noqa: F401
+from .allreduce import two_tier  # noqa: F401
+from .allreduce import gridmpi  # noqa: F401
+from .allreduce import auto as allreduce_auto  # noqa: F401
+from .broadcast import auto  # noqa: F401
