@@ -258,13 +258,13 @@ def rdb_allgather(sched: MPISchedule, hosts: Sequence[str], root: int, chunks: S
 
 def ring_reduce_scatter(sched: MPISchedule, hosts: Sequence[str], chunks: Sequence[Ranges], label: str = "ring reduce-scatter") -> None:
     """Ring reduce-scatter (MPICH ``allreduce_intra_ring``): in step ``i = 1..p-1`` rank ``r``
-    sends chunk ``(r - i) mod p`` (its partial sum) to ``r + 1``, which reduces it into its own.
+    sends chunk ``(r - i + 1) mod p`` (its partial sum) to ``r + 1``, which reduces it into its own.
     Afterwards rank ``r`` holds the complete reduction of chunk ``(r + 1) mod p``."""
     p = len(hosts)
     for i in range(1, p):
         ops = []
         for r in range(p):
-            ops.append((hosts[r], hosts[(r + 1) % p], chunks[(r - i) % p], True, f"{label} {i}"))
+            ops.append((hosts[r], hosts[(r + 1) % p], chunks[(r - i + 1) % p], True, f"{label} {i}"))
         sched.step(ops)
 
 
