@@ -475,8 +475,8 @@ def connections_for(topology, a_hosts: Sequence[str], b_hosts: Sequence[str], co
         n = int(connections)
         if n < 1:
             raise InputError(f"connections must be >= 1, got {connections!r}", element="connections")
-        return min(n, limit), {"connections": "given", "requested": n}
+        return min(n, limit), {"connections_rule": "given", "requested": n}
     cwan = wan_capacity(topology, a_hosts[0], b_hosts[0])
     nic = min(nic_bandwidth(topology, h) for h in list(a_hosts) + list(b_hosts))
     n = max(1, min(limit, int(math.floor(cwan / nic * (1 + 1e-9)))))
-    return n, {"connections": "backbone/NIC", "wan_capacity": cwan, "nic_bandwidth": nic}
+    return n, {"connections_rule": "floor(backbone / NIC)", "wan_capacity": cwan, "nic_bandwidth": nic}
