@@ -330,9 +330,9 @@ def detect_clusters(topology, hosts: Sequence[str] | None = None) -> list[list[s
 
     Rule [I]:
 
-    1. latency: let ``L`` be the largest link latency. If ``L > 0`` and some link is faster,
-       remove the links of latency ``L`` that touch no host (or, if all of them touch a host,
-       those links); the connected components that contain hosts are the clusters;
+    1. latency: let ``L`` be the largest latency of the links that touch no host (of all
+       links if every link touches a host). If ``L > 0`` and some link is faster, remove those
+       links of latency ``L``; the connected components that contain hosts are the clusters;
     2. otherwise (or if that leaves one component), bandwidth: remove the inter-switch links
        narrower than every host's access link (thinned up-links);
     3. otherwise one cluster.
@@ -366,12 +366,11 @@ def detect_clusters(topology, hosts: Sequence[str] | None = None) -> list[list[s
         return list(groups.values())
 
     # step 1: largest latency
-    lat = [pl.latency for pl in plinks]
-    top = max(lat)
-    if top > 0 and min(lat) < top:
-        slow = [i for i, pl in enumerate(plinks) if pl.latency == top]
-        inner = [i for i in slow if plinks[i].a not in host_set and plinks[i].b not in host_set]
-        comps = components(set(inner or slow))
+    inner = [i for i, pl in enumerate(plinks) if pl.a not in host_set and pl.b not in host_set]
+    cand = inner or list(range(len(plinks)))
+    top = max(plinks[i].latency for i in cand)
+    if top > 0 and min(pl.latency for pl in plinks) < top:
+        comps = components({i for i in cand if plinks[i].latency == top})
         if len(comps) > 1:
             return comps
     # step 2: thinned inter-switch links

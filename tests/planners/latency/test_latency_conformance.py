@@ -147,3 +147,11 @@ def test_explicit_clusters_option():
     assert plan.notes["connections"] == 3
     wan = [t for t in plan.transfers if t.label.startswith("wan")]
     assert sorted((t.src, t.dst) for t in wan) == [("h0", "h3"), ("h1", "h4"), ("h2", "h5")]
+
+
+def test_cluster_detection_ignores_slow_host_links():
+    from topocast.planners._collective import detect_clusters
+
+    # no wide-area delay, host links slower (latency) than the fat up-link: one cluster
+    topo = two_cluster_grid(3, wan_latency=0.0, lan_latency="50us")
+    assert len(detect_clusters(topo)) == 1
