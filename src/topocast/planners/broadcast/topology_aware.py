@@ -12,9 +12,10 @@ below is our reconstruction (ALGORITHMS.md 6) [I]:
    the same parent are contiguous, so tree edges cross few switches);
 3. (step 3) intra-switch phase: each leader runs a binomial tree over its switch's hosts.
 
-Large messages (``mode="ring"``, default when ``size >= long_msg_size``): scatter + ring
-allgather with the ring ordered switch by switch (each inter-switch link is crossed a
-minimal number of times). There is no intra-node (shared memory) level: a host is a node.
+Large messages (``mode="ring"``): scatter + ring allgather with the ring ordered switch by
+switch (each inter-switch link is crossed a minimal number of times). ``mode="auto"`` uses
+the tree below MPICH's ``BCAST_SHORT_MSG_SIZE`` (12288 bytes) or with fewer than 8 hosts,
+the ring otherwise [I]. There is no intra-node (shared memory) level: a host is a node.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from .scatter_allgather import build_scatter_allgather
 
 __all__ = ["plan_topology_aware", "switch_order"]
 
-LONG_MSG_SIZE = 524288
+SHORT_MSG_SIZE = 12288
+MIN_PROCS = 8
 
 
 def switch_order(topology, start: str, groups: dict) -> list[str]:
@@ -54,7 +56,7 @@ def switch_order(topology, start: str, groups: dict) -> list[str]:
     summary="Subramoni-style hierarchy: binomial over one leader per switch, then binomial inside each switch (ring switch by switch for large messages)",
     reference="Subramoni et al., Design and Evaluation of Network Topology-/Speed-Aware Broadcast Algorithms for InfiniBand Clusters, Cluster 2011 (reconstruction)",
 )
-def plan_topology_aware(topology, request: Broadcast, *, mode: str = "auto", long_msg_size: int = LONG_MSG_SIZE) -> Plan:
+def plan_topology_aware(topology, request: Broadcast, *, mode: str = "auto", short_msg_size: int = SHORT_MSG_SIZE) -> Plan:
     source, hosts = participants(topology, request)
     size = request.size
     groups = switch_groups(topology, hosts)
@@ -67,7 +69,7 @@ def plan_topology_aware(topology, request: Broadcast, *, mode: str = "auto", lon
             g = [source] + [h for h in g if h != source]
         members.append(g)
     if mode == "auto":
-        mode = "ring" if size >= long_msg_size else "tree"
+        mode = "tree" if size < short_msg_size or len(hosts) < MIN_PROCS else "ring"
     sched = MPISchedule()
     if mode == "tree":
         binomial_bcast(sched, [g[0] for g in members], 0, [(0, size)], label="inter-switch")  # step 2
@@ -80,6 +82,6 @@ def plan_topology_aware(topology, request: Broadcast, *, mode: str = "auto", lon
         raise InputError(f"mode must be auto, tree or ring, got {mode!r}", element="mode")
     return Plan.broadcast(
         source, size, [h for h in hosts if h != source], sched.transfers, planner="topology_aware",
-        params={"mode": mode, "long_msg_size": long_msg_size},
+        params={"mode": mode, "short_msg_size": short_msg_size},
         notes={"switch_groups": {k: groups[k] for k in keys}},
     )
