@@ -84,14 +84,33 @@ def test_reduction_cost_is_charged():
     assert with_gamma == pytest.approx(without + 2 * 10**6 * 1e-9, rel=1e-9)
 
 
-def test_auto_allreduce_records_choice_runner_up_and_skips():
+def test_gridmpi_allreduce_one_and_three_clusters():
+    topo = switch(6)
+    plan = get_planner("allreduce", "gridmpi")(topo, Allreduce(6000))
+    check_plan(plan, topo)
+    assert plan.notes["connections"] == 0
+    topo = multi_cluster_tree(23, n_clusters=3, bandwidth="mixed", seed=2)
+    groups = "h00,h01,h02,h03,h04,h05,h06;h07,h08,h09,h10,h11,h12,h13,h14;h15,h16,h17,h18,h19,h20,h21,h22"
+    for n in (1, 3):
+        plan = get_planner("allreduce", "gridmpi")(topo, Allreduce(99_999), clusters=groups, connections=n)
+        check_plan(plan, topo)
+
+
+def test_auto_allreduce_records_choice_runner_up_and_skips(monkeypatch):
+    from topocast.planners import registry
+
+    def broken(topology, request):
+        raise PlanError("cannot plan this", element="test")
+
+    info = registry.PlannerInfo("allreduce", "broken_for_test", broken, "test", "test")
+    monkeypatch.setitem(registry._REGISTRY, ("allreduce", "broken_for_test"), info)
     topo = switch(8)
     plan = get_planner("allreduce", "auto")(topo, Allreduce(1 << 20))
     check_plan(plan, topo)
     notes = plan.notes
     assert plan.planner == "auto"
     assert notes["choice"] in notes["scores"] and notes["runner_up"] in notes["scores"]
-    assert "gridmpi" in notes["skipped"] and "two clusters" in notes["skipped"]["gridmpi"]
+    assert "cannot plan this" in notes["skipped"]["broken_for_test"]
     best = min(notes["scores"].values(), key=lambda s: s["makespan"])["makespan"]
     assert notes["scores"][notes["choice"]]["makespan"] == best
     assert notes["scores"][notes["runner_up"]]["makespan"] >= best

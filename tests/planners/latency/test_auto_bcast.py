@@ -25,13 +25,21 @@ def test_auto_picks_the_smallest_predicted_makespan():
     assert simulate(plan, topo).makespan == pytest.approx(best, rel=1e-12)
 
 
-def test_auto_by_aggregate_bandwidth_and_skipped_reasons():
+def test_auto_by_aggregate_bandwidth_and_skipped_reasons(monkeypatch):
+    from topocast.errors import PlanError
+    from topocast.planners import registry
+
+    def broken(topology, request):
+        raise PlanError("needs two clusters (test)", element="test")
+
+    monkeypatch.setitem(registry._REGISTRY, ("broadcast", "broken_for_test"),
+                        registry.PlannerInfo("broadcast", "broken_for_test", broken, "test", "test"))
     topo = load_topology("builtin:hetero-2switch")
     plan = get_planner("broadcast", "auto")(topo, Broadcast(topo.hosts[0], 10**6), by="aggregate_bandwidth")
     notes = plan.notes
     best = max(s["aggregate_bandwidth"] for s in notes["scores"].values())
     assert notes["scores"][notes["choice"]]["aggregate_bandwidth"] == best
-    assert "two clusters" in notes["skipped"]["gridmpi"]
+    assert "two clusters" in notes["skipped"]["broken_for_test"]
 
 
 def test_auto_candidates_option():

@@ -4,6 +4,7 @@ import math
 
 import pytest
 
+import topocast.planners._load_all  # noqa: F401  (registration order = _load_all order)
 from topocast.check import check_plan
 from topocast.plan import Broadcast
 from topocast.planners import get_planner

@@ -55,9 +55,22 @@ def test_gridmpi_passes_check_plan_on_two_clusters(topo):
             check_plan(plan, topo)
 
 
-def test_gridmpi_refuses_a_single_cluster():
-    with pytest.raises(PlanError, match="two clusters"):
-        get_planner("broadcast", "gridmpi")(switch(8), Broadcast("h0", 1000))
+def test_gridmpi_on_one_cluster_is_van_de_geijn():
+    topo = switch(8)
+    plan = get_planner("broadcast", "gridmpi")(topo, Broadcast("h0", 8000))
+    check_plan(plan, topo)
+    assert plan.notes["connections"] == 0 and plan.notes["connections_rule"] == "single cluster"
+    vdg = get_planner("broadcast", "scatter_allgather_ring")(topo, Broadcast("h0", 8000))
+    assert [(t.src, t.dst, t.ranges) for t in plan.transfers] == [(t.src, t.dst, t.ranges) for t in vdg.transfers]
+
+
+def test_gridmpi_three_clusters():
+    topo = multi_cluster_tree(23, n_clusters=3, bandwidth="mixed", seed=2)
+    groups = "h00,h01,h02,h03,h04,h05,h06;h07,h08,h09,h10,h11,h12,h13,h14;h15,h16,h17,h18,h19,h20,h21,h22"
+    for size in (1, 1000, 10**6):
+        plan = get_planner("broadcast", "gridmpi")(topo, Broadcast("h08", size), clusters=groups, connections=2)
+        check_plan(plan, topo)
+        assert plan.notes["connections"] == 2 and len(plan.notes["clusters"]) == 3
 
 
 def test_subset_of_destinations():

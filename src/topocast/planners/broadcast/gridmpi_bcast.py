@@ -17,13 +17,16 @@ Reconstruction [I] (two clusters A ∋ root and B; see ``GridLayout`` in
    clusters run MPICH's ring allgather of the superchunks: ``~ M/B``.
 
 ``n = floor(C_wan / B_nic)`` limited to ``[1, min(pA, pB)]`` unless ``connections=`` is given.
-Exactly two clusters are needed (detected, or ``clusters=``).
+Clusters are detected (``detect_clusters``) or given (``clusters=``). Generalisations [I]:
+with more than two clusters, A's selected hosts serve the other clusters one after the other,
+farthest first (``n`` is the smallest over the pairs); with a single cluster there is no
+inter-cluster step and the plan is MPICH's scatter + ring allgather (van de Geijn).
 """
 
 from __future__ import annotations
 
 from ...plan import Broadcast, Plan
-from .._collective import GridLayout, MPISchedule, binomial_scatter, clusters_for, connections_for, participants, require, ring_allgather
+from .._collective import GridLayout, MPISchedule, binomial_scatter, clusters_for, connections_for, participants, ring_allgather
 from ..registry import register_planner
 
 __all__ = ["plan_gridmpi_bcast"]
@@ -39,22 +42,32 @@ def plan_gridmpi_bcast(topology, request: Broadcast, *, clusters=None, connectio
     source, hosts = participants(topology, request)
     size = request.size
     groups = clusters_for(topology, hosts, clusters)
-    require(len(groups) == 2, f"gridmpi needs exactly two clusters, found {len(groups)} (pass clusters='a1,a2;b1,b2')", "clusters")
     a = next(g for g in groups if source in g)
-    b = next(g for g in groups if g is not a)
     r = a.index(source)
     a = a[r:] + a[:r]  # relative order: the root is rank 0 of A
-    n, how = connections_for(topology, a, b, connections)
-    la, lb = GridLayout(a, size, n), GridLayout(b, size, n)
+    others = [g for g in groups if source not in g]
+    others.sort(key=lambda g: -topology.route_latency(source, g[0]))  # farthest first
+    n, how = 1, {"connections_rule": "single cluster"}
+    for g in others:
+        k, h = connections_for(topology, a, g, connections)
+        if g is others[0] or k < n:
+            n, how = k, h
+    la = GridLayout(a, size, n if others else len(a))
+    layouts = [GridLayout(g, size, n) for g in others]
     sched = MPISchedule()
     binomial_scatter(sched, a, 0, la.superchunk)  # step 1
-    la.funnel(sched)
-    sched.step([(la.selected(i), lb.selected(i), la.blocks[i], False, f"wan {i}") for i in range(n)])  # step 2
-    lb.unfunnel(sched)  # step 3
+    if others:
+        la.funnel(sched)
+    for lb in layouts:  # step 2: n parallel inter-cluster sends per remote cluster
+        sched.step([(la.selected(i), lb.selected(i), la.blocks[i], False, f"wan {i}") for i in range(n)])
+    for lb in layouts:  # step 3
+        lb.unfunnel(sched)
     ring_allgather(sched, a, 0, la.superchunk)
-    ring_allgather(sched, b, 0, lb.superchunk)
+    for lb in layouts:
+        ring_allgather(sched, lb.hosts, 0, lb.superchunk)
     return Plan.broadcast(
         source, size, [h for h in hosts if h != source], sched.transfers, planner="gridmpi",
         params={k: v for k, v in (("clusters", clusters), ("connections", connections)) if v is not None},
-        notes={"connections": n, **how, "clusters": [a, b], "selected": [[la.selected(i), lb.selected(i)] for i in range(n)]},
+        notes={"connections": n if others else 0, **how, "clusters": [a] + [list(g) for g in others],
+               "selected": [[la.selected(i)] + [lb.selected(i) for lb in layouts] for i in range(n)] if others else []},
     )
