@@ -1,5 +1,5 @@
-"""``auto``: plan with every registered broadcast planner, predict each with the simulator,
-keep the best.
+"""``auto``: plan with every registered broadcast planner, check and predict each with the
+simulator, keep the best.
 
 The criterion is the predicted makespan (``by="makespan"``, smallest wins) or the aggregate
 bandwidth (``by="aggregate_bandwidth"``, largest wins). Planners that fail on the input (for
@@ -23,6 +23,7 @@ CRITERIA = ("makespan", "aggregate_bandwidth")
 
 def choose(collective: str, topology, request, *, by: str = "makespan", candidates=None, chunk_size=None):
     """Run every non-selector planner of ``collective``; return (best plan, notes)."""
+    from ...check import check_plan
     from ...sim import simulate
 
     if by not in CRITERIA:
@@ -35,6 +36,7 @@ def choose(collective: str, topology, request, *, by: str = "makespan", candidat
     for info in infos:
         try:
             plan = info(topology, request)
+            check_plan(plan, topology)
             result = simulate(plan, topology, chunk_size=chunk_size)
         except TopocastError as exc:
             skipped[info.name] = str(exc)
