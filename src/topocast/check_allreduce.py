@@ -86,6 +86,17 @@ def contribution_sets(plan, topology=None) -> dict[str, list[tuple[int, int, fro
     """Replay ``plan`` and return, per host, ``(start, end, contributors)`` for every
     elementary byte range it holds at the end. Raises :class:`PlanError` on a race, a
     double-counted contribution or a transfer of bytes its sender never had."""
+    cuts, hosts, final, _ = _replay(plan)
+    out: dict[str, list] = {h: [] for h in hosts}
+    for (h, g), v in sorted(final.items(), key=lambda kv: (kv[0][0], kv[0][1])):
+        out[h].append((cuts[g], cuts[g + 1], frozenset(hosts[k] for k in range(len(hosts)) if v >> k & 1)))
+    for h in out:
+        out[h].sort()
+    return out
+
+
+def _replay(plan):
+    """(cuts, hosts, final value mask per (host, segment), initial mask per (host, segment))."""
     transfers = plan.transfers
     n = len(transfers)
     hosts = list(plan.hosts)
@@ -179,36 +190,32 @@ def contribution_sets(plan, topology=None) -> dict[str, list[tuple[int, int, fro
             else:
                 hist.append(v)
 
-    out: dict[str, list] = {}
-    for h in hosts:
-        rows = []
-        for g in range(len(cuts) - 1):
-            key = (h, g)
-            hist = history.get(key)
-            v = hist[-1] if hist else init.get(key)
-            if v is not None:
-                rows.append((cuts[g], cuts[g + 1], frozenset(hosts[k] for k in range(len(hosts)) if v >> k & 1)))
-        out[h] = rows
-    return out
+    final = {}
+    for key, v in init.items():
+        final[key] = v
+    for key, hist in history.items():
+        if hist:
+            final[key] = hist[-1]
+    return cuts, hosts, final, init
 
 
 def check_allreduce(plan, topology=None) -> None:
     """Raise :class:`PlanError` unless every wanted byte of every host ends as the reduction
     of all contributions to it (see module docstring)."""
-    final = contribution_sets(plan, topology)
-    # contributors per byte: the hosts holding it at the start
+    cuts, hosts, final, init = _replay(plan)
+    expect: dict[int, int] = {}  # contributors per segment: the hosts holding it at the start
+    for (h, g), v in init.items():
+        expect[g] = expect.get(g, 0) | v
     for h, rs in plan.wanted.items():
-        rows = final.get(h, [])
         for off, length in rs:
-            for a, b, who in rows:
-                if b <= off or a >= off + length:
-                    continue
-                expect = frozenset(x for x, irs in plan.initial.items() if any(o <= a and b <= o + l for o, l in irs))
-                if who != expect:
-                    missing = sorted(expect - who)
-                    extra = sorted(who - expect)
-                    raise _fail(plan, None, f"host {h!r} ends bytes [{a}, {b}) without the contributions of "
+            a, b = bisect_left(cuts, off), bisect_left(cuts, off + length)
+            for g in range(a, b):
+                v = final.get((h, g))
+                if v is None:
+                    raise _fail(plan, None, f"host {h!r} does not hold bytes [{cuts[g]}, {cuts[g + 1]})")
+                want = expect.get(g, 0)
+                if v != want:
+                    missing = [hosts[k] for k in range(len(hosts)) if (want & ~v) >> k & 1]
+                    extra = [hosts[k] for k in range(len(hosts)) if (v & ~want) >> k & 1]
+                    raise _fail(plan, None, f"host {h!r} ends bytes [{cuts[g]}, {cuts[g + 1]}) without the contributions of "
                                              f"{', '.join(missing) or '-'}" + (f" (unexpected: {', '.join(extra)})" if extra else ""))
-            covered = sum(min(b, off + length) - max(a, off) for a, b, _ in rows if a < off + length and b > off)
-            if covered < length:
-                raise _fail(plan, None, f"host {h!r} does not hold all of bytes [{off}, {off + length})")

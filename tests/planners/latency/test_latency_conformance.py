@@ -168,3 +168,14 @@ def test_cluster_detection_ignores_slow_host_links():
     # no wide-area delay, host links slower (latency) than the fat up-link: one cluster
     topo = two_cluster_grid(3, wan_latency=0.0, lan_latency="50us")
     assert len(detect_clusters(topo)) == 1
+
+
+def test_all_latency_and_allreduce_planners_on_the_100_host_builtin():
+    """check_plan only (no simulation), one size, the largest built-in (100 hosts, 10 clusters)."""
+    from topocast.planners.allreduce import Allreduce
+
+    topo = load_topology("builtin:multi-cluster")
+    for name in PLANNERS + TWO_CLUSTER:
+        check_plan(get_planner("broadcast", name)(topo, Broadcast(topo.hosts[5], 999_999)), topo)
+    for name in ("ring", "recursive_doubling", "rabenseifner", "two_tier", "gridmpi"):
+        check_plan(get_planner("allreduce", name)(topo, Allreduce(999_999)), topo)
