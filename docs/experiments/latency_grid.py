@@ -202,6 +202,18 @@ def subramoni():
     return mixed, ls
 
 
+def auto_table():
+    print("### auto on builtin:grid-long-fast\n")
+    topo = load_topology("builtin:grid-long-fast")
+    rows = []
+    for M in (1 << 10, 1 << 16, 1 << 20, 1 << 26):
+        b = get_planner("broadcast", "auto")(topo, Broadcast("a0", M)).notes
+        a = get_planner("allreduce", "auto")(topo, Allreduce(M)).notes
+        ms = lambda n, nm: f"{nm} ({n['scores'][nm]['makespan'] * 1e3:.2f} ms)"  # noqa: E731
+        rows.append((M, ms(b, b["choice"]), ms(b, b["runner_up"]), ms(a, a["choice"]), ms(a, a["runner_up"])))
+    table(["bytes", "broadcast choice", "runner-up", "allreduce choice", "runner-up"], rows)
+
+
 def figures(campus_topo, mixed, ls):
     topo_dir = HERE / "topologies"
     topo_dir.mkdir(exist_ok=True)
@@ -232,6 +244,7 @@ def main():
     gridmpi_tables()
     c = mateescu()
     m, ls = subramoni()
+    auto_table()
     if "--figures" in sys.argv:
         figures(c, m, ls)
 
