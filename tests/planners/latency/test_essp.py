@@ -83,3 +83,20 @@ def test_small_messages_latency_bound_large_ones_bandwidth_bound():
     assert small.makespan < 1e-2  # a few latencies and injections
     assert big.makespan > 10**9 / 125e6  # at least one full transfer time
     assert big.makespan < 3 * 10**9 / 125e6 + 1
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_label_equals_simulated_time_with_per_pair_injection(seed):
+    """With negligible message size the simulator reproduces the model exactly: the root's
+    label (prefix sums of per-child Δ) is the predicted broadcast time."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    n = 7
+    hosts = [f"v{i}" for i in range(n)]
+    links = [PhysicalLink(a, b, 1e15, float(rng.uniform(0.1, 1.2))) for i, a in enumerate(hosts) for b in hosts[i + 1:]]
+    pairs = {(a, b): float(rng.uniform(0.03, 0.3)) for a in hosts for b in hosts if a != b}
+    topo = Topology("rand-mesh", hosts, [], links, injection_pair=pairs)
+    plan = get_planner("broadcast", "essp")(topo, Broadcast("v0", 1))
+    check_plan(plan, topo)
+    assert math.isclose(simulate(plan, topo).makespan, plan.notes["predicted_time_model"], rel_tol=1e-9)
