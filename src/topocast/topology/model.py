@@ -285,6 +285,10 @@ class Topology:
         except KeyError:
             raise self._err(f"link {u}->{v}", "no such directed link") from None
 
+    def has_link(self, u: str, v: str) -> bool:
+        """True when a directed link ``u -> v`` exists."""
+        return (u, v) in self._pair_to_link
+
     def out_links(self, node: str) -> tuple[int, ...]:
         return self._out[self.index(node)]
 
