@@ -280,10 +280,15 @@ def participants(topology, request) -> tuple[str, list[str]]:
 def nic_bandwidth(topology, host: str) -> float:
     """Bandwidth of a host's access (bytes/s): the slower direction of its widest attached
     link (the NIC speed in a cluster)."""
+    from ..errors import TopologyError
+
     best = 0.0
     for lid in topology.out_links(host):
         link = topology.links[lid]
-        back = topology.capacity(link.dst, host)
+        try:
+            back = topology.capacity(link.dst, host)
+        except TopologyError:  # one-way link
+            back = link.bandwidth
         best = max(best, min(link.bandwidth, back))
     return best
 
@@ -378,7 +383,7 @@ def detect_clusters(topology, hosts: Sequence[str] | None = None) -> list[list[s
     thin = {
         i
         for i, pl in enumerate(plinks)
-        if pl.a not in host_set and pl.b not in host_set and min(pl.bandwidth, pl.reverse_bandwidth) < access
+        if pl.a not in host_set and pl.b not in host_set and min(pl.bandwidth, pl.bandwidth if getattr(pl, 'directed', False) else pl.reverse_bandwidth) < access
     }
     if thin:
         comps = components(thin)

@@ -179,3 +179,15 @@ def test_all_latency_and_allreduce_planners_on_the_100_host_builtin():
         check_plan(get_planner("broadcast", name)(topo, Broadcast(topo.hosts[5], 999_999)), topo)
     for name in ("ring", "recursive_doubling", "rabenseifner", "two_tier", "gridmpi"):
         check_plan(get_planner("allreduce", name)(topo, Allreduce(999_999)), topo)
+
+
+def test_one_way_links():
+    """Hosts with separate one-way up and down links (directed physical links)."""
+    hosts = [f"h{i}" for i in range(5)]
+    links = []
+    for h in hosts:
+        links.append(PhysicalLink(h, "sw", 125e6, 1e-5, directed=True))
+        links.append(PhysicalLink("sw", h, 62.5e6, 1e-5, directed=True))
+    topo = Topology("one-way", hosts, ["sw"], links)
+    for name in PLANNERS + TWO_CLUSTER:
+        check_plan(get_planner("broadcast", name)(topo, Broadcast("h2", 10_000)), topo)
