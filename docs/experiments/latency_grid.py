@@ -220,6 +220,8 @@ def figures(campus_topo, mixed, ls):
     for tp in (campus_topo, mixed, ls, two_cluster_grid(8, wan_latency=0.0, name="grid-no-delay")):
         save_file(tp, topo_dir / f"{tp.name}.yaml")
     grid = load_topology("builtin:grid-long-fast")
+    nodelay = two_cluster_grid(8, wan_latency=0.0, name="grid-no-delay")
+    split = {"clusters": ",".join(f"a{i}" for i in range(8)) + ";" + ",".join(f"b{i}" for i in range(8))}
     jobs = [
         ("mpich-switch16.png", switch(16), "broadcast", ["binomial", "scatter_allgather_rdb", "scatter_allgather_ring", "mpich"], {}, False,
          "MPICH broadcasts on one switch (16 hosts, 1 Gbit/s, α = 50 us)"),
@@ -227,6 +229,10 @@ def figures(campus_topo, mixed, ls):
          "broadcast, 2 x 8 hosts, 10 Gbit/s WAN, 10 ms (GridMPI throughput)"),
         ("gridmpi-allreduce.png", grid, "allreduce", ["two_tier", "gridmpi", "rabenseifner", "ring"], {}, True,
          "allreduce, 2 x 8 hosts, 10 Gbit/s WAN, 10 ms (GridMPI throughput)"),
+        ("gridmpi-bcast-nodelay.png", nodelay, "broadcast", ["far_first", "gridmpi", "scatter_allgather_ring", "binomial"], split, True,
+         "broadcast, 2 x 8 hosts, 10 Gbit/s up-link, no delay (GridMPI throughput)"),
+        ("gridmpi-allreduce-nodelay.png", nodelay, "allreduce", ["two_tier", "gridmpi", "rabenseifner", "ring"], split, True,
+         "allreduce, 2 x 8 hosts, 10 Gbit/s up-link, no delay (GridMPI throughput)"),
         ("mateescu-campus.png", campus_topo, "broadcast", ["essp", "binomial", "flat", "far_first"], {}, False,
          "broadcast on campus-8 (λ 0.085-1.2 ms, Δ 0.035-0.3 ms)"),
         ("subramoni-sdr-ddr.png", mixed, "broadcast", ["binomial", "speed_aware", "scatter_allgather_ring"], {}, False,

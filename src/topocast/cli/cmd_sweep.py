@@ -122,7 +122,7 @@ def plot_sweep(data, path, *, throughput=False, title=None) -> None:
         if row["times"] is None:
             continue
         ys = [y / 1e6 for y in row["throughput"]] if throughput else row["times"]
-        label = row["algorithm"] + ("".join(f" {a}={b}" for a, b in row["params"].items()))
+        label = row["algorithm"] + "".join(f" {a}={b}" if len(str(b)) <= 12 else f" ({a} given)" for a, b in row["params"].items())
         ax.plot(sizes, ys, marker=markers[k % len(markers)], ms=4, label=label)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
