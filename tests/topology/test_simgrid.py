@@ -21,7 +21,7 @@ def _names(t, u, v):
 
 
 def _real(names):
-    return [n for n in names if not n.startswith("connector:")]
+    return [n.replace(" (back)", "") for n in names if not n.startswith("connector:")]
 
 
 @pytest.mark.parametrize("fname", sorted(EXPECTED))
@@ -38,6 +38,13 @@ def test_every_platform_imports(data_dir, fname):
     assert declared <= names | spoke_of
     # routing works between the first and last host
     assert t.route(t.hosts[0], t.hosts[-1])
+    assert len(t.physical_links) == LINKS[fname]
+
+
+# Our link counts: PROVENANCE's count, minus each bus link, plus one spoke per bus endpoint
+# (g5k: 3 buses, 21 spokes; griffon: 1 bus, 3 spokes; gdx: 1 bus, 11 spokes); small_platform
+# is an exact route graph: 46 one-way link directions (23 links used both ways) + 120 connectors.
+LINKS = {"g5k.xml": 1614 - 3 + 21, "griffon.xml": 96 - 1 + 3, "gdx.xml": 198 - 1 + 11, "small_platform.xml": 46 + 120}
 
 
 def test_cluster_expansion_griffon(data_dir):
@@ -96,8 +103,20 @@ def test_small_platform_routes_cross_exactly_simgrid_links(data_dir):
     assert n == 21
     # values are exact (decimal units): 8.158MBps and the route's latencies
     assert t.route_bandwidth("Tremblay", "Fafard") == 8158000.0
-    shared = [pl for pl in t.physical_links if pl.name == "9"]
-    assert shared[0].sharing == "shared" and shared[0].bandwidth == 7209750.0
+    one_way = [pl for pl in t.physical_links if pl.name == "9"]
+    assert one_way[0].directed and one_way[0].bandwidth == 7209750.0
+
+
+def test_small_platform_bounds_are_finite(data_dir):
+    """No connector-only shortcut: every host's max-flow is limited by real SimGrid links."""
+    from topocast.bounds import broadcast_bounds
+
+    t = load_simgrid(data_dir / "simgrid" / "small_platform.xml")
+    real_max = max(pl.bandwidth for pl in t.physical_links if not (pl.name or "").startswith("connector"))
+    b = broadcast_bounds(t, "Tremblay", None)
+    assert b.per_host_rate and all(0 < r <= 3 * real_max for r in b.per_host_rate.values())
+    # a route whose only link is 9 (7.20975 MBps) in both directions
+    assert t.route_bandwidth("Tremblay", "Jupiter") == t.route_bandwidth("Jupiter", "Tremblay") == 7209750.0
 
 
 def _directed(pl):
@@ -176,3 +195,122 @@ def test_errors(tmp_path, body, needle):
         load_simgrid(p)
     assert str(p) in str(ei.value)
     assert needle in str(ei.value)
+
+
+def test_imported_platform_round_trips_through_yaml(data_dir):
+    from topocast.topology.io import dumps, loads
+
+    t = load_simgrid(data_dir / "simgrid" / "small_platform.xml")
+    t2 = loads(dumps(t))
+    assert t2.physical_links == t.physical_links
+    assert dict(t2.routes) == dict(t.routes)
+
+
+# Two small platforms in the style of SimGrid's examples/platforms (written inline here).
+ROUTING_CLUSTER = """<?xml version='1.0'?>
+<platform version="4">
+<AS id="AS0" routing="Full">
+  <AS id="c1" routing="Cluster">
+    <router id="router1"/>
+    <host id="host1" speed="1Gf"/>
+    <link id="l1_UP" bandwidth="125MBps" latency="100us"/>
+    <link id="l1_DOWN" bandwidth="100MBps" latency="100us"/>
+    <host_link id="host1" up="l1_UP" down="l1_DOWN"/>
+    <host id="host2" speed="1Gf"/>
+    <link id="l2" bandwidth="125MBps" latency="100us" sharing_policy="FULLDUPLEX"/>
+    <host_link id="host2" up="l2_UP" down="l2_DOWN"/>
+    <host id="host3" speed="1Gf"/>
+    <link id="l3" bandwidth="125MBps" latency="100us"/>
+    <host_link id="host3" up="l3" down="l3"/>
+    <backbone id="backbone1" bandwidth="2.25GBps" latency="500us"/>
+  </AS>
+  <AS id="c2" routing="Cluster">
+    <router id="router2"/>
+    <host id="host4" speed="1Gf"/>
+    <link id="l4" bandwidth="125MBps" latency="100us"/>
+    <host_link id="host4" up="l4" down="l4"/>
+    <backbone id="backbone2" bandwidth="2.25GBps" latency="500us"/>
+  </AS>
+  <link id="link1-2" bandwidth="2.25GBps" latency="500us"/>
+  <ASroute src="c1" dst="c2" gw_src="router1" gw_dst="router2"><link_ctn id="link1-2"/></ASroute>
+</AS>
+</platform>
+"""
+
+DOGBONE = """<?xml version='1.0'?>
+<platform version="4">
+  <AS id="AS0" routing="Full">
+    <host id="S1" speed="1Gf"/><host id="C1" speed="1Gf"/><host id="S2" speed="1Gf"/><host id="C2" speed="1Gf"/>
+    <router id="R1"/><router id="R2"/>
+    <link id="1" bandwidth="100MBps" latency="10ms"/><link id="2" bandwidth="50MBps" latency="10ms"/>
+    <link id="3" bandwidth="100MBps" latency="10ms"/><link id="4" bandwidth="100MBps" latency="10ms"/>
+    <link id="5" bandwidth="100MBps" latency="10ms"/>
+    <route src="S1" dst="C1"><link_ctn id="1"/><link_ctn id="2"/><link_ctn id="3"/></route>
+    <route src="S2" dst="C2"><link_ctn id="4"/><link_ctn id="2"/><link_ctn id="5"/></route>
+    <route src="S1" dst="C2"><link_ctn id="1"/><link_ctn id="2"/><link_ctn id="5"/></route>
+    <route src="S2" dst="C1"><link_ctn id="4"/><link_ctn id="2"/><link_ctn id="3"/></route>
+    <route src="S1" dst="R1"><link_ctn id="1"/></route>
+    <route src="R1" dst="R2"><link_ctn id="2"/></route>
+    <route src="R2" dst="C1"><link_ctn id="3"/></route>
+    <route src="S2" dst="R1"><link_ctn id="4"/></route>
+    <route src="R2" dst="C2"><link_ctn id="5"/></route>
+  </AS>
+</platform>
+"""
+
+
+def test_cluster_routing_zone_with_host_links(tmp_path):
+    p = tmp_path / "rc.xml"
+    p.write_text(ROUTING_CLUSTER)
+    t = load_simgrid(p)
+    assert t.hosts == ("host1", "host2", "host3", "host4") and t.is_tree()
+    by = {pl.name: pl for pl in t.physical_links}
+    assert (by["l1_UP+l1_DOWN"].bandwidth, by["l1_UP+l1_DOWN"].bandwidth_ba) == (125e6, 100e6)
+    assert by["l2"].sharing == "duplex" and by["l3"].sharing == "shared"
+    assert _names(t, "host1", "host4") == ["l1_UP+l1_DOWN", "backbone1", "link1-2", "backbone2", "l4"]
+
+
+def test_full_zone_with_routers_becomes_the_graph(tmp_path):
+    p = tmp_path / "dogbone.xml"
+    p.write_text(DOGBONE)
+    t = load_simgrid(p)
+    assert set(t.switches) == {"R1", "R2"} and t.is_tree()
+    assert {frozenset((pl.a, pl.b)): pl.name for pl in t.physical_links} == {
+        frozenset(("S1", "R1")): "1", frozenset(("R1", "R2")): "2", frozenset(("R2", "C1")): "3",
+        frozenset(("S2", "R1")): "4", frozenset(("R2", "C2")): "5",
+    }
+    assert t.route_nodes("S1", "C2") == ("S1", "R1", "R2", "C2")
+    assert t.route_bandwidth("S2", "C1") == 50e6
+    assert all(pl.sharing == "shared" for pl in t.physical_links)  # SimGrid's default policy
+
+
+def _full_round_trip(t, tmp_path):
+    p = tmp_path / "full.xml"
+    save_simgrid(t, p, routing="Full")
+    assert ET.parse(p).getroot().find("zone").get("routing") == "Full"
+    t2 = load_simgrid(p)
+    assert t2.hosts == t.hosts and set(t2.switches) == set(t.switches)
+    for u in t.hosts:
+        for v in t.hosts:
+            if u != v:
+                assert t2.route_nodes(u, v) == t.route_nodes(u, v), (u, v)
+                assert t2.route_bandwidth(u, v) == t.route_bandwidth(u, v)
+                assert t2.route_latency(u, v) == pytest.approx(t.route_latency(u, v), rel=1e-12)
+    return t2
+
+
+@pytest.mark.parametrize("name", ["two-clusters", "stable-example", "fat-tree-k4", "hetero-2switch"])
+def test_full_export_replays_topocast_routes(tmp_path, name):
+    _full_round_trip(builtin_topology(name), tmp_path)
+
+
+def test_full_export_of_imported_route_graph(data_dir, tmp_path):
+    t = load_simgrid(data_dir / "simgrid" / "small_platform.xml")
+    t2 = _full_round_trip(t, tmp_path)
+    assert sum(pl.directed for pl in t2.physical_links) == sum(pl.directed for pl in t.physical_links)
+
+
+def test_full_export_zoo_with_explicit_choice(data_dir, tmp_path):
+    from topocast.topology.graphml import load_graphml
+
+    _full_round_trip(load_graphml(data_dir / "topology-zoo" / "Geant2009.graphml"), tmp_path)

@@ -148,7 +148,7 @@ BAD = {
     ),
     "duplicate-link": (
         "hosts: [a, b]\nlinks:\n  - {a: a, b: b, bandwidth: 1Gbps}\n  - {a: b, b: a, bandwidth: 1Gbps}\n",
-        ["link 1 (b-a)", "duplicate link"],
+        ["links[1] (b-a)", "duplicate link b->a (already in links[0])"],
     ),
     "unreachable-host": (
         "hosts: [a, b, c]\nlinks:\n  - {a: a, b: b, bandwidth: 1Gbps}\n",
@@ -218,3 +218,18 @@ def test_malformed_json(tmp_path):
 def test_missing_file(tmp_path):
     with pytest.raises(TopologyError, match="no such file"):
         load_file(tmp_path / "nope.yaml")
+
+
+def test_docs_example_loads():
+    """The example in docs/topology.md stays a valid file."""
+    from pathlib import Path
+
+    doc = Path(__file__).resolve().parents[2] / "docs" / "topology.md"
+    if not doc.exists():
+        pytest.skip("docs/topology.md not present")
+    text = doc.read_text()
+    block = text.split("```yaml\n", 1)[1].split("```", 1)[0]
+    t = loads(block, "docs.yaml")
+    assert t.hosts == ("a0", "a1", "b0", "b1")
+    assert t.physical_links[3].bandwidth == 12.5e6 and t.physical_links[3].bandwidth_ba == 125e6
+    assert t.route_nodes("a0", "b1") == ("a0", "swA", "swB", "b1")

@@ -141,8 +141,8 @@ def builtin_names() -> list[str]:
 
 def builtin_summary(name: str) -> str:
     """First line of the example's docstring."""
-    doc = BUILTINS[name].__doc__ or ""
-    return doc.strip().splitlines()[0] if doc.strip() else ""
+    doc = " ".join((BUILTINS[name].__doc__ or "").split("\n\n")[0].split())
+    return doc.rstrip(":").replace("``", "")
 
 
 def builtin_topology(name: str) -> Topology:

@@ -9,6 +9,7 @@ Format (DESIGN.md, "Topology file")::
       - {a: s,   b: swA, bandwidth: 1Gbps, latency: 50us}
       - {a: swA, b: swB, bandwidth: 100Mbps, latency: 5ms, bandwidth_ba: 50Mbps}
       - {a: a1,  b: swA, bandwidth: 1Gbps, sharing: shared, name: nic-a1}
+      - {a: a2,  b: swA, bandwidth: 1Gbps, directed: true}   # one-way link a -> b
     routes:                             # optional; default: fewest hops
       - {src: a1, dst: b1, path: [a1, swA, swB, b1]}
     injection:                          # optional: per-send injection time Δ (Mateescu)
@@ -34,6 +35,7 @@ float, otherwise bare numbers (Python's shortest round-tripping repr), so
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections import Counter
@@ -48,7 +50,7 @@ from .model import SHARING_POLICIES, PhysicalLink, Topology
 __all__ = ["load_file", "save_file", "loads", "dumps", "format_bandwidth_exact", "format_time_exact"]
 
 TOP_KEYS = ("name", "hosts", "switches", "links", "routes", "injection", "reduction", "attrs")
-LINK_KEYS = ("a", "b", "bandwidth", "latency", "bandwidth_ba", "sharing", "name")
+LINK_KEYS = ("a", "b", "bandwidth", "latency", "bandwidth_ba", "sharing", "name", "directed")
 ROUTE_KEYS = ("src", "dst", "path")
 
 
@@ -205,6 +207,7 @@ def from_data(data, source: str | None = None, *, default_name: str = "topology"
             seen[n] = kind
 
     links: list[PhysicalLink] = []
+    pairs_seen: dict[tuple[str, str], str] = {}
     raw_links = data.get("links") or []
     _expect(raw_links, list, source, data, "links", "a list of links")
     for i, ld in enumerate(raw_links):
@@ -225,6 +228,8 @@ def from_data(data, source: str | None = None, *, default_name: str = "topology"
         bw_ba = None
         if ld.get("bandwidth_ba") is not None:
             bw_ba = _bandwidth(ld["bandwidth_ba"], source, ld, f"{el}: bandwidth_ba")
+            if bw_ba == bw:
+                bw_ba = None  # symmetric after all: one canonical form
         lat = _time(ld.get("latency", 0), source, ld, f"{el}: latency")
         sharing = ld.get("sharing", "duplex")
         if sharing not in SHARING_POLICIES:
@@ -232,7 +237,17 @@ def from_data(data, source: str | None = None, *, default_name: str = "topology"
         lname = ld.get("name")
         if lname is not None:
             lname = _name(lname, source, ld, f"{el}: name")
-        links.append(PhysicalLink(a, b, bw, lat, bw_ba, sharing, lname))
+        directed = ld.get("directed", False)
+        if not isinstance(directed, bool):
+            raise _fail(source, ld, f"{el}: directed", f"expected true or false, got {directed!r}")
+        if a == b:
+            raise _fail(source, ld, el, f"a link must join two different nodes, got {a!r} twice")
+        for pair in ((a, b),) if directed else ((a, b), (b, a)):
+            if pair in pairs_seen:
+                raise _fail(source, ld, el, f"duplicate link {pair[0]}->{pair[1]} (already in {pairs_seen[pair]}); "
+                                            "merge parallel links into one (sum their bandwidths)")
+            pairs_seen[pair] = f"links[{i}]"
+        links.append(PhysicalLink(a, b, bw, lat, bw_ba, sharing, lname, directed=directed))
     lnames = Counter(l.name for l in links if l.name is not None)
     for i, l in enumerate(links):
         if l.name is not None and lnames[l.name] > 1:
@@ -357,13 +372,27 @@ def _fmt_of(path: str) -> str:
     return "json" if str(path).lower().endswith(".json") else "yaml"
 
 
+_FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def loads(text: str, source: str | None = None, *, fmt: str | None = None) -> Topology:
-    """Parse topology text (YAML or JSON; ``fmt`` defaults from ``source``'s extension)."""
+    """Parse topology text (YAML or JSON; ``fmt`` defaults from ``source``'s extension).
+
+    The text is first parsed with the fast parser (json / libyaml); only when it is invalid is
+    it parsed again with the line-marking loader, so errors still give ``file:line``.
+    """
     if fmt is None:
         fmt = _fmt_of(source) if source else "yaml"
-    data = _parse_text(text, source, fmt)
     default_name = Path(source).stem if source else "topology"
-    return from_data(data, source, default_name=default_name)
+    try:
+        data = json.loads(text) if fmt == "json" else yaml.load(text, Loader=_FAST_LOADER)  # noqa: S506
+    except (ValueError, yaml.YAMLError):
+        data = _parse_text(text, source, fmt)  # raises with line and column
+    try:
+        return from_data(data, source, default_name=default_name)
+    except TopologyError:
+        marked = _parse_text(text, source, fmt)
+        return from_data(marked, source, default_name=default_name)  # same error, with the line
 
 
 def load_file(path) -> Topology:
@@ -405,6 +434,7 @@ def _key(text: str, bytes_first: bool = False):
     return ("." in text, text.endswith("B/s") != bytes_first, len(text))
 
 
+@functools.lru_cache(maxsize=4096)
 def format_bandwidth_exact(bw: float, *, bytes_first: bool = False):
     """``'1Gbps'``-style text when it parses back to exactly ``bw``, else the bare number.
 
@@ -427,6 +457,7 @@ def format_bandwidth_exact(bw: float, *, bytes_first: bool = False):
     return best if best is not None and len(best) <= 14 else _num(bw)
 
 
+@functools.lru_cache(maxsize=4096)
 def format_time_exact(t: float):
     """``'50us'``-style text when it parses back to exactly ``t``, else the bare number."""
     if t == 0:
@@ -474,6 +505,8 @@ def to_data(t: Topology) -> dict:
             d["sharing"] = pl.sharing
         if pl.name is not None:
             d["name"] = pl.name
+        if pl.directed:
+            d["directed"] = True
         links.append(d)
     data["links"] = links
     if t.routes:
@@ -507,7 +540,7 @@ def to_data(t: Topology) -> dict:
     return data
 
 
-class _FlowDumper(yaml.SafeDumper):
+class _FlowDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):
     """Block style at the top, flow style for each link/route/host list (like DESIGN.md)."""
 
 

@@ -24,19 +24,35 @@ Mapping (what each SimGrid element becomes)
   (private up, backbone, private down); here it turns at the cluster switch and does not.
   Traffic leaving the cluster crosses the backbone in both. Without ``bb_bw`` the router is
   the cluster switch itself. ``limiter_link`` and ``loopback_*`` are ignored.
+* A zone with ``routing="Cluster"`` (hosts with ``<host_link up= down=>``, ``<backbone>``,
+  ``<router>``) is mapped the same way: one switch named after the zone, each host joined to
+  it by its up/down links (one link with ``bandwidth``/``bandwidth_ba`` when they are two,
+  ``l_UP``/``l_DOWN`` halves of one SPLITDUPLEX link -> that link), backbone switch-router.
 * Routes (``<route>``, ``<zoneRoute>``/``<ASroute>`` between their gateways, with
   ``link_ctn`` lists, ``symmetrical``): each is a chain of links from its source netpoint to
   its destination netpoint. We give every link two ends and unify them along every chain
   (shortest chains first): the first link's entry end *is* the source, each link's exit end
   *is* the next link's entry end, the last exit *is* the destination. Ends that never become
-  a host or router are synthetic junction switches (``j0``, ``j1``, ...). So a Full-routing
-  zone with explicit link lists (``small_platform.xml``) becomes a graph of its links, and a
-  Floyd/Dijkstra zone whose routes are single links becomes those links as direct edges.
+  a host or router are synthetic junction switches (``j0``, ``j1``, ...). A Floyd/Dijkstra
+  zone whose routes are single links thus becomes those links as direct edges, and the
+  hierarchical platforms shipped here (g5k, griffon, gdx) become trees.
+* When the routes cannot be drawn as a graph whose edges are the links (unification would
+  glue two netpoints together or a link to itself; ``small_platform.xml`` is such a list of
+  hand-made routes: e.g. Tremblay->Bourassa ends with links 6,7 and Fafard->Bourassa with
+  8,6,7, while Jacquelin->Fafard crosses 6 then 9, the Tremblay-Jupiter link), the whole
+  platform is imported as an exact *route graph* instead: each direction in which a route
+  crosses link ``L`` is a one-way link ``L.in -> L.out`` (``L.rin -> L.rout`` backwards),
+  one-way connector edges (fatpipe, 1e15 B/s, 0 s) join consecutive links, and every route
+  between two hosts is an explicit route. Every flow crosses exactly SimGrid's links and no
+  path can bypass one, so bounds stay finite. Limit: a SHARED link crossed in both
+  directions becomes two one-way links of its full bandwidth (opposite flows do not share).
 * A link that single-link routes use between more than two netpoints (a shared bus such as
   ``gdx_main`` or griffon's ``backbone``) cannot be one edge: it becomes a hub switch
   ``<id>-bus`` with one spoke per netpoint (the link's bandwidth and sharing, half its
   latency, so a route through the hub has the link's latency). Difference: in SimGrid all
   flows over the bus share one capacity; here only flows that share a spoke do.
+* A link that routes cross in one direction only becomes a one-way link (SimGrid cannot use
+  the other direction either).
 * Parallel links (several SimGrid links between the same two nodes) are merged, because the
   model allows one link per node pair: if each is used in one direction only (an
   asymmetric pair, as :func:`save_simgrid` writes) they become one link with
@@ -47,7 +63,7 @@ Mapping (what each SimGrid element becomes)
   gateways) is routed by topocast (fewest hops, widest bottleneck); on the tree-shaped
   platforms shipped here (g5k, griffon, gdx) that is the same path SimGrid takes.
 * Ignored: ``src == dst`` routes (loopback), ``bypassRoute``, host speeds and properties,
-  traces. Unsupported elements (``peer``, ``cabinet``, ``host_link``, ``include``,
+  traces. Unsupported elements (``peer``, ``cabinet``, ``include``,
   non-FLAT clusters) raise an error naming the element.
 
 Units follow SimGrid: bandwidth ``Bps`` (default, bytes/s), ``kBps``..``EBps``, ``KiBps``..,
@@ -163,6 +179,10 @@ def _zone_children(zone: ET.Element) -> list[str]:
 
 def _parse_zone(p: _Platform, zone: ET.Element, routing: str) -> None:
     deferred = []
+    local_hosts: list[str] = []
+    local_routers: list[str] = []
+    host_links: list[ET.Element] = []
+    backbone: str | None = None
     for e in zone:
         tag = e.tag
         where = _desc(e)
@@ -172,9 +192,15 @@ def _parse_zone(p: _Platform, zone: ET.Element, routing: str) -> None:
             _parse_zone(p, e, (e.get("routing") or "Full"))
         elif tag == "host":
             p.add_node(_req(e, "id", p), "host", where)
+            local_hosts.append(e.get("id"))
         elif tag == "router":
             p.add_node(_req(e, "id", p), "router", where)
+            local_routers.append(e.get("id"))
+        elif tag == "host_link":
+            host_links.append(e)
         elif tag in ("link", "backbone"):
+            if tag == "backbone":
+                backbone = e.get("id")
             lid = _req(e, "id", p)
             if lid in p.links:
                 raise TopologyError(f"duplicate link id {lid!r}", source=p.source, element=where)
@@ -193,9 +219,61 @@ def _parse_zone(p: _Platform, zone: ET.Element, routing: str) -> None:
             continue
         else:
             raise TopologyError(f"unsupported SimGrid element <{tag}>", source=p.source, element=where)
+    if routing.lower() == "cluster":
+        _cluster_zone(p, zone, local_hosts, local_routers, host_links, backbone)
+    elif host_links:
+        raise TopologyError("<host_link> is only supported in a zone with routing=\"Cluster\"",
+                            source=p.source, element=_desc(host_links[0]))
     # Routes after the nodes and links of the zone (and of its children) are known.
     for e in deferred:
         _parse_route(p, zone, routing, e)
+
+
+def _resolve_link(p: _Platform, lid: str, where: str) -> tuple[str, str]:
+    """(declared link id, direction) for a host_link end: ``l2_UP`` names link ``l2``'s up half."""
+    if lid in p.links:
+        return lid, "NONE"
+    for suffix in ("_UP", "_DOWN"):
+        if lid.endswith(suffix) and lid[: -len(suffix)] in p.links:
+            return lid[: -len(suffix)], suffix[1:]
+    raise TopologyError(f"{lid!r} names no declared <link>", source=p.source, element=where)
+
+
+def _cluster_zone(p: _Platform, zone, hosts, routers, host_links, backbone) -> None:
+    """A zone with routing="Cluster": hosts with <host_link up= down=>, an optional
+    <backbone> and an optional <router>, mapped as <cluster> is (see the module docstring)."""
+    zid = zone.get("id")
+    where = _desc(zone)
+    router = routers[0] if routers else None
+    if backbone is not None:
+        switch = zid if zid not in p.netpoints else f"{zid}-switch"
+        p.add_node(switch, "switch", where)
+        if router is not None:
+            bw, lat, sharing = p.links[backbone]
+            p.direct.append(PhysicalLink(switch, router, bw, lat, None, sharing, backbone))
+    elif router is not None:
+        switch = router
+    else:
+        raise TopologyError("a Cluster zone needs a <backbone> or a <router>", source=p.source, element=where)
+    linked = set()
+    for hl in host_links:
+        h = _req(hl, "id", p)
+        hw = _desc(hl)
+        if h not in hosts:
+            raise TopologyError(f"{h!r} is not a host of this zone", source=p.source, element=hw)
+        up, _ = _resolve_link(p, _req(hl, "up", p), hw)
+        down, _ = _resolve_link(p, _req(hl, "down", p), hw)
+        ubw, ulat, usharing = p.links[up]
+        dbw, dlat, _ = p.links[down]
+        if up == down:
+            p.direct.append(PhysicalLink(h, switch, ubw, ulat, None, usharing, up))
+        else:  # two resources, one per direction
+            p.direct.append(PhysicalLink(h, switch, ubw, max(ulat, dlat), dbw if dbw != ubw else None,
+                                         "duplex", f"{up}+{down}"))
+        linked.add(h)
+    for h in hosts:
+        if h not in linked:
+            raise TopologyError(f"host {h!r} of a Cluster zone has no <host_link>", source=p.source, element=where)
 
 
 def _req(e: ET.Element, attr: str, p: _Platform) -> str:
@@ -366,54 +444,64 @@ def _infer(p: _Platform):
 
 
 def _infer_resources(p: _Platform):
-    """Every used link is its own edge between two junctions ``<id>-a`` / ``<id>-b``; the
-    routes join them (and their end netpoints) with connector edges, and every route of a
-    Full zone between two hosts is kept as an explicit node path. Exact: each route crosses
-    exactly SimGrid's links, each link is one shared resource."""
+    """Exact route graph for platforms whose routes are not a graph of links.
+
+    Every direction in which a route crosses SimGrid link ``L`` becomes a one-way link
+    ``L.in -> L.out`` (forward; ``L.rin -> L.rout`` backward); one-way connector edges join
+    each route's consecutive links and its two netpoints. So every route crosses exactly
+    SimGrid's links, in order, and no path can bypass a link (a connector only leads into a
+    link or out of one). Limit: a SHARED link crossed in both directions becomes two one-way
+    links of its full bandwidth, so opposite flows do not share it as they do in SimGrid.
+    """
     used = set(p.netpoints)
-    ends: dict[tuple[str, int], str] = {}
+    made: dict[tuple[str, bool], tuple[str, str]] = {}
     extra: list[str] = []
     raw: list[tuple] = []
 
-    def end(lid: str, slot: int) -> str:
-        key = (lid, slot)
-        if key not in ends:
-            if (lid, 0) not in ends and (lid, 1) not in ends:
-                for sl in (0, 1):
-                    n = f"{lid}-{'ab'[sl]}"
-                    while n in used:
-                        n += "_"
-                    used.add(n)
-                    ends[(lid, sl)] = n
-                    extra.append(n)
-                bw, lat, sharing = p.links[lid]
-                raw.append((ends[(lid, 0)], ends[(lid, 1)], bw, lat, sharing, lid))
-        return ends[key]
+    def fresh(n: str) -> str:
+        while n in used:
+            n += "_"
+        used.add(n)
+        extra.append(n)
+        return n
 
-    conns: set[frozenset] = set()
+    def ends(lid: str, forward: bool) -> tuple[str, str]:
+        key = (lid, forward)
+        if key not in made:
+            tag = ("in", "out") if forward else ("rin", "rout")
+            u, v = fresh(f"{lid}.{tag[0]}"), fresh(f"{lid}.{tag[1]}")
+            bw, lat, sharing = p.links[lid]
+            made[key] = (u, v)
+            raw.append((u, v, bw, lat, "fatpipe" if sharing == "fatpipe" else "duplex",
+                        lid if forward else f"{lid} (back)", True))
+        return made[key]
+
+    conns: set[tuple[str, str]] = set()
 
     def connect(u: str, v: str) -> None:
-        key = frozenset((u, v))
-        if key not in conns:
-            conns.add(key)
-            raw.append((u, v, CONNECTOR_BANDWIDTH, 0.0, "fatpipe", f"connector:{u}|{v}"))
+        if (u, v) not in conns:
+            conns.add((u, v))
+            raw.append((u, v, CONNECTOR_BANDWIDTH, 0.0, "fatpipe", f"connector:{u}>{v}", True))
+
+    def walk(a, b, links, forwards):
+        path = [a]
+        for lid, fwd in zip(links, forwards):
+            ein, eout = ends(lid, fwd)
+            connect(path[-1], ein)
+            path += [ein, eout]
+        connect(path[-1], b)
+        path.append(b)
+        return tuple(path)
 
     routes: dict[tuple[str, str], tuple[str, ...]] = {}
     for a, b, links, sym, explicit, where, dirs in p.statements:
-        path = [a]
-        for lid, direction in zip(links, dirs):
-            entry = 1 if direction == "DOWN" else 0
-            ein, eout = end(lid, entry), end(lid, 1 - entry)
-            if path[-1] != ein:
-                connect(path[-1], ein)
-                path.append(ein)
-            path.append(eout)
-        connect(path[-1], b)
-        path.append(b)
+        fwd = [d != "DOWN" for d in dirs]
+        path = walk(a, b, links, fwd)
+        back = walk(b, a, links[::-1], [not f for f in fwd[::-1]]) if sym else None
         if explicit and a in p.hosts_set and b in p.hosts_set:
-            routes[(a, b)] = tuple(path)
-            if sym:
-                routes.setdefault((b, a), tuple(reversed(path)))
+            routes[(a, b)] = path
+            if back is not None:
+                routes.setdefault((b, a), back)
     return raw, routes, extra, {}
 
 
@@ -564,10 +652,10 @@ def _infer_graph(p: _Platform):
 
 def _merge(raw, uses) -> list[PhysicalLink]:
     """One PhysicalLink per node pair (see the module docstring for the rule)."""
-    groups: dict[frozenset, list] = {}
-    order: list[frozenset] = []
+    groups: dict = {}
+    order: list = []
     for r in raw:
-        key = frozenset((r[0], r[1]))
+        key = (r[0], r[1]) if len(r) == 7 else frozenset((r[0], r[1]))
         if key not in groups:
             groups[key] = []
             order.append(key)
@@ -575,9 +663,15 @@ def _merge(raw, uses) -> list[PhysicalLink]:
     out = []
     for key in order:
         g = groups[key]
-        if len(g) == 1:
-            u, v, bw, lat, sharing, name = g[0]
-            out.append(PhysicalLink(u, v, bw, lat, None, sharing, name))
+        if len(g) == 1 or len(g[0]) == 7:  # one link, or one-way links (never parallel)
+            for r in g:
+                u, v, bw, lat, sharing, name = r[:6]
+                directed = len(r) == 7 and r[6]
+                us = uses.get(name, set())
+                if not directed and len(us) == 1:
+                    # no route crosses it the other way: SimGrid cannot use that direction
+                    (u, v), directed = next(iter(us)), True
+                out.append(PhysicalLink(u, v, bw, lat, None, sharing, name, directed=directed))
             continue
         u, v = g[0][0], g[0][1]
         one_way = {}
@@ -623,7 +717,6 @@ def load_simgrid(path) -> Topology:
         raise TopologyError("the platform declares no host", source=source)
     p.hosts_set = set(p.hosts)
     raw, routes, extra, uses = _infer(p)
-    raw = [(u, v, bw, lat, s, n) for (u, v, bw, lat, s, n) in raw]
     links = list(p.direct) + _merge(raw, uses)
     switches = p.routers + p.switches + extra
     # Drop routers that nothing connects (declared but unused), keep everything else.
@@ -637,18 +730,26 @@ def _fnum(x: float) -> str:
     return repr(float(x))
 
 
-def simgrid_xml(t: Topology) -> str:
+#: Above this many hosts, ``routing="auto"`` writes Floyd/DijkstraCache instead of Full.
+FULL_ROUTING_MAX_HOSTS = 100
+
+
+def simgrid_xml(t: Topology, routing: str = "auto") -> str:
     """The SimGrid v4.1 platform text of ``t`` (see :func:`save_simgrid`)."""
-    n_nodes = len(t.nodes)
-    routing = "Floyd" if n_nodes <= 300 else "DijkstraCache"
+    if routing == "auto":
+        if len(t.hosts) <= FULL_ROUTING_MAX_HOSTS:
+            routing = "Full"
+        else:
+            routing = "Floyd" if len(t.nodes) <= 300 else "DijkstraCache"
+    if routing not in ("Full", "Floyd", "Dijkstra", "DijkstraCache"):
+        raise TopologyError(f"unknown SimGrid routing {routing!r} (expected auto, Full, Floyd, Dijkstra or DijkstraCache)")
     platform = ET.Element("platform", version="4.1")
     zone = ET.SubElement(platform, "zone", id=t.name or "topology", routing=routing)
     for h in t.hosts:
         ET.SubElement(zone, "host", id=h, speed="1Gf")
-    for s in t.switches:
-        ET.SubElement(zone, "router", id=s)
-    routes = []
-    used_ids = set()
+    for sw in t.switches:
+        ET.SubElement(zone, "router", id=sw)
+    used_ids: set[str] = set()
 
     def lid_for(i, pl, tag=""):
         base = pl.name or f"{pl.a}_{pl.b}"
@@ -659,28 +760,51 @@ def simgrid_xml(t: Topology) -> str:
         used_ids.add(lid)
         return lid
 
+    def add_link(lid, bw, lat, policy):
+        ET.SubElement(zone, "link", id=lid, bandwidth=_fnum(bw) + "Bps", latency=lat, sharing_policy=policy)
+
+    # hop[(physical index, forward?)] = (SimGrid link id, direction or None)
+    hop: dict[tuple[int, bool], tuple[str, str | None]] = {}
     for i, pl in enumerate(t.physical_links):
         lat = _fnum(pl.latency) + "s"
         asym = pl.bandwidth_ba is not None and pl.bandwidth_ba != pl.bandwidth
-        if pl.sharing == "duplex" and asym:
+        if pl.directed:
+            l1 = lid_for(i, pl)
+            add_link(l1, pl.bandwidth, lat, "FATPIPE" if pl.sharing == "fatpipe" else "SHARED")
+            hop[(i, True)] = (l1, None)
+        elif pl.sharing == "duplex" and asym:
             l1, l2 = lid_for(i, pl, "_ab"), lid_for(i, pl, "_ba")
-            ET.SubElement(zone, "link", id=l1, bandwidth=_fnum(pl.bandwidth) + "Bps", latency=lat, sharing_policy="SHARED")
-            ET.SubElement(zone, "link", id=l2, bandwidth=_fnum(pl.bandwidth_ba) + "Bps", latency=lat, sharing_policy="SHARED")
-            routes.append((pl.a, pl.b, [(l1, None)], "NO"))
-            routes.append((pl.b, pl.a, [(l2, None)], "NO"))
+            add_link(l1, pl.bandwidth, lat, "SHARED")
+            add_link(l2, pl.bandwidth_ba, lat, "SHARED")
+            hop[(i, True)], hop[(i, False)] = (l1, None), (l2, None)
         elif pl.sharing == "duplex":
             l1 = lid_for(i, pl)
-            ET.SubElement(zone, "link", id=l1, bandwidth=_fnum(pl.bandwidth) + "Bps", latency=lat, sharing_policy="SPLITDUPLEX")
-            routes.append((pl.a, pl.b, [(l1, "UP")], "NO"))
-            routes.append((pl.b, pl.a, [(l1, "DOWN")], "NO"))
+            add_link(l1, pl.bandwidth, lat, "SPLITDUPLEX")
+            hop[(i, True)], hop[(i, False)] = (l1, "UP"), (l1, "DOWN")
         else:
             # SimGrid has one capacity per link: an asymmetric shared/fatpipe link keeps a->b.
             l1 = lid_for(i, pl)
-            ET.SubElement(zone, "link", id=l1, bandwidth=_fnum(pl.bandwidth) + "Bps", latency=lat,
-                          sharing_policy="SHARED" if pl.sharing == "shared" else "FATPIPE")
-            routes.append((pl.a, pl.b, [(l1, None)], "YES"))
-    for a, b, lks, sym in routes:
-        r = ET.SubElement(zone, "route", src=a, dst=b, symmetrical=sym)
+            add_link(l1, pl.bandwidth, lat, "SHARED" if pl.sharing == "shared" else "FATPIPE")
+            hop[(i, True)], hop[(i, False)] = (l1, None), (l1, None)
+
+    # One-link route per link direction (the graph, for Floyd/Dijkstra; kept in Full so that
+    # routers stay netpoints), then in Full every host pair's topocast route (overriding).
+    routes: dict[tuple[str, str], list[tuple[str, str | None]]] = {}
+    for i, pl in enumerate(t.physical_links):
+        routes[(pl.a, pl.b)] = [hop[(i, True)]]
+        if not pl.directed:
+            routes[(pl.b, pl.a)] = [hop[(i, False)]]
+    if routing == "Full":
+        links = t.links
+        for u in t.hosts:
+            for v in t.hosts:
+                if u == v:
+                    continue
+                lids = t.route(u, v)
+                routes[(u, v)] = [hop[(links[k].physical, links[k].src == t.physical_links[links[k].physical].a)]
+                                  for k in lids]
+    for (a, b), lks in routes.items():
+        r = ET.SubElement(zone, "route", src=a, dst=b, symmetrical="NO")
         for lid, direction in lks:
             if direction:
                 ET.SubElement(r, "link_ctn", id=lid, direction=direction)
@@ -688,26 +812,33 @@ def simgrid_xml(t: Topology) -> str:
                 ET.SubElement(r, "link_ctn", id=lid)
     ET.indent(platform, space="  ")
     body = ET.tostring(platform, encoding="unicode")
+    note = ("every host pair has its topocast route" if routing == "Full"
+            else "SimGrid computes shortest paths; explicit topocast routes are not exported")
     header = ("<?xml version='1.0'?>\n"
               '<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n'
               f"<!-- written by topocast from {t.name!r}: {len(t.hosts)} hosts, {len(t.switches)} routers, "
-              f"{len(t.physical_links)} links; {routing} routing (explicit multi-hop routes are not exported) -->\n")
+              f"{len(t.physical_links)} links; {routing} routing: {note} -->\n")
     return header + body + "\n"
 
 
-def save_simgrid(t: Topology, path) -> None:
-    """Write ``t`` as a SimGrid v4.1 platform.
+def save_simgrid(t: Topology, path, routing: str = "auto") -> None:
+    """Write ``t`` as a SimGrid v4.1 platform (one zone).
 
-    One zone with Floyd routing (DijkstraCache above 300 nodes: Full routing with a route per
-    host pair, or Floyd's cubic precomputation, is too big for thousands of hosts). Hosts are
-    ``<host speed="1Gf">``, switches ``<router>``; each physical link is one ``<link>`` with a
-    one-link ``<route>`` per direction: duplex -> SPLITDUPLEX with ``direction`` UP (a->b) /
-    DOWN (b->a); an asymmetric duplex link -> two SHARED links, one per direction; shared ->
-    SHARED; fatpipe -> FATPIPE. Explicit multi-hop routes of ``t`` are not written (SimGrid
-    recomputes shortest paths).
+    Hosts are ``<host speed="1Gf">``, switches ``<router>``; each physical link is one
+    ``<link>`` with a one-link ``<route>`` per direction (``symmetrical="NO"``): duplex ->
+    SPLITDUPLEX with ``direction`` UP (a->b) / DOWN (b->a); an asymmetric duplex link -> two
+    SHARED links, one per direction; shared -> SHARED; fatpipe -> FATPIPE; a one-way
+    (``directed``) link -> one link and a one-way route.
+
+    ``routing``: ``"Full"`` also writes, for every ordered host pair, the route topocast uses
+    (so SimGrid replays exactly topocast's paths, explicit routes included); it is quadratic in
+    the number of hosts, so ``"auto"`` (default) uses it up to
+    :data:`FULL_ROUTING_MAX_HOSTS` hosts and otherwise ``"Floyd"`` (up to 300 nodes) or
+    ``"DijkstraCache"``, where SimGrid computes shortest paths itself (same paths on trees;
+    ties may differ on other graphs; explicit routes are lost).
     """
     path = str(path)
     try:
-        Path(path).write_text(simgrid_xml(t), encoding="utf-8")
+        Path(path).write_text(simgrid_xml(t, routing), encoding="utf-8")
     except OSError as exc:
         raise TopologyError(f"cannot write the file ({exc})", source=path) from None
