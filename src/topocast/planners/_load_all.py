@@ -10,3 +10,5 @@ from .broadcast import random_pipeline  # noqa: F401
 from .broadcast import dijkstra  # noqa: F401
 from .broadcast import fpfr  # noqa: F401
 from .broadcast import stable  # noqa: F401
+from .broadcast import balanced_multicast  # noqa: F401
+from .broadcast import optimal  # noqa: F401

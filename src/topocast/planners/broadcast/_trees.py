@@ -36,6 +36,7 @@ __all__ = [
     "e1_rates",
     "e2_rates",
     "resource_arrays",
+    "pipeline_over",
 ]
 
 EPS_REL = 1e-9
@@ -127,6 +128,38 @@ class Arborescence:
                 stack.append((int(link_dst[l]), my, l))
         return cls(topology, node, parent, down, up)
 
+    @classmethod
+    def from_parent_links(cls, topology, root: str, plink: np.ndarray, *, child_key=None) -> "Arborescence":
+        """Arborescence from ``plink[node]`` = directed link into the node (-1: root/unreached).
+
+        Children are visited by ``child_key(link into child)`` ascending (default: node index).
+        """
+        r = topology.index(root)
+        link_src = topology.link_src
+        children: dict[int, list[int]] = {}
+        for x in np.flatnonzero(plink >= 0).tolist():
+            children.setdefault(int(link_src[plink[x]]), []).append(x)
+        names = topology.nodes
+        pair = topology._pair_to_link
+        node, parent, down, up = [], [], [], []
+        stack = [(r, -1)]
+        while stack:
+            x, p = stack.pop()
+            my = len(node)
+            node.append(x)
+            parent.append(p)
+            lid = int(plink[x]) if x != r else -1
+            down.append(lid)
+            up.append(pair.get((names[x], names[int(link_src[lid])]), -1) if lid >= 0 else -1)
+            kids = children.get(x, [])
+            if child_key is None:
+                kids.sort()
+            else:
+                kids.sort(key=lambda c: child_key(int(plink[c])))
+            for c in reversed(kids):
+                stack.append((c, my))
+        return cls(topology, node, parent, down, up)
+
     @property
     def size(self) -> int:
         return len(self.node)
@@ -195,6 +228,12 @@ class Pipeline:
     rate: float
     paths: list[tuple[str, ...]] | None = None
     link_uses: dict[int, int] = field(default_factory=dict)  # directed link id -> uses (E1 check)
+
+
+def pipeline_over(arb: Arborescence, active: np.ndarray, rate: float = 0.0) -> Pipeline:
+    """The depth-first pipeline of ``arb`` through the ``active`` positions (rate as given)."""
+    down_used, up_used = arb.chain_usage(active)
+    return _pipeline_from(arb, active, rate, not arb.topology.is_tree(), down_used, up_used)
 
 
 def _pipeline_from(arb: Arborescence, active: np.ndarray, rate: float, explicit_paths: bool,
