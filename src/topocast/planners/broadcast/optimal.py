@@ -147,19 +147,50 @@ def plan_optimal(topology, request: Broadcast, *, seed=None, max_rounds: int = 3
                      if math.isfinite(bound.aggregate_bandwidth) and bound.aggregate_bandwidth > 0 else 0.0, rounds=0)
         return plan_from_nested(topology, request, dests, pipes, info, planner="optimal", params=params, notes=notes)
 
-    # step 2: column generation
+    # step 2: column generation, over two chains of destination sets
     res_of, cap = resource_arrays(topology)
     rev = np.array([topology._pair_to_link.get((l.dst, l.src), i) for i, l in enumerate(topology.links)])
-    sets = _level_sets(pipes)
-    if len(sets) > max_sets:  # price a spread of level sets (always the spanning one)
+    arb_fixed = True if topology.is_tree() else None
+    # chain A: stable's level sets, stable's trees as first columns, floors = stable's rates
+    # (a per-host Pareto improvement); chain B: prefixes of the destinations sorted by bound
+    # (largest first), floors = 1e-6 x stable's rates (only so that every host completes).
+    sets_a = _level_sets(pipes)
+    by_bound = sorted(dests, key=lambda d: (-bound.per_host_rate[d], dests.index(d)))
+    cuts = [k for k in range(1, len(by_bound) + 1)
+            if k == len(by_bound) or bound.per_host_rate[by_bound[k]] < bound.per_host_rate[by_bound[k - 1]]]
+    sets_b = [frozenset(by_bound[:k]) for k in reversed(cuts)]
+    zero = np.zeros(len(cap))
+    seed_b = [p for _, _, p in _price(topology, src, arb_fixed, sets_b, zero, np.zeros(len(dests)), dests, res_of, rev)]
+    floors = np.array([r_stable[d] for d in dests])
+    best = (agg_stable, pipes, "stable (LP found nothing better)", 0, 0)
+    for label, sets, init, fl in (("A: stable level sets", sets_a, list(pipes), floors),
+                                  ("B: destinations by bound", sets_b, seed_b, floors * 1e-6)):
+        out = _column_generation(topology, src, dests, sets, init, fl, res_of, cap, rev, arb_fixed,
+                                 max_rounds, max_sets)
+        if out is None:
+            continue
+        lp_pipes, agg, rounds, ncols = out
+        if agg > best[0] * (1 + 1e-12):
+            best = (agg, lp_pipes, f"LP column generation over nested pipelines, chain {label}", rounds, ncols)
+    agg, chosen, method, rounds, ncols = best
+    notes.update(method=method, rounds=rounds, columns=ncols, gap_to_bound=1 - agg / bound.aggregate_bandwidth)
+    return plan_from_nested(topology, request, dests, chosen, info, planner="optimal", params=params, notes=notes)
+
+
+def _column_generation(topology, src, dests, sets, cols, floors, res_of, cap, rev, arb_fixed, max_rounds, max_sets):
+    """Column generation over pipelines whose destination sets are in the chain ``sets``.
+
+    Returns (nested rated pipelines, E1 aggregate, rounds, columns) or None if the LP fails.
+    """
+    from ._trees import Pipeline
+
+    if len(sets) > max_sets:  # price a spread of the sets (always the spanning one)
         pick = np.unique(np.linspace(0, len(sets) - 1, max_sets).round().astype(int))
         price_sets = [sets[i] for i in pick]
     else:
         price_sets = sets
-    cols = list(pipes)
+    cols = list(cols)
     seen = {(frozenset(p.members), tuple(sorted(p.link_uses.items()))) for p in cols}
-    floors = [r_stable[d] for d in dests]
-    arb_fixed = True if topology.is_tree() else None
     best = None
     rounds = 0
     for rounds in range(1, max_rounds + 1):
@@ -167,7 +198,7 @@ def plan_optimal(topology, request: Broadcast, *, seed=None, max_rounds: int = 3
         if out is None:
             break
         x, val, y, mu = out
-        best = (x.copy(), val, list(cols))
+        best = (x.copy(), list(cols))
         added = 0
         for profit, _, p in _price(topology, src, arb_fixed, price_sets, y, mu, dests, res_of, rev):
             key = (frozenset(p.members), tuple(sorted(p.link_uses.items())))
@@ -178,22 +209,15 @@ def plan_optimal(topology, request: Broadcast, *, seed=None, max_rounds: int = 3
         if not added:
             break
     if best is None:
-        notes.update(method="stable (LP failed)", gap_to_bound=1 - agg_stable / bound.aggregate_bandwidth, rounds=rounds)
-        return plan_from_nested(topology, request, dests, pipes, info, planner="optimal", params=params, notes=notes)
-    x, val, cols = best
+        return None
+    x, cols = best
     keep = x > 1e-12 * max(float(x.max()), 1.0)
     chosen = [c for c, k in zip(cols, keep) if k]
     rates = x[keep]
-    # nested order: largest destination set first (sets are all stable level sets: a chain)
+    # nested order: largest destination set first (all sets come from one chain)
     order = sorted(range(len(chosen)), key=lambda i: -len(chosen[i].members))
-    from ._trees import Pipeline
-
     lp_pipes = [Pipeline(chosen[i].members, float(rates[i]), chosen[i].paths, chosen[i].link_uses) for i in order]
-    agg_lp = float(sum(e1_rates(lp_pipes, dests).values()))
-    if agg_lp > agg_stable:
-        notes.update(method="LP column generation over nested pipelines", columns=len(cols), trees=len(lp_pipes),
-                     gap_to_bound=1 - agg_lp / bound.aggregate_bandwidth, rounds=rounds)
-        return plan_from_nested(topology, request, dests, lp_pipes, info, planner="optimal", params=params, notes=notes)
-    notes.update(method="stable (LP found nothing better)", columns=len(cols),
-                 gap_to_bound=1 - agg_stable / bound.aggregate_bandwidth, rounds=rounds)
-    return plan_from_nested(topology, request, dests, pipes, info, planner="optimal", params=params, notes=notes)
+    r = e1_rates(lp_pipes, dests)
+    if min(r.values(), default=1.0) <= 0.0:
+        return None
+    return lp_pipes, float(sum(r.values())), rounds, len(cols)
