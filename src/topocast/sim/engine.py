@@ -93,6 +93,9 @@ class _Sim:
             self.latency[i] = lat
             self.flow_cap[i] = min(cap, t.rate_cap if t.rate_cap is not None else math.inf)
         self.capacity = topology.resource_capacity
+        lengths = np.array([len(r) for r in self.res_of], dtype=np.int64)
+        self.res_ptr = np.concatenate(([0], np.cumsum(lengths)))
+        self.res_idx = np.concatenate(self.res_of) if self.res_of else np.zeros(0, dtype=np.int64)
         self.inject = np.array([topology.injection(t.src, t.dst) for t in tr], dtype=float)
         self.reduce_delay = np.array(
             [t.nbytes * topology.gamma(t.dst) if t.reduce else 0.0 for t in tr], dtype=float
@@ -137,6 +140,7 @@ class _Sim:
         }
         self.waiting_data: dict[str, set[int]] = defaultdict(set)
         self.queue: dict[str, list[int]] = defaultdict(list)
+        self.busy_senders: set[str] = set()  # senders with a non-empty queue
         self.sender_free = defaultdict(float)
         self.waiting_upstream: set[int] = set()
         self.t = 0.0
@@ -172,6 +176,17 @@ class _Sim:
         self.waiting_upstream.discard(i)
         self.status[i] = QUEUED
         self.queue[t.src].append(i)
+        self.busy_senders.add(t.src)
+
+    def _avail_vec(self, idx: np.ndarray) -> np.ndarray:
+        """``_avail`` for many transfers at once."""
+        u = self.upstream[idx]
+        size = self.size[idx]
+        has = u >= 0
+        uu = np.where(has, u, 0)
+        free = ~has | (self.status[uu] >= REDUCING)
+        a = np.clip(self.sent[uu] - self.base[idx] - self.chunk, 0.0, size)
+        return np.where(free, size, a)
 
     def _activation(self, i: int) -> float:
         u = self.upstream[i]
@@ -179,9 +194,8 @@ class _Sim:
 
     def _inject(self) -> None:
         """Let every free sender inject its queued transfers (plan order)."""
-        for src, q in self.queue.items():
-            if not q:
-                continue
+        for src in sorted(self.busy_senders):
+            q = self.queue[src]
             q.sort()
             while q and self.sender_free[src] <= self.t * (1 + _REL) + 1e-300:
                 i = q.pop(0)
@@ -190,6 +204,8 @@ class _Sim:
                     self.sender_free[src] = start
                 self.status[i] = LATENCY
                 self.t_event[i] = start + self.latency[i]
+            if not q:
+                self.busy_senders.discard(src)
 
     # ----------------------------------------------------------------- completion
     def _complete(self, i: int) -> None:
@@ -266,15 +282,14 @@ class _Sim:
                     for i in todo:
                         self._consider(i)
                     changed = True
-                if self.waiting_upstream:
-                    for i in sorted(self.waiting_upstream):
-                        self._consider(i)
                 self._inject()
                 due = np.flatnonzero((self.status == LATENCY) & (self.t_event <= self.t * (1 + _REL)))
                 for i in due:
                     self.status[i] = FLOWING
                     self.flow_start[i] = self.t
                     changed = True
+                    # pipelined transfers waiting for this one may start now
+                    self.to_check.extend(self.downstream[i])
                     if self.size[i] <= 0:
                         self._finish_flow(int(i))
                 due = np.flatnonzero((self.status == REDUCING) & (self.t_event <= self.t * (1 + _REL)))
@@ -320,24 +335,32 @@ class _Sim:
 
     def _rates(self, flowing: np.ndarray) -> None:
         self.rate[:] = 0.0
-        if len(flowing) == 0:
+        nf = len(flowing)
+        if nf == 0:
             return
-        pos = {int(i): k for k, i in enumerate(flowing)}
-        pf, pr = [], []
-        for k, i in enumerate(flowing):
-            res = self.res_of[i]
-            pf.append(np.full(len(res), k, dtype=np.int64))
-            pr.append(res)
-        pair_flow = np.concatenate(pf)
-        pair_res = np.concatenate(pr)
-        caps = self.flow_cap[flowing].copy()
-        children: list[list[int]] | None = None
-        for k, i in enumerate(flowing):
-            i = int(i)
-            if self.upstream[i] >= 0 and self._coupled(i):
-                if children is None:
-                    children = [[] for _ in range(len(flowing))]
-                children[pos[int(self.upstream[i])]].append(k)
+        starts = self.res_ptr[flowing]
+        lengths = self.res_ptr[flowing + 1] - starts
+        total = int(lengths.sum())
+        pair_flow = np.repeat(np.arange(nf), lengths)
+        offsets = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
+        pair_res = self.res_idx[offsets + np.arange(total)]
+        caps = self.flow_cap[flowing]
+        # coupled: pipelined, caught up, upstream still flowing
+        u = self.upstream[flowing]
+        has = u >= 0
+        uu = np.where(has, u, 0)
+        av = self._avail_vec(flowing)
+        size = self.size[flowing]
+        coupled = has & (self.status[uu] == FLOWING) & (av < size) & (self.sent[flowing] >= av - _REL * size)
+        children = None
+        if coupled.any():
+            pos = np.full(self.n, -1, dtype=np.int64)
+            pos[flowing] = np.arange(nf)
+            children = [[] for _ in range(nf)]
+            for k in np.flatnonzero(coupled):
+                p = pos[u[k]]
+                if p >= 0:
+                    children[p].append(int(k))
         self.rate[flowing] = progressive_filling(pair_flow, pair_res, self.capacity, caps, children)
 
     def _next_event(self, flowing: np.ndarray) -> tuple[float, list]:
@@ -345,31 +368,33 @@ class _Sim:
         st = self.status
         for i in np.flatnonzero((st == LATENCY) | (st == REDUCING)):
             cands.append((self.t_event[i] - self.t, "phase", int(i)))
-        for src, q in self.queue.items():
-            if q:
-                cands.append((self.sender_free[src] - self.t, "inject", -1))
-        for i in flowing:
-            i = int(i)
-            r = self.rate[i]
-            u = self.upstream[i]
-            left = self.size[i] - self.sent[i]
-            if u < 0 or self.status[u] != FLOWING:
-                if r > 0:
-                    cands.append((left / r, "done", i))
-                continue
-            av = self._avail(i)
-            ru = self.rate[u]
-            if av >= self.size[i]:
-                if r > 0:
-                    cands.append((left / r, "done", i))
-                continue
-            gap = av - self.sent[i]
-            if gap > _REL * self.size[i] and r > ru:
-                cands.append((gap / (r - ru), "catch", i))  # we reach the upstream's bytes
-            if ru > 0:
-                # the upstream passes the end of our bytes (plus one chunk): no longer bound
-                need = self.base[i] + self.size[i] + self.chunk - self.sent[u]
-                cands.append((max(need, 0.0) / ru, "free", i))
+        for src in self.busy_senders:
+            cands.append((self.sender_free[src] - self.t, "inject", -1))
+        if len(flowing):
+            f = flowing
+            r = self.rate[f]
+            size = self.size[f]
+            left = size - self.sent[f]
+            u = self.upstream[f]
+            has = u >= 0
+            uu = np.where(has, u, 0)
+            live_up = has & (self.status[uu] == FLOWING)
+            av = self._avail_vec(f)
+            free = ~live_up | (av >= size)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                t_done = np.where(free & (r > 0), left / r, np.inf)
+                ru = np.where(live_up, self.rate[uu], 0.0)
+                gap = av - self.sent[f]
+                t_catch = np.where(~free & (gap > _REL * size) & (r > ru), gap / (r - ru), np.inf)
+                need = np.maximum(self.base[f] + size + self.chunk - self.sent[uu], 0.0)
+                t_free = np.where(~free & (ru > 0), need / ru, np.inf)
+            for arr, kind in ((t_done, "done"), (t_catch, "catch"), (t_free, "free")):
+                k = int(np.argmin(arr)) if len(arr) else 0
+                if np.isfinite(arr[k]):
+                    m = arr[k]
+                    tol = m * 1e-12 + 1e-300
+                    for j in np.flatnonzero(arr <= m + tol):
+                        cands.append((float(arr[j]), kind, int(f[j])))
         for i in self.waiting_upstream:
             u = self.upstream[i]
             if self.status[u] == FLOWING and self.rate[u] > 0:
@@ -388,21 +413,21 @@ class _Sim:
                 self.sent[i] = self.size[i]
             elif kind == "catch":
                 self.sent[i] = self._avail(i)
-            elif kind in ("phase",):
+            elif kind == "phase":
                 self.t_event[i] = min(self.t_event[i], self.t)
-        for i in flowing:
-            i = int(i)
-            s = self.size[i]
-            if self.sent[i] >= s * (1 - _REL):
-                self._finish_flow(i)
-                continue
-            av = self._avail(i)
-            if self.sent[i] > av:
-                self.sent[i] = av
+            elif kind == "activate":
+                self.to_check.append(i)
+        if len(flowing):
+            fin = flowing[self.sent[flowing] >= self.size[flowing] * (1 - _REL)]
+            for i in fin:
+                self._finish_flow(int(i))
+            rest = flowing[self.status[flowing] == FLOWING]
+            if len(rest):
+                self.sent[rest] = np.minimum(self.sent[rest], self._avail_vec(rest))
         self.sender_free_snap()
 
     def sender_free_snap(self) -> None:
-        for src in self.queue:
+        for src in self.busy_senders:
             if self.sender_free[src] < self.t * (1 + _REL) and self.sender_free[src] > self.t:
                 self.sender_free[src] = self.t
 
