@@ -62,24 +62,30 @@ def _level_sets(pipelines):
     return sets
 
 
-def _solve(cols, sets_of, dests, floors, res_of, cap):
+def _solve(cols, _unused, dests, floors, res_of, cap):
+    """One LP solve (HiGHS, sparse). Returns (x, objective, link duals y, floor duals mu)."""
     from scipy.optimize import linprog
+    from scipy.sparse import coo_matrix, vstack
 
     n_res = len(cap)
     finite = np.isfinite(cap)
     scale = float(cap[finite].max()) if finite.any() else 1.0
-    a_cap = usage_matrix(cols, res_of, n_res)
-    rows = finite & (a_cap.sum(axis=1) > 0)
-    a_cap = a_cap[rows]
     didx = {d: i for i, d in enumerate(dests)}
-    a_fl = np.zeros((len(dests), len(cols)))
+    ri, rj, rv, fi, fj = [], [], [], [], []
     for j, c in enumerate(cols):
+        for lid, u in c.link_uses.items():
+            ri.append(res_of[lid]); rj.append(j); rv.append(u)
         for m in c.members:
             i = didx.get(m)
             if i is not None:
-                a_fl[i, j] = -1.0
+                fi.append(i); fj.append(j)
+    a_cap = coo_matrix((rv, (ri, rj)), shape=(n_res, len(cols))).tocsr()
+    used_rows = np.zeros(n_res, dtype=bool)
+    used_rows[np.asarray(ri, dtype=np.int64)] = True
+    rows = np.flatnonzero(finite & used_rows)
+    a_fl = coo_matrix((-np.ones(len(fi)), (fi, fj)), shape=(len(dests), len(cols)))
+    a = vstack([a_cap[rows], a_fl]).tocsr()
     obj = -np.array([float(len(c.members)) for c in cols])
-    a = np.vstack([a_cap, a_fl])
     # floors relaxed by a hair so round-off in stable's own rates never makes the LP infeasible
     b = np.concatenate([cap[rows] / scale, -np.asarray(floors) / scale * (1 - 1e-9)])
     sol = linprog(obj, A_ub=a, b_ub=b, bounds=(0, None), method="highs")
@@ -87,8 +93,8 @@ def _solve(cols, sets_of, dests, floors, res_of, cap):
         return None
     lam = sol.ineqlin.marginals  # <= 0 for a minimisation
     y = np.zeros(n_res)
-    y[np.flatnonzero(rows)] = -lam[: int(rows.sum())]
-    mu = -lam[int(rows.sum()):]
+    y[rows] = -lam[: len(rows)]
+    mu = -lam[len(rows):]
     return np.maximum(sol.x, 0.0) * scale, -sol.fun * scale, y, mu
 
 
