@@ -37,9 +37,30 @@ __all__ = [
     "e2_rates",
     "resource_arrays",
     "pipeline_over",
+    "undirected_tree",
 ]
 
 EPS_REL = 1e-9
+
+
+def undirected_tree(topology) -> bool:
+    """True for a tree of two-way links (then every host pair has one route: the tree path)."""
+    return topology.is_tree() and not any(getattr(pl, "directed", False) for pl in topology.physical_links)
+
+
+def has_reverse(topology) -> np.ndarray:
+    """Bool per directed link: the opposite direction exists (false only for one-way links)."""
+    pair = topology._pair_to_link
+    return np.array([(l.dst, l.src) in pair for l in topology.links], dtype=bool)
+
+
+def unreachable_error(planner, info, dests):
+    """PlanError for destinations no depth-first pipeline can reach (one-way links only)."""
+    from ...errors import PlanError
+
+    missing = info.get("unreachable") or list(dests)
+    return PlanError(f"{planner}: no depth-first pipeline reaches {', '.join(missing[:5])}"
+                     f"{' ...' if len(missing) > 5 else ''} over two-way links", element="destinations")
 
 
 def resource_arrays(topology) -> tuple[np.ndarray, np.ndarray]:
@@ -233,7 +254,7 @@ class Pipeline:
 def pipeline_over(arb: Arborescence, active: np.ndarray, rate: float = 0.0) -> Pipeline:
     """The depth-first pipeline of ``arb`` through the ``active`` positions (rate as given)."""
     down_used, up_used = arb.chain_usage(active)
-    return _pipeline_from(arb, active, rate, not arb.topology.is_tree(), down_used, up_used)
+    return _pipeline_from(arb, active, rate, not undirected_tree(arb.topology), down_used, up_used)
 
 
 def _pipeline_from(arb: Arborescence, active: np.ndarray, rate: float, explicit_paths: bool,
@@ -275,7 +296,8 @@ def residual_pipelines(topology, source: str, destinations: Sequence[str], *, pa
     res = cap.copy()
     finite = np.isfinite(cap)
     eps = EPS_REL * (cap[finite].max() if finite.any() else 1.0)
-    is_tree = topology.is_tree()
+    is_tree = undirected_tree(topology)
+    two_way = has_reverse(topology)  # the chain walks every tree link down and back up
     dest_idx = np.array([topology.index(d) for d in destinations], dtype=np.int64)
     want = np.zeros(topology.n_nodes, dtype=bool)
     want[dest_idx] = True
@@ -288,7 +310,7 @@ def residual_pipelines(topology, source: str, destinations: Sequence[str], *, pa
         link_ok = res[res_of] > eps
         if not is_tree:
             resid = res[res_of]
-            arb = Arborescence.dfs(topology, source, usable=link_ok,
+            arb = Arborescence.dfs(topology, source, usable=link_ok & two_way,
                                    key=lambda l: (-resid[l], int(topology.link_dst[l])))
         # step 1: the destinations still included (positive down path), in DFS preorder
         active = want[arb.node] & arb.path_ok(link_ok)

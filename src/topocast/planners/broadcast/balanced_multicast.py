@@ -23,7 +23,7 @@ import numpy as np
 
 from ...plan import Broadcast, Plan
 from ..registry import register_planner
-from ._trees import (Arborescence, contiguous_layout, e1_rates, pipeline_over, pipeline_transfers,
+from ._trees import (Arborescence, has_reverse, unreachable_error, contiguous_layout, e1_rates, pipeline_over, pipeline_transfers,
                      resource_arrays, residual_pipelines)
 
 __all__ = ["plan_balanced_multicast", "usage_matrix", "random_spanning_pipelines"]
@@ -44,9 +44,10 @@ def random_spanning_pipelines(topology, source, destinations, n, seed):
     want = np.zeros(topology.n_nodes, dtype=bool)
     want[[topology.index(d) for d in destinations]] = True
     out = []
+    two_way = has_reverse(topology)
     for _ in range(n):
         prio = rng.random(len(topology.links))
-        arb = Arborescence.dfs(topology, source, key=lambda l: prio[l])
+        arb = Arborescence.dfs(topology, source, usable=two_way, key=lambda l: prio[l])
         active = want[arb.node].copy()
         active[0] = False
         out.append(pipeline_over(arb, active))
@@ -79,7 +80,9 @@ def lp_rates(pipelines, topology):
 def plan_balanced_multicast(topology, request: Broadcast, *, seed=None, n_candidates: int = 8) -> Plan:
     """Spanning trees with LP-optimised rates; every destination receives Σx."""
     dests = request.resolve(topology)
-    cands, _ = residual_pipelines(topology, request.source, dests, partial=False)
+    cands, info = residual_pipelines(topology, request.source, dests, partial=False)
+    if info["unreachable"] or not cands:
+        raise unreachable_error("balanced_multicast", info, dests)
     cands = cands + random_spanning_pipelines(topology, request.source, dests, int(n_candidates),
                                               0 if seed is None else seed)
     x = lp_rates(cands, topology)

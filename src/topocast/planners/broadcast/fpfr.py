@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ...plan import Broadcast, Plan
 from ..registry import register_planner
-from ._trees import contiguous_layout, e1_rates, pipeline_transfers, residual_pipelines
+from ._trees import unreachable_error, contiguous_layout, e1_rates, pipeline_transfers, residual_pipelines
 
 __all__ = ["plan_fpfr", "fpfr_pipelines"]
 
@@ -39,6 +39,8 @@ def plan_fpfr(topology, request: Broadcast, *, seed=None, max_trees: int | None 
     """Plan an FPFR broadcast. ``max_trees`` caps the number of spanning trees."""
     dests = request.resolve(topology)
     pipelines, info = fpfr_pipelines(topology, request.source, dests, max_trees=max_trees)
+    if info["unreachable"] or not pipelines:
+        raise unreachable_error("fpfr", info, dests)
     seqs = contiguous_layout(request.size, [p.rate for p in pipelines])
     transfers = pipeline_transfers(request.source, pipelines, seqs)
     rates = e1_rates(pipelines, dests)

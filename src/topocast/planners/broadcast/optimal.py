@@ -45,7 +45,7 @@ import numpy as np
 from ...bounds import broadcast_bounds
 from ...plan import Broadcast, Plan
 from ..registry import register_planner
-from ._trees import Arborescence, e1_rates, pipeline_over, resource_arrays
+from ._trees import Arborescence, has_reverse, e1_rates, pipeline_over, resource_arrays, undirected_tree
 from .balanced_multicast import usage_matrix
 from .stable import plan_from_nested, stable_pipelines
 
@@ -108,8 +108,9 @@ def _price(topology, source, arb_fixed, level_sets, y, mu, dests, res_of, rev):
         from scipy.sparse.csgraph import dijkstra
 
         finite_w = y[res_of] + 1e-6 * (y.max() + 1.0)  # small hop cost: prefer short paths at equal price
+        two = has_reverse(topology)  # the pipeline walks tree links back up
         n = topology.n_nodes
-        g = csr_matrix((finite_w, (topology.link_src, topology.link_dst)), shape=(n, n))
+        g = csr_matrix((finite_w[two], (topology.link_src[two], topology.link_dst[two])), shape=(n, n))
         _, pred = dijkstra(g, directed=True, indices=topology.index(source), return_predecessors=True)
         plink = np.full(n, -1, dtype=np.int64)
         for v in range(n):
@@ -156,7 +157,7 @@ def plan_optimal(topology, request: Broadcast, *, seed=None, max_rounds: int = 3
     # step 2: column generation, over two chains of destination sets
     res_of, cap = resource_arrays(topology)
     rev = np.array([topology._pair_to_link.get((l.dst, l.src), i) for i, l in enumerate(topology.links)])
-    arb_fixed = True if topology.is_tree() else None
+    arb_fixed = True if undirected_tree(topology) else None
     # chain A: stable's level sets, stable's trees as first columns, floors = stable's rates
     # (a per-host Pareto improvement); chain B: prefixes of the destinations sorted by bound
     # (largest first), floors = 1e-6 x stable's rates (only so that every host completes).
