@@ -7,6 +7,13 @@ collective so that listings show the algorithms first.
 # broadcast
 from .broadcast import flat  # noqa: F401
 from .broadcast import depth_first  # noqa: F401
+# broadcast: bandwidth-oriented multi-tree planners (issue 3)
+from .broadcast import random_pipeline  # noqa: F401
+from .broadcast import dijkstra  # noqa: F401
+from .broadcast import fpfr  # noqa: F401
+from .broadcast import stable  # noqa: F401
+from .broadcast import balanced_multicast  # noqa: F401
+from .broadcast import optimal  # noqa: F401
 # broadcast: latency-aware and grid collectives (issue 4)
 from .broadcast import binomial  # noqa: F401
 from .broadcast import essp  # noqa: F401
