@@ -66,8 +66,8 @@ def aggregate_from_times(wanted_bytes: Mapping[str, int], times: Mapping[str, fl
     for h, nbytes in wanted_bytes.items():
         t = times[h]
         rate = nbytes / t if t > 0 else math.inf
-        per_host[h] = HostResult(t, rate if math.isfinite(t) else 0.0, completed=math.isfinite(t))
+        per_host[h] = HostResult(float(t), float(rate) if math.isfinite(t) else 0.0, completed=math.isfinite(t))
         if math.isfinite(rate):
             aggregate += rate if math.isfinite(t) else 0.0
         makespan = max(makespan, t)
-    return per_host, makespan, aggregate
+    return per_host, float(makespan), float(aggregate)

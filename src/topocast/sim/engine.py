@@ -1,5 +1,490 @@
-"""Fluid flow-level simulator (being written: see the foundation issue)."""
+"""Fluid, flow-level simulator of a Plan on a Topology (DESIGN.md, "Simulator").
+
+Life of a transfer::
+
+    PENDING --(deps done, data there)--> QUEUED at its sender
+    QUEUED  --(sender injects it: Δ(src, dst), one at a time, plan order)--> LATENCY
+    LATENCY --(sum of route latencies, no bandwidth used)--> FLOWING
+    FLOWING --(all bytes delivered)--> [REDUCING for size·γ(dst) if reduce=True] --> DONE
+
+* Data: a store-and-forward transfer is ready once its sender holds all its bytes (initial
+  holdings or completed transfers). A pipelined transfer is ready once its upstream is flowing
+  and has delivered its first chunk (``plan.chunk_size``; 0 = fluid); while flowing it never
+  gets ahead of ``upstream delivered - chunk`` (everything once the upstream is done). When it
+  has caught up, its rate is capped by the upstream's (coupled in max-min).
+* Bandwidth: every event, max-min fair rates by progressive filling over shared resources,
+  honouring ``rate_cap`` and fatpipe links (``sim.maxmin``).
+* A host holds a byte from the moment any transfer delivers it; its completion time is when
+  it holds every byte it wants. (For hosts that receive some bytes twice, e.g. relays of
+  Stable Broadcast, this is found between events by bisection on the linear progress.)
+* Deterministic: no randomness, ties broken by transfer index.
+
+Times are seconds, sizes bytes, rates bytes/s.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+import numpy as np
+
+from ..check import find_upstream
+from ..errors import SimulationError
+from ..intervals import IntervalSet
+from ..plan import Plan
+from ..results import Result, aggregate_from_times
+from .maxmin import progressive_filling
+
+__all__ = ["simulate"]
+
+PENDING, QUEUED, LATENCY, FLOWING, REDUCING, DONE = range(6)
+_REL = 1e-12
 
 
-def simulate(plan, topology, *, chunk_size=None):
-    raise NotImplementedError("the simulator lands in the next commit")
+def _prefix_ranges(ranges, nbytes: float):
+    """The first ``nbytes`` bytes of a range sequence, as (start, end) pairs."""
+    out = []
+    left = nbytes
+    for off, length in ranges:
+        if left <= 0:
+            break
+        take = min(length, left)
+        out.append((off, off + take))
+        left -= take
+    return out
+
+
+class _Sim:
+    def __init__(self, plan: Plan, topology, chunk_size: int | None):
+        self.plan = plan
+        self.topo = topology
+        self.chunk = float(plan.chunk_size if chunk_size is None else chunk_size)
+        tr = plan.transfers
+        n = self.n = len(tr)
+        self.size = np.array([t.nbytes for t in tr], dtype=float)
+        self.sent = np.zeros(n)
+        self.rate = np.zeros(n)
+        self.status = np.full(n, PENDING, dtype=np.int8)
+        self.flow_start = np.full(n, math.nan)
+        self.t_done = np.full(n, math.nan)
+        self.t_event = np.full(n, math.inf)  # end of LATENCY or REDUCING phase
+
+        link_res = topology.link_resource
+        link_bw = topology.link_bandwidth
+        link_lat = topology.link_latency
+        self.latency = np.zeros(n)
+        self.flow_cap = np.full(n, math.inf)
+        self.res_of: list[np.ndarray] = []
+        route_cache: dict[tuple, tuple] = {}
+        for i, t in enumerate(tr):
+            key = (t.src, t.dst) if t.path is None else t.path
+            route = route_cache.get(key)
+            if route is None:
+                links = topology.route(t.src, t.dst) if t.path is None else topology.path_links(t.path)
+                ids = np.asarray(links, dtype=np.int64)
+                res = link_res[ids]
+                fat = res < 0
+                cap = float(link_bw[ids[fat]].min()) if fat.any() else math.inf
+                route = (res[~fat], float(link_lat[ids].sum()), cap)
+                route_cache[key] = route
+            res, lat, cap = route
+            self.res_of.append(res)
+            self.latency[i] = lat
+            self.flow_cap[i] = min(cap, t.rate_cap if t.rate_cap is not None else math.inf)
+        self.capacity = topology.resource_capacity
+        lengths = np.array([len(r) for r in self.res_of], dtype=np.int64)
+        self.res_ptr = np.concatenate(([0], np.cumsum(lengths)))
+        self.res_idx = np.concatenate(self.res_of) if self.res_of else np.zeros(0, dtype=np.int64)
+        self.inject = np.array([topology.injection(t.src, t.dst) for t in tr], dtype=float)
+        self.reduce_delay = np.array(
+            [t.nbytes * topology.gamma(t.dst) if t.reduce else 0.0 for t in tr], dtype=float
+        )
+
+        # Dependencies and upstreams.
+        self.incoming: dict[str, list[int]] = defaultdict(list)
+        for i, t in enumerate(tr):
+            self.incoming[t.dst].append(i)
+        self.upstream = np.full(n, -1, dtype=np.int64)
+        self.base = np.zeros(n)
+        for i, t in enumerate(tr):
+            if t.pipelined:
+                up, off = find_upstream(plan, i, self.incoming)
+                if up is not None:
+                    self.upstream[i] = up
+                    self.base[i] = off
+        self.waiting = np.array([len(set(t.after)) for t in tr], dtype=np.int64)
+        self.dependents: list[list[int]] = [[] for _ in range(n)]
+        for i, t in enumerate(tr):
+            for a in set(t.after):
+                self.dependents[a].append(i)
+        self.downstream: list[list[int]] = [[] for _ in range(n)]
+        for i in range(n):
+            if self.upstream[i] >= 0:
+                self.downstream[int(self.upstream[i])].append(i)
+
+        # Holdings and wanted bytes.
+        self.holds: dict[str, IntervalSet] = defaultdict(IntervalSet)
+        for h, rs in plan.initial.items():
+            self.holds[h].add_ranges(rs)
+        self.wanted = {h: rs for h, rs in plan.wanted.items()}
+        self.wanted_bytes = {h: sum(l for _, l in rs) for h, rs in plan.wanted.items()}
+        self.host_done: dict[str, float] = {}
+        self.allreduce = plan.collective == "allreduce"
+        incoming_bytes = defaultdict(float)
+        for i, t in enumerate(tr):
+            incoming_bytes[t.dst] += self.size[i]
+        # Hosts that may be credited mid-transfer (they receive some bytes twice).
+        self.redundant = {
+            h for h in self.wanted if not self.allreduce and incoming_bytes[h] > self.wanted_bytes[h]
+        }
+        self.waiting_data: dict[str, set[int]] = defaultdict(set)
+        self.queue: dict[str, list[int]] = defaultdict(list)
+        self.busy_senders: set[str] = set()  # senders with a non-empty queue
+        self.sender_free = defaultdict(float)
+        self.waiting_upstream: set[int] = set()
+        self.t = 0.0
+        self.to_check: list[int] = []
+
+    # ----------------------------------------------------------------- readiness
+    def _avail(self, i: int) -> float:
+        """Bytes of transfer ``i``'s sequence its sender can send now."""
+        u = self.upstream[i]
+        if u < 0 or self.status[u] >= REDUCING:
+            return self.size[i]
+        a = self.sent[u] - self.base[i] - self.chunk
+        return min(max(a, 0.0), self.size[i])
+
+    def _consider(self, i: int) -> None:
+        """Move transfer ``i`` from PENDING to its sender's queue when it can start."""
+        if self.status[i] != PENDING or self.waiting[i] > 0:
+            return
+        t = self.plan.transfers[i]
+        u = self.upstream[i]
+        if u >= 0:
+            su = self.status[u]
+            if su >= REDUCING:
+                pass
+            elif su == FLOWING and self.sent[u] >= self._activation(i) * (1 - _REL):
+                pass
+            else:
+                self.waiting_upstream.add(i)
+                return
+        elif not self.holds[t.src].covers_ranges(t.ranges):
+            self.waiting_data[t.src].add(i)
+            return
+        self.waiting_upstream.discard(i)
+        self.status[i] = QUEUED
+        self.queue[t.src].append(i)
+        self.busy_senders.add(t.src)
+
+    def _avail_vec(self, idx: np.ndarray) -> np.ndarray:
+        """``_avail`` for many transfers at once."""
+        u = self.upstream[idx]
+        size = self.size[idx]
+        has = u >= 0
+        uu = np.where(has, u, 0)
+        free = ~has | (self.status[uu] >= REDUCING)
+        a = np.clip(self.sent[uu] - self.base[idx] - self.chunk, 0.0, size)
+        return np.where(free, size, a)
+
+    def _activation(self, i: int) -> float:
+        u = self.upstream[i]
+        return min(self.base[i] + min(self.chunk, self.size[i]), self.size[u])
+
+    def _inject(self) -> None:
+        """Let every free sender inject its queued transfers (plan order)."""
+        for src in sorted(self.busy_senders):
+            q = self.queue[src]
+            q.sort()
+            while q and self.sender_free[src] <= self.t * (1 + _REL) + 1e-300:
+                i = q.pop(0)
+                start = max(self.t, self.sender_free[src]) + self.inject[i]
+                if self.inject[i] > 0:
+                    self.sender_free[src] = start
+                self.status[i] = LATENCY
+                self.t_event[i] = start + self.latency[i]
+            if not q:
+                self.busy_senders.discard(src)
+
+    # ----------------------------------------------------------------- completion
+    def _complete(self, i: int) -> None:
+        self.status[i] = DONE
+        self.t_done[i] = self.t
+        t = self.plan.transfers[i]
+        hs = self.holds[t.dst]
+        before = hs.total
+        hs.add_ranges(t.ranges)
+        for d in self.dependents[i]:
+            self.waiting[d] -= 1
+            if self.waiting[d] == 0:
+                self.to_check.append(d)
+        self.to_check.extend(self.downstream[i])
+        if hs.total != before:
+            pend = self.waiting_data.pop(t.dst, None)
+            if pend:
+                self.to_check.extend(sorted(pend))
+        self._host_check(t.dst)
+
+    def _host_check(self, h: str, when: float | None = None) -> None:
+        if h in self.host_done or h not in self.wanted:
+            return
+        if self.allreduce:
+            if all(self.status[j] == DONE for j in self.incoming[h]):
+                self.host_done[h] = self.t
+            return
+        if self.holds[h].covers_ranges(self.wanted[h]):
+            self.host_done[h] = self.t if when is None else when
+
+    def _redundant_check(self, t0: float, sent0: np.ndarray) -> None:
+        """Credit hosts that now hold everything through partial progress of transfers."""
+        for h in list(self.redundant):
+            if h in self.host_done:
+                self.redundant.discard(h)
+                continue
+            live = [j for j in self.incoming[h] if self.status[j] == FLOWING]
+            if not live:
+                continue
+            if not self._covered(h, live, self.sent):
+                continue
+            lo, hi = t0, self.t
+            for _ in range(100):
+                mid = 0.5 * (lo + hi)
+                if mid <= lo or mid >= hi:
+                    break
+                prog = {j: sent0[j] + self.rate[j] * (mid - t0) for j in live}
+                if self._covered(h, live, prog):
+                    hi = mid
+                else:
+                    lo = mid
+            self.host_done[h] = hi
+            self.redundant.discard(h)
+
+    def _covered(self, h, live, progress) -> bool:
+        s = self.holds[h].copy()
+        for j in live:
+            for a, b in _prefix_ranges(self.plan.transfers[j].ranges, float(progress[j])):
+                s.add(a, b)
+        return s.covers_ranges(self.wanted[h])
+
+    # ----------------------------------------------------------------- main loop
+    def run(self) -> Result:
+        n = self.n
+        self.to_check = list(range(n))
+        for h in self.wanted:
+            self._host_check(h)
+        while True:
+            # Instantaneous transitions at time t, until nothing changes.
+            while True:
+                changed = False
+                if self.to_check:
+                    todo, self.to_check = self.to_check, []
+                    for i in todo:
+                        self._consider(i)
+                    changed = True
+                self._inject()
+                due = np.flatnonzero((self.status == LATENCY) & (self.t_event <= self.t * (1 + _REL)))
+                for i in due:
+                    self.status[i] = FLOWING
+                    self.flow_start[i] = self.t
+                    changed = True
+                    # pipelined transfers waiting for this one may start now
+                    self.to_check.extend(self.downstream[i])
+                    if self.size[i] <= 0:
+                        self._finish_flow(int(i))
+                due = np.flatnonzero((self.status == REDUCING) & (self.t_event <= self.t * (1 + _REL)))
+                for i in due:
+                    self._complete(int(i))
+                    changed = True
+                if not changed and not self.to_check:
+                    break
+            if (self.status == DONE).all():
+                break
+            flowing = np.flatnonzero(self.status == FLOWING)
+            self._rates(flowing)
+            dt, hits = self._next_event(flowing)
+            if not math.isfinite(dt):
+                self._deadlock()
+            t0 = self.t
+            sent0 = self.sent.copy() if self.redundant else None
+            self.sent[flowing] += self.rate[flowing] * dt
+            self.t = t0 + dt
+            if self.redundant:
+                # before completions are processed, so a host covered mid-interval gets
+                # its exact time rather than the time of the event
+                self._redundant_check(t0, sent0)
+            self._settle(flowing, hits)
+        return self._result()
+
+    def _finish_flow(self, i: int) -> None:
+        self.sent[i] = self.size[i]
+        self.rate[i] = 0.0
+        if self.reduce_delay[i] > 0:
+            self.status[i] = REDUCING
+            self.t_event[i] = self.t + self.reduce_delay[i]
+        else:
+            self._complete(i)
+
+    def _coupled(self, i: int) -> bool:
+        """Pipelined and caught up with an upstream that is still flowing."""
+        u = self.upstream[i]
+        if u < 0 or self.status[u] != FLOWING:
+            return False
+        av = self._avail(i)
+        return av < self.size[i] and self.sent[i] >= av - _REL * self.size[i]
+
+    def _rates(self, flowing: np.ndarray) -> None:
+        self.rate[:] = 0.0
+        nf = len(flowing)
+        if nf == 0:
+            return
+        starts = self.res_ptr[flowing]
+        lengths = self.res_ptr[flowing + 1] - starts
+        total = int(lengths.sum())
+        pair_flow = np.repeat(np.arange(nf), lengths)
+        offsets = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
+        pair_res = self.res_idx[offsets + np.arange(total)]
+        caps = self.flow_cap[flowing]
+        # coupled: pipelined, caught up, upstream still flowing
+        u = self.upstream[flowing]
+        has = u >= 0
+        uu = np.where(has, u, 0)
+        av = self._avail_vec(flowing)
+        size = self.size[flowing]
+        coupled = has & (self.status[uu] == FLOWING) & (av < size) & (self.sent[flowing] >= av - _REL * size)
+        children = None
+        if coupled.any():
+            pos = np.full(self.n, -1, dtype=np.int64)
+            pos[flowing] = np.arange(nf)
+            children = [[] for _ in range(nf)]
+            for k in np.flatnonzero(coupled):
+                p = pos[u[k]]
+                if p >= 0:
+                    children[p].append(int(k))
+        self.rate[flowing] = progressive_filling(pair_flow, pair_res, self.capacity, caps, children)
+
+    def _next_event(self, flowing: np.ndarray) -> tuple[float, list]:
+        cands: list[tuple[float, str, int]] = []
+        st = self.status
+        for i in np.flatnonzero((st == LATENCY) | (st == REDUCING)):
+            cands.append((self.t_event[i] - self.t, "phase", int(i)))
+        for src in self.busy_senders:
+            cands.append((self.sender_free[src] - self.t, "inject", -1))
+        if len(flowing):
+            f = flowing
+            r = self.rate[f]
+            size = self.size[f]
+            left = size - self.sent[f]
+            u = self.upstream[f]
+            has = u >= 0
+            uu = np.where(has, u, 0)
+            live_up = has & (self.status[uu] == FLOWING)
+            av = self._avail_vec(f)
+            free = ~live_up | (av >= size)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                t_done = np.where(free & (r > 0), left / r, np.inf)
+                ru = np.where(live_up, self.rate[uu], 0.0)
+                gap = av - self.sent[f]
+                t_catch = np.where(~free & (gap > _REL * size) & (r > ru), gap / (r - ru), np.inf)
+                need = np.maximum(self.base[f] + size + self.chunk - self.sent[uu], 0.0)
+                t_free = np.where(~free & (ru > 0), need / ru, np.inf)
+            for arr, kind in ((t_done, "done"), (t_catch, "catch"), (t_free, "free")):
+                k = int(np.argmin(arr)) if len(arr) else 0
+                if np.isfinite(arr[k]):
+                    m = arr[k]
+                    tol = m * 1e-12 + 1e-300
+                    for j in np.flatnonzero(arr <= m + tol):
+                        cands.append((float(arr[j]), kind, int(f[j])))
+        for i in self.waiting_upstream:
+            u = self.upstream[i]
+            if self.status[u] == FLOWING and self.rate[u] > 0:
+                cands.append(((self._activation(i) - self.sent[u]) / self.rate[u], "activate", i))
+        if not cands:
+            return math.inf, []
+        dt = max(min(c[0] for c in cands), 0.0)
+        tol = dt * 1e-12 + 1e-300
+        hits = [c for c in cands if c[0] <= dt + tol]
+        return dt, hits
+
+    def _settle(self, flowing: np.ndarray, hits) -> None:
+        """Snap values at the new time and fire the events that are due."""
+        for _, kind, i in hits:
+            if kind == "done":
+                self.sent[i] = self.size[i]
+            elif kind == "catch":
+                self.sent[i] = self._avail(i)
+            elif kind == "phase":
+                self.t_event[i] = min(self.t_event[i], self.t)
+            elif kind == "activate":
+                self.to_check.append(i)
+        if len(flowing):
+            fin = flowing[self.sent[flowing] >= self.size[flowing] * (1 - _REL)]
+            for i in fin:
+                self._finish_flow(int(i))
+            rest = flowing[self.status[flowing] == FLOWING]
+            if len(rest):
+                self.sent[rest] = np.minimum(self.sent[rest], self._avail_vec(rest))
+        self.sender_free_snap()
+
+    def sender_free_snap(self) -> None:
+        for src in self.busy_senders:
+            if self.sender_free[src] < self.t * (1 + _REL) and self.sender_free[src] > self.t:
+                self.sender_free[src] = self.t
+
+    def _deadlock(self) -> None:
+        stuck = [i for i in range(self.n) if self.status[i] != DONE][:5]
+        tr = self.plan.transfers
+        why = []
+        for i in stuck:
+            t = tr[i]
+            if self.waiting[i] > 0:
+                reason = "waits for transfers in 'after' that never complete"
+            elif self.upstream[i] >= 0:
+                reason = f"waits for its upstream transfer {int(self.upstream[i])}"
+            elif self.status[i] == FLOWING:
+                reason = "gets no bandwidth"
+            else:
+                reason = f"its sender {t.src!r} never holds its bytes"
+            why.append(f"transfer {i} ({t.src}->{t.dst}) {reason}")
+        raise SimulationError(
+            f"plan of {self.plan.planner or 'unnamed planner'} cannot complete at t={self.t:.6g} s: " + "; ".join(why)
+        )
+
+    def _result(self) -> Result:
+        times = {}
+        for h in self.wanted:
+            times[h] = self.host_done.get(h, math.inf)
+        per_host, makespan, aggregate = aggregate_from_times(self.wanted_bytes, times)
+        transfer_times = tuple(zip(self.flow_start.tolist(), self.t_done.tolist()))
+        return Result(
+            algorithm=self.plan.planner,
+            per_host=per_host,
+            makespan=makespan,
+            aggregate_bandwidth=aggregate,
+            kind="predicted",
+            transfer_times=transfer_times,
+        )
+
+
+def simulate(plan: Plan, topology, *, chunk_size: int | None = None) -> Result:
+    """Predict how ``plan`` runs on ``topology`` (fluid max-min model; DESIGN.md "Simulator").
+
+    Parameters
+    ----------
+    plan : Plan
+    topology : Topology
+    chunk_size : int, optional
+        Pipelining granularity in bytes (overrides ``plan.chunk_size``; 0 = ideal fluid).
+
+    Returns
+    -------
+    Result
+        Per host: time (s) it held every wanted byte, and rate = wanted bytes / time (bytes/s);
+        makespan; aggregate bandwidth (sum of per-host rates).
+
+    Raises
+    ------
+    SimulationError
+        When the plan cannot complete (dependency deadlock, a sender that never gets its data).
+    """
+    return _Sim(plan, topology, chunk_size).run()

@@ -1,0 +1,40 @@
+"""``topocast bounds``: per-host max-flow bounds of a broadcast and their sum."""
+
+from __future__ import annotations
+
+from ..bounds import broadcast_bounds
+from ..units import format_bandwidth
+from .cmd_compare import resolve_source
+from .common import add_topology_args, load_topology_arg, print_json
+
+
+def register(sub) -> None:
+    p = sub.add_parser("bounds", help="per-host max-flow bound of a broadcast and their sum")
+    add_topology_args(p)
+    p.add_argument("--source", help="source host (default: the first host)")
+    p.add_argument("--destinations", help="comma-separated destination hosts (default: all other hosts)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    topology = load_topology_arg(args)
+    source = resolve_source(topology, args.source)
+    dests = [d.strip() for d in args.destinations.split(",")] if args.destinations else None
+    bound = broadcast_bounds(topology, source, dests)
+    if args.json:
+        print_json({"topology": topology.name, "source": source, **bound.to_json(), "common_rate": bound.common_rate})
+        return 0
+    from rich.table import Table
+
+    from .common import console
+
+    table = Table(title=f"max-flow bounds from {source} on {topology.name}")
+    table.add_column("host")
+    table.add_column("max-flow (bound on its rate)", justify="right")
+    for h, r in bound.per_host_rate.items():
+        table.add_row(h, format_bandwidth(r))
+    table.add_row("[bold]sum = theoretical maximum aggregate[/bold]", format_bandwidth(bound.aggregate_bandwidth))
+    table.add_row("min = bound on a common rate", format_bandwidth(bound.common_rate))
+    console().print(table)
+    return 0

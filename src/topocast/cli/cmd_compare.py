@@ -1,0 +1,157 @@
+"""``topocast compare``: several planners on one topology, against the max-flow bound."""
+
+from __future__ import annotations
+
+import math
+
+from ..bounds import broadcast_bounds
+from ..check import check_plan
+from ..errors import InputError, TopocastError
+from ..plan import Broadcast
+from ..planners import available_planners, get_planner
+from ..sim import simulate
+from ..units import format_bandwidth, format_size, format_time
+from .common import add_topology_args, load_topology_arg, print_json, size_arg
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "compare",
+        help="plan, simulate and compare broadcast algorithms against the bound",
+        description="Plan a broadcast with several algorithms, simulate each, and print aggregate "
+        "bandwidth, makespan and the fraction of the max-flow bound.",
+    )
+    add_topology_args(p)
+    p.add_argument("--source", help="source host (default: the first host)")
+    p.add_argument("--size", type=size_arg, default=size_arg("1GB"), help="message size (default 1GB)")
+    p.add_argument("--algorithms", help="comma-separated planner names (default: every broadcast planner)")
+    p.add_argument("--destinations", help="comma-separated destination hosts (default: all other hosts)")
+    p.add_argument("--chunk-size", type=size_arg, default=0, help="pipelining chunk for the prediction (default 0 = fluid)")
+    p.add_argument("--seed", type=int, default=0, help="seed for randomized planners (default 0)")
+    p.add_argument("--json", action="store_true", help="print the JSON of DESIGN.md instead of a table")
+    p.add_argument("--plot", metavar="FILE", help="write a plot of per-host predicted rates beside the bound")
+    p.set_defaults(func=run)
+
+
+def resolve_source(topology, source):
+    if source is None:
+        return topology.hosts[0]
+    if not topology.is_host(source):
+        raise InputError(f"{source!r} is not a host of {topology.name!r} (hosts: {', '.join(topology.hosts[:8])}{', ...' if len(topology.hosts) > 8 else ''})", element="--source")
+    return source
+
+
+def plan_with(info, topology, request, seed):
+    import inspect
+
+    params = inspect.signature(info.func).parameters
+    kwargs = {"seed": seed} if "seed" in params else {}
+    return info(topology, request, **kwargs)
+
+
+def compare(topology, source, size, algorithms=None, destinations=None, *, chunk_size=0, seed=0):
+    """Plan, check and simulate each algorithm; returns (bound, [(name, Result or error str)])."""
+    if algorithms is None:
+        infos = available_planners("broadcast")
+    else:
+        infos = [get_planner("broadcast", a) for a in algorithms]
+    request = Broadcast(source, size, tuple(destinations) if destinations else None)
+    dests = request.resolve(topology)
+    bound = broadcast_bounds(topology, source, dests)
+    results = []
+    for info in infos:
+        try:
+            plan = plan_with(info, topology, request, seed)
+            check_plan(plan, topology)
+            res = simulate(plan, topology, chunk_size=chunk_size or None)
+            results.append((info.name, res))
+        except TopocastError as exc:
+            if algorithms is not None and len(infos) == 1:
+                raise
+            results.append((info.name, f"{type(exc).__name__}: {exc}"))
+    return bound, results
+
+
+def run(args) -> int:
+    topology = load_topology_arg(args)
+    source = resolve_source(topology, args.source)
+    algorithms = [a.strip() for a in args.algorithms.split(",") if a.strip()] if args.algorithms else None
+    dests = [d.strip() for d in args.destinations.split(",")] if args.destinations else None
+    bound, results = compare(topology, source, args.size, algorithms, dests, chunk_size=args.chunk_size, seed=args.seed)
+    if args.json:
+        print_json(
+            {
+                "topology": topology.name,
+                "source": source,
+                "size_bytes": args.size,
+                "bound": bound.to_json(),
+                "results": [r.to_json() for _, r in results if not isinstance(r, str)],
+                "errors": {name: r for name, r in results if isinstance(r, str)},
+            }
+        )
+    else:
+        from rich.table import Table
+
+        from .common import console
+
+        table = Table(
+            title=f"broadcast of {format_size(args.size)} from {source} on {topology.name} "
+            f"({len(bound.per_host_rate)} destinations)",
+        )
+        table.add_column("algorithm")
+        table.add_column("aggregate bandwidth", justify="right")
+        table.add_column("of bound", justify="right")
+        table.add_column("makespan", justify="right")
+        table.add_column("slowest host rate", justify="right")
+        for name, r in results:
+            if isinstance(r, str):
+                table.add_row(name, f"[red]{r}[/red]", "", "", "")
+                continue
+            frac = r.aggregate_bandwidth / bound.aggregate_bandwidth if bound.aggregate_bandwidth > 0 else math.nan
+            slowest = min((h.rate for h in r.per_host.values()), default=math.nan)
+            table.add_row(
+                name,
+                format_bandwidth(r.aggregate_bandwidth),
+                f"{100 * frac:.1f} %",
+                format_time(r.makespan),
+                format_bandwidth(slowest),
+            )
+        table.add_row(
+            "[bold]bound[/bold] (Σ max-flow)", format_bandwidth(bound.aggregate_bandwidth), "100.0 %", "", format_bandwidth(bound.common_rate)
+        )
+        console().print(table)
+    if args.plot:
+        plot_compare(args.plot, topology, source, bound, [(n, r) for n, r in results if not isinstance(r, str)])
+        if not args.json:
+            print(f"plot written to {args.plot}")
+    return 0
+
+
+def plot_compare(path, topology, source, bound, results) -> None:
+    """Per-host predicted receive rate of each algorithm beside the bound (Mbit/s)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    hosts = list(bound.per_host_rate)
+    order = sorted(range(len(hosts)), key=lambda i: -bound.per_host_rate[hosts[i]])
+    hosts = [hosts[i] for i in order]
+    x = np.arange(len(hosts))
+    width = 0.8 / (len(results) + 1)
+    fig, ax = plt.subplots(figsize=(max(6, 0.35 * len(hosts) * (len(results) + 1) / 3 + 4), 4.5))
+    ax.bar(x, [bound.per_host_rate[h] * 8e-6 for h in hosts], width, label="bound (max-flow)", color="0.75")
+    for k, (name, r) in enumerate(results, start=1):
+        ax.bar(x + k * width, [r.per_host[h].rate * 8e-6 for h in hosts], width, label=name)
+    if len(hosts) <= 40:
+        ax.set_xticks(x + 0.4 - width / 2, hosts, rotation=60, ha="right", fontsize=8)
+    else:
+        ax.set_xticks([])
+        ax.set_xlabel(f"{len(hosts)} destinations, sorted by bound")
+    ax.set_ylabel("receive rate (Mbit/s)")
+    ax.set_title(f"{topology.name}: broadcast from {source}")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,40 @@
+"""``topocast plan``: make a broadcast plan and write it as JSON (input of simulate and run)."""
+
+from __future__ import annotations
+
+import sys
+
+from ..check import check_plan
+from ..plan import Broadcast
+from ..planners import get_planner
+from .cmd_compare import plan_with, resolve_source
+from .common import add_topology_args, load_topology_arg, size_arg
+
+
+def register(sub) -> None:
+    p = sub.add_parser("plan", help="make a broadcast plan with one algorithm and write it as JSON")
+    add_topology_args(p)
+    p.add_argument("--algorithm", "-a", required=True, help="planner name (see `topocast planners`)")
+    p.add_argument("--source", help="source host (default: the first host)")
+    p.add_argument("--size", type=size_arg, default=size_arg("1GB"))
+    p.add_argument("--destinations", help="comma-separated destination hosts (default: all other hosts)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--output", "-o", help="file to write (default: standard output)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    topology = load_topology_arg(args)
+    source = resolve_source(topology, args.source)
+    dests = tuple(d.strip() for d in args.destinations.split(",")) if args.destinations else None
+    info = get_planner("broadcast", args.algorithm)
+    plan = plan_with(info, topology, Broadcast(source, args.size, dests), args.seed)
+    check_plan(plan, topology)
+    text = plan.dumps()
+    if args.output:
+        with open(args.output, "w") as fh:
+            fh.write(text + "\n")
+        print(f"{len(plan.transfers)} transfers written to {args.output}", file=sys.stderr)
+    else:
+        print(text)
+    return 0

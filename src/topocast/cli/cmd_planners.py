@@ -1,0 +1,36 @@
+"""``topocast planners``: what is registered, with summary and reference."""
+
+from __future__ import annotations
+
+from ..planners import available_planners
+from .common import print_json
+
+
+def register(sub) -> None:
+    p = sub.add_parser("planners", help="list registered planners with summary and reference")
+    p.add_argument("--collective", help="only this collective (broadcast, allreduce, redistribute)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    infos = available_planners(args.collective)
+    if args.json:
+        print_json(
+            [
+                {"collective": i.collective, "name": i.name, "summary": i.summary, "reference": i.reference, "aliases": list(i.aliases)}
+                for i in infos
+            ]
+        )
+        return 0
+    from rich.table import Table
+
+    from .common import console
+
+    table = Table(title="registered planners")
+    for col in ("collective", "name", "summary", "reference"):
+        table.add_column(col, overflow="fold")
+    for i in infos:
+        table.add_row(i.collective, i.name, i.summary, i.reference)
+    console().print(table)
+    return 0

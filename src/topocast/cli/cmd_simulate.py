@@ -1,0 +1,58 @@
+"""``topocast simulate``: predict a plan (from a file or a planner) on a topology."""
+
+from __future__ import annotations
+
+from ..bounds import broadcast_bounds
+from ..check import check_plan
+from ..plan import Broadcast, Plan
+from ..planners import get_planner
+from ..sim import simulate
+from ..units import format_bandwidth, format_time
+from .cmd_compare import plan_with, resolve_source
+from .common import add_topology_args, load_topology_arg, print_json, size_arg
+
+
+def register(sub) -> None:
+    p = sub.add_parser("simulate", help="predict per-host completion times of one plan")
+    add_topology_args(p)
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--plan", help="plan JSON written by `topocast plan`")
+    g.add_argument("--algorithm", "-a", help="planner name")
+    p.add_argument("--source", help="source host (with --algorithm; default: the first host)")
+    p.add_argument("--size", type=size_arg, default=size_arg("1GB"))
+    p.add_argument("--chunk-size", type=size_arg, default=None, help="pipelining chunk (default: the plan's)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    topology = load_topology_arg(args)
+    if args.plan:
+        plan = Plan.load(args.plan)
+    else:
+        source = resolve_source(topology, args.source)
+        plan = plan_with(get_planner("broadcast", args.algorithm), topology, Broadcast(source, args.size), args.seed)
+    check_plan(plan, topology)
+    result = simulate(plan, topology, chunk_size=args.chunk_size)
+    bound = broadcast_bounds(topology, plan.source, plan.destinations) if plan.collective == "broadcast" else None
+    if args.json:
+        out = {"topology": topology.name, "source": plan.source, "size_bytes": plan.size, **result.to_json()}
+        if bound:
+            out["bound"] = bound.to_json()
+        print_json(out)
+        return 0
+    from rich.table import Table
+
+    from .common import console
+
+    table = Table(title=f"{plan.planner} on {topology.name}: predicted")
+    for c in ("host", "completion", "rate", "bound"):
+        table.add_column(c, justify="right" if c != "host" else "left")
+    for h, r in result.per_host.items():
+        b = format_bandwidth(bound.per_host_rate[h]) if bound else ""
+        table.add_row(h, format_time(r.time), format_bandwidth(r.rate), b)
+    table.add_row("[bold]aggregate[/bold]", format_time(result.makespan), format_bandwidth(result.aggregate_bandwidth),
+                  format_bandwidth(bound.aggregate_bandwidth) if bound else "")
+    console().print(table)
+    return 0

@@ -1,0 +1,546 @@
+"""The topocast topology file (YAML or JSON, the same keys): load and save.
+
+Format (DESIGN.md, "Topology file")::
+
+    name: two-clusters
+    hosts: [s, a1, a2, b1, b2]          # hosts send, receive, store and relay data
+    switches: [swA, swB]                # switches and routers only forward
+    links:                              # full duplex: one entry = two directed links
+      - {a: s,   b: swA, bandwidth: 1Gbps, latency: 50us}
+      - {a: swA, b: swB, bandwidth: 100Mbps, latency: 5ms, bandwidth_ba: 50Mbps}
+      - {a: a1,  b: swA, bandwidth: 1Gbps, sharing: shared, name: nic-a1}
+    routes:                             # optional; default: fewest hops
+      - {src: a1, dst: b1, path: [a1, swA, swB, b1]}
+    injection:                          # optional: per-send injection time Δ (Mateescu)
+      default: 20us                     # applied to every host
+      hosts: {s: 50us}
+      pairs: [{src: s, dst: a1, time: 10us}]
+    reduction:                          # optional: reduction speed (γ = 1 / rate, s/byte)
+      default: 1GB/s
+      hosts: {a1: 500MB/s}
+    attrs: {s: {site: lyon}}            # optional: free-form node attributes
+
+Units are parsed here and only here (:mod:`topocast.units`); a bare number is bytes/s or
+seconds. ``sharing`` is ``duplex`` (default), ``shared`` or ``fatpipe`` (see the model).
+
+Every error is a :class:`~topocast.errors.TopologyError` naming the file (with the line when
+the YAML/JSON parser gives one), the element (``links[3] (a-b): bandwidth``) and what was
+expected.
+
+Saving writes human units (``1Gbps``, ``50us``) when they read back to exactly the same
+float, otherwise bare numbers (Python's shortest round-tripping repr), so
+``load(save(t))`` gives equal links, routes, injection and reduction values.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from pathlib import Path
+
+import yaml
+
+from ..errors import InputError, TopologyError
+from ..units import parse_bandwidth, parse_time
+from .model import SHARING_POLICIES, PhysicalLink, Topology
+
+__all__ = ["load_file", "save_file", "loads", "dumps", "format_bandwidth_exact", "format_time_exact"]
+
+TOP_KEYS = ("name", "hosts", "switches", "links", "routes", "injection", "reduction", "attrs")
+LINK_KEYS = ("a", "b", "bandwidth", "latency", "bandwidth_ba", "sharing", "name")
+ROUTE_KEYS = ("src", "dst", "path")
+
+
+# ---------------------------------------------------------------------- YAML with line marks
+class _MDict(dict):
+    line: int | None = None
+
+
+class _MList(list):
+    line: int | None = None
+
+
+class _MarkLoader(yaml.SafeLoader):
+    """SafeLoader that remembers the line of every mapping and sequence (1-based)."""
+
+
+def _construct_mapping(loader, node):
+    loader.flatten_mapping(node)
+    d = _MDict()
+    for k_node, v_node in node.value:
+        key = loader.construct_object(k_node, deep=True)
+        try:
+            hash(key)
+        except TypeError:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"unhashable key {key!r}", k_node.start_mark
+            ) from None
+        if key in d:
+            m = k_node.start_mark
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r}", m
+            )
+        d[key] = loader.construct_object(v_node, deep=True)
+    d.line = node.start_mark.line + 1
+    return d
+
+
+def _construct_sequence(loader, node):
+    out = _MList(loader.construct_object(c, deep=True) for c in node.value)
+    out.line = node.start_mark.line + 1
+    return out
+
+
+_MarkLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+_MarkLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
+
+
+def _where(source: str | None, obj=None) -> str | None:
+    line = getattr(obj, "line", None)
+    if source and line:
+        return f"{source}:{line}"
+    if line:
+        return f"line {line}"
+    return source
+
+
+# ---------------------------------------------------------------------- parsing
+def _parse_text(text: str, source: str | None, fmt: str | None):
+    """YAML or JSON text -> Python objects (mappings/sequences carry their line)."""
+    if fmt == "json":
+        try:
+            json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise TopologyError(
+                f"malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", source=source
+            ) from None
+    try:
+        # JSON is (for our purposes) YAML, so both go through the marking loader.
+        return yaml.load(text, Loader=_MarkLoader)  # noqa: S506 - SafeLoader subclass
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        ctx = getattr(exc, "context", None)
+        what = f"{ctx}: {problem}" if ctx else problem
+        if mark is not None:
+            msg = f"malformed {'JSON' if fmt == 'json' else 'YAML'} at line {mark.line + 1}, column {mark.column + 1}: {what}"
+        else:
+            msg = f"malformed {'JSON' if fmt == 'json' else 'YAML'}: {what}"
+        raise TopologyError(msg, source=source) from None
+
+
+def _fail(source, obj, element, message) -> TopologyError:
+    return TopologyError(message, source=_where(source, obj), element=element)
+
+
+def _expect(value, types, source, obj, element, what):
+    if isinstance(value, bool) and bool not in (types if isinstance(types, tuple) else (types,)):
+        raise _fail(source, obj, element, f"expected {what}, got {value!r}")
+    if not isinstance(value, types):
+        raise _fail(source, obj, element, f"expected {what}, got {type(value).__name__} {value!r}")
+    return value
+
+
+def _name(value, source, obj, element) -> str:
+    if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
+        raise _fail(source, obj, element, f"expected a node name (string), got {value!r}")
+    return str(value)
+
+
+def _unit(parser, value, source, obj, element):
+    try:
+        return parser(value, field=None)
+    except InputError as exc:
+        raise _fail(source, obj, element, exc.message) from None
+
+
+def _bandwidth(value, source, obj, element) -> float:
+    bw = _unit(parse_bandwidth, value, source, obj, element)
+    if not bw > 0:
+        raise _fail(source, obj, element, f"bandwidth must be positive, got {value!r}")
+    return bw
+
+
+def _time(value, source, obj, element) -> float:
+    t = _unit(parse_time, value, source, obj, element)
+    if t < 0:
+        raise _fail(source, obj, element, f"time must be >= 0, got {value!r}")
+    return t
+
+
+def _check_keys(d, allowed, source, element):
+    for k in d:
+        if k not in allowed:
+            raise _fail(source, d, element, f"unknown key {k!r} (expected one of: {', '.join(allowed)})")
+
+
+def _names(value, source, obj, element) -> list[str]:
+    if value is None:
+        return []
+    _expect(value, list, source, obj, element, "a list of names")
+    return [_name(v, source, value, f"{element}[{i}]") for i, v in enumerate(value)]
+
+
+def from_data(data, source: str | None = None, *, default_name: str = "topology") -> Topology:
+    """Build a :class:`Topology` from already-parsed YAML/JSON data."""
+    if data is None:
+        raise TopologyError("the file is empty (expected a mapping with hosts and links)", source=source)
+    _expect(data, dict, source, data, None, "a mapping with keys name, hosts, switches, links, ...")
+    _check_keys(data, TOP_KEYS, source, "top level")
+    name = data.get("name", default_name)
+    if isinstance(name, bool) or not isinstance(name, (str, int, float)):
+        raise _fail(source, data, "name", f"expected a string, got {name!r}")
+    if "hosts" not in data:
+        raise _fail(source, data, "hosts", "missing (expected a list of host names)")
+    hosts = _names(data.get("hosts"), source, data, "hosts")
+    switches = _names(data.get("switches"), source, data, "switches")
+    seen: dict[str, str] = {}
+    for kind, lst in (("hosts", hosts), ("switches", switches)):
+        for i, n in enumerate(lst):
+            if n in seen:
+                raise _fail(
+                    source, data.get(kind), f"{kind}[{i}] ({n})", f"duplicate name {n!r} (already in {seen[n]})"
+                )
+            seen[n] = kind
+
+    links: list[PhysicalLink] = []
+    raw_links = data.get("links") or []
+    _expect(raw_links, list, source, data, "links", "a list of links")
+    for i, ld in enumerate(raw_links):
+        el = f"links[{i}]"
+        _expect(ld, dict, source, raw_links, el, "a mapping {a, b, bandwidth, ...}")
+        if "a" in ld and "b" in ld:
+            el = f"links[{i}] ({ld['a']}-{ld['b']})"
+        _check_keys(ld, LINK_KEYS, source, el)
+        for k in ("a", "b", "bandwidth"):
+            if k not in ld:
+                raise _fail(source, ld, el, f"missing {k!r}")
+        a = _name(ld["a"], source, ld, f"{el}: a")
+        b = _name(ld["b"], source, ld, f"{el}: b")
+        for end, key in ((a, "a"), (b, "b")):
+            if end not in seen:
+                raise _fail(source, ld, f"{el}: {key}", f"{end!r} is not a declared host or switch")
+        bw = _bandwidth(ld["bandwidth"], source, ld, f"{el}: bandwidth")
+        bw_ba = None
+        if ld.get("bandwidth_ba") is not None:
+            bw_ba = _bandwidth(ld["bandwidth_ba"], source, ld, f"{el}: bandwidth_ba")
+        lat = _time(ld.get("latency", 0), source, ld, f"{el}: latency")
+        sharing = ld.get("sharing", "duplex")
+        if sharing not in SHARING_POLICIES:
+            raise _fail(source, ld, f"{el}: sharing", f"expected one of {', '.join(SHARING_POLICIES)}, got {sharing!r}")
+        lname = ld.get("name")
+        if lname is not None:
+            lname = _name(lname, source, ld, f"{el}: name")
+        links.append(PhysicalLink(a, b, bw, lat, bw_ba, sharing, lname))
+    lnames = Counter(l.name for l in links if l.name is not None)
+    for i, l in enumerate(links):
+        if l.name is not None and lnames[l.name] > 1:
+            raise _fail(source, raw_links[i], f"links[{i}] ({l.a}-{l.b}): name", f"duplicate link name {l.name!r}")
+
+    routes: dict[tuple[str, str], tuple[str, ...]] = {}
+    raw_routes = data.get("routes") or []
+    _expect(raw_routes, list, source, data, "routes", "a list of {src, dst, path}")
+    for i, rd in enumerate(raw_routes):
+        el = f"routes[{i}]"
+        _expect(rd, dict, source, raw_routes, el, "a mapping {src, dst, path}")
+        _check_keys(rd, ROUTE_KEYS, source, el)
+        for k in ROUTE_KEYS:
+            if k not in rd:
+                raise _fail(source, rd, el, f"missing {k!r}")
+        src = _name(rd["src"], source, rd, f"{el}: src")
+        dst = _name(rd["dst"], source, rd, f"{el}: dst")
+        el = f"routes[{i}] ({src}->{dst})"
+        path = tuple(_names(rd["path"], source, rd, f"{el}: path"))
+        for n in path:
+            if n not in seen:
+                raise _fail(source, rd, f"{el}: path", f"{n!r} is not a declared host or switch")
+        if (src, dst) in routes:
+            raise _fail(source, rd, el, "duplicate route for this pair")
+        routes[(src, dst)] = path
+
+    injection_time: dict[str, float] = {}
+    injection_pair: dict[tuple[str, str], float] = {}
+    inj = data.get("injection")
+    if inj is not None:
+        _expect(inj, dict, source, data, "injection", "a mapping {default, hosts, pairs}")
+        _check_keys(inj, ("default", "hosts", "pairs"), source, "injection")
+        if inj.get("default") is not None:
+            t = _time(inj["default"], source, inj, "injection: default")
+            injection_time = {h: t for h in hosts}
+        hd = inj.get("hosts") or {}
+        _expect(hd, dict, source, inj, "injection: hosts", "a mapping host -> time")
+        for h, v in hd.items():
+            h = _name(h, source, hd, "injection: hosts")
+            if h not in hosts:
+                raise _fail(source, hd, f"injection: hosts: {h}", f"{h!r} is not a declared host")
+            injection_time[h] = _time(v, source, hd, f"injection: hosts: {h}")
+        pl = inj.get("pairs") or []
+        _expect(pl, list, source, inj, "injection: pairs", "a list of {src, dst, time}")
+        for i, pd in enumerate(pl):
+            el = f"injection: pairs[{i}]"
+            _expect(pd, dict, source, pl, el, "a mapping {src, dst, time}")
+            _check_keys(pd, ("src", "dst", "time"), source, el)
+            for k in ("src", "dst", "time"):
+                if k not in pd:
+                    raise _fail(source, pd, el, f"missing {k!r}")
+            u = _name(pd["src"], source, pd, f"{el}: src")
+            v = _name(pd["dst"], source, pd, f"{el}: dst")
+            for x in (u, v):
+                if x not in hosts:
+                    raise _fail(source, pd, el, f"{x!r} is not a declared host")
+            injection_pair[(u, v)] = _time(pd["time"], source, pd, f"{el}: time")
+
+    reduction: dict[str, float] = {}
+    red = data.get("reduction")
+    if red is not None:
+        _expect(red, dict, source, data, "reduction", "a mapping {default, hosts} of reduction speeds")
+        _check_keys(red, ("default", "hosts"), source, "reduction")
+        if red.get("default") is not None:
+            g = _gamma(red["default"], source, red, "reduction: default")
+            reduction = {h: g for h in hosts}
+        hd = red.get("hosts") or {}
+        _expect(hd, dict, source, red, "reduction: hosts", "a mapping host -> speed (e.g. 1GB/s)")
+        for h, v in hd.items():
+            h = _name(h, source, hd, "reduction: hosts")
+            if h not in hosts:
+                raise _fail(source, hd, f"reduction: hosts: {h}", f"{h!r} is not a declared host")
+            reduction[h] = _gamma(v, source, hd, f"reduction: hosts: {h}")
+
+    attrs = data.get("attrs") or {}
+    _expect(attrs, dict, source, data, "attrs", "a mapping node -> mapping")
+    for n, a in attrs.items():
+        if str(n) not in seen:
+            raise _fail(source, attrs, f"attrs: {n}", f"{n!r} is not a declared host or switch")
+        _expect(a, dict, source, attrs, f"attrs: {n}", "a mapping")
+    attrs = {str(n): _plain(a) for n, a in attrs.items()}
+
+    try:
+        return Topology(
+            str(name),
+            hosts,
+            switches,
+            links,
+            routes=routes,
+            injection_time=injection_time,
+            injection_pair=injection_pair,
+            reduction_cost=reduction,
+            attrs=attrs,
+            source=source,
+        )
+    except InputError as exc:
+        raise TopologyError(exc.message, source=exc.source or source, element=exc.element) from None
+
+
+def _gamma(value, source, obj, element) -> float:
+    """A reduction speed (bytes/s, or 'inf' for free) or {seconds_per_byte: x} -> γ (s/byte)."""
+    if isinstance(value, dict):
+        _check_keys(value, ("seconds_per_byte",), source, element)
+        g = value.get("seconds_per_byte")
+        if isinstance(g, bool) or not isinstance(g, (int, float)) or not (g >= 0) or not math.isfinite(g):
+            raise _fail(source, value, element, f"seconds_per_byte must be a number >= 0, got {g!r}")
+        return float(g)
+    if isinstance(value, str) and value.strip().lower() in ("inf", "infinite"):
+        return 0.0
+    return 1.0 / _bandwidth(value, source, obj, element)
+
+
+def _plain(x):
+    if isinstance(x, dict):
+        return {str(k): _plain(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_plain(v) for v in x]
+    return x
+
+
+def _fmt_of(path: str) -> str:
+    return "json" if str(path).lower().endswith(".json") else "yaml"
+
+
+def loads(text: str, source: str | None = None, *, fmt: str | None = None) -> Topology:
+    """Parse topology text (YAML or JSON; ``fmt`` defaults from ``source``'s extension)."""
+    if fmt is None:
+        fmt = _fmt_of(source) if source else "yaml"
+    data = _parse_text(text, source, fmt)
+    default_name = Path(source).stem if source else "topology"
+    return from_data(data, source, default_name=default_name)
+
+
+def load_file(path) -> Topology:
+    """Read a topology file (``.yaml``, ``.yml`` or ``.json``)."""
+    path = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise TopologyError("no such file", source=path) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TopologyError(f"cannot read the file ({exc})", source=path) from None
+    return loads(text, path)
+
+
+# ---------------------------------------------------------------------- writing
+def _num(x: float):
+    """A float as the shortest exact YAML/JSON number (int when integral)."""
+    if float(x).is_integer() and abs(x) < 2**53:
+        return int(x)
+    return float(x)
+
+
+def _num_text(v: float) -> str | None:
+    r = repr(float(v))
+    if "e" in r or "inf" in r or "nan" in r:
+        return None
+    if r.endswith(".0"):
+        r = r[:-2]
+    return r
+
+
+_BW_UNITS = (("Tbps", 1e12), ("Gbps", 1e9), ("Mbps", 1e6), ("kbps", 1e3), ("bps", 1.0))
+_BW_BYTE_UNITS = (("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3))
+_TIME_UNITS = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9))
+
+
+def _key(text: str, bytes_first: bool = False):
+    """Prefer integral values (100Mbps over 0.1Gbps), then the preferred unit kind, then shorter."""
+    return ("." in text, text.endswith("B/s") != bytes_first, len(text))
+
+
+def format_bandwidth_exact(bw: float, *, bytes_first: bool = False):
+    """``'1Gbps'``-style text when it parses back to exactly ``bw``, else the bare number.
+
+    ``bytes_first`` prefers ``GB/s``-style units when both read back exactly.
+    """
+    best = None
+
+    for unit, factor in _BW_UNITS:
+        t = _num_text(bw * 8.0 / factor)
+        if t is not None:
+            s = t + unit
+            if parse_bandwidth(s) == bw and (best is None or _key(s, bytes_first) < _key(best, bytes_first)):
+                best = s
+    for unit, factor in _BW_BYTE_UNITS:
+        t = _num_text(bw / factor)
+        if t is not None:
+            s = t + unit
+            if parse_bandwidth(s) == bw and (best is None or _key(s, bytes_first) < _key(best, bytes_first)):
+                best = s
+    return best if best is not None and len(best) <= 14 else _num(bw)
+
+
+def format_time_exact(t: float):
+    """``'50us'``-style text when it parses back to exactly ``t``, else the bare number."""
+    if t == 0:
+        return 0
+    best = None
+    for unit, factor in _TIME_UNITS:
+        v = _num_text(t / factor)
+        if v is not None:
+            s = v + unit
+            if parse_time(s) == t and (best is None or _key(s) < _key(best)):
+                best = s
+    return best if best is not None and len(best) <= 12 else _num(t)
+
+
+def _rate_for_gamma(g: float):
+    """A reduction-speed value that reads back to exactly γ = ``g``."""
+    if g == 0:
+        return "inf"
+    r = 1.0 / g
+    cands = [float(f"{r:.{d}g}") for d in range(1, 18)]
+    lo = hi = r
+    for _ in range(4):
+        lo, hi = math.nextafter(lo, 0.0), math.nextafter(hi, math.inf)
+        cands += [lo, hi]
+    for c in cands:
+        f = format_bandwidth_exact(c, bytes_first=True)
+        if 1.0 / parse_bandwidth(f) == g:
+            return f
+    return {"seconds_per_byte": g}
+
+
+def to_data(t: Topology) -> dict:
+    """The file form (plain dicts/lists) of a topology."""
+    data: dict = {"name": t.name, "hosts": list(t.hosts)}
+    if t.switches:
+        data["switches"] = list(t.switches)
+    links = []
+    for pl in t.physical_links:
+        d = {"a": pl.a, "b": pl.b, "bandwidth": format_bandwidth_exact(pl.bandwidth)}
+        if pl.latency:
+            d["latency"] = format_time_exact(pl.latency)
+        if pl.bandwidth_ba is not None and pl.bandwidth_ba != pl.bandwidth:
+            d["bandwidth_ba"] = format_bandwidth_exact(pl.bandwidth_ba)
+        if pl.sharing != "duplex":
+            d["sharing"] = pl.sharing
+        if pl.name is not None:
+            d["name"] = pl.name
+        links.append(d)
+    data["links"] = links
+    if t.routes:
+        data["routes"] = [{"src": u, "dst": v, "path": list(p)} for (u, v), p in t.routes.items()]
+    if t.injection_time or t.injection_pair:
+        inj: dict = {}
+        it = dict(t.injection_time)
+        if it and set(it) == set(t.hosts):
+            default = Counter(it.values()).most_common(1)[0][0]
+            inj["default"] = format_time_exact(default)
+            it = {h: v for h, v in it.items() if v != default}
+        if it:
+            inj["hosts"] = {h: format_time_exact(v) for h, v in it.items()}
+        if t.injection_pair:
+            inj["pairs"] = [
+                {"src": u, "dst": v, "time": format_time_exact(x)} for (u, v), x in t.injection_pair.items()
+            ]
+        data["injection"] = inj
+    if t.reduction_cost:
+        red: dict = {}
+        rc = dict(t.reduction_cost)
+        if set(rc) == set(t.hosts):
+            default = Counter(rc.values()).most_common(1)[0][0]
+            red["default"] = _rate_for_gamma(default)
+            rc = {h: v for h, v in rc.items() if v != default}
+        if rc:
+            red["hosts"] = {h: _rate_for_gamma(v) for h, v in rc.items()}
+        data["reduction"] = red
+    if t.attrs:
+        data["attrs"] = {n: _plain(dict(a)) for n, a in t.attrs.items() if a}
+    return data
+
+
+class _FlowDumper(yaml.SafeDumper):
+    """Block style at the top, flow style for each link/route/host list (like DESIGN.md)."""
+
+
+def _represent_list(dumper, data):
+    flow = all(not isinstance(x, (dict, list)) for x in data)
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=flow)
+
+
+def _represent_dict(dumper, data):
+    flow = all(not isinstance(x, (dict, list)) or (isinstance(x, list) and all(not isinstance(y, (dict, list)) for y in x)) for x in data.values())
+    return dumper.represent_mapping("tag:yaml.org,2002:map", data.items(), flow_style=flow)
+
+
+_FlowDumper.add_representer(list, _represent_list)
+_FlowDumper.add_representer(dict, _represent_dict)
+
+
+def dumps(t: Topology, fmt: str = "yaml") -> str:
+    """Topology as YAML (``fmt='yaml'``) or JSON (``fmt='json'``) text."""
+    data = to_data(t)
+    if fmt == "json":
+        return json.dumps(data, indent=1) + "\n"
+    if fmt != "yaml":
+        raise TopologyError(f"unknown format {fmt!r} (expected yaml or json)")
+    top = {k: v for k, v in data.items()}
+    # Top level and the list of links/routes in block style, each entry in flow style.
+    return yaml.dump(top, Dumper=_FlowDumper, sort_keys=False, width=100, allow_unicode=True)
+
+
+def save_file(t: Topology, path) -> None:
+    """Write ``t`` to ``path`` (JSON for ``.json``, else YAML)."""
+    path = str(path)
+    try:
+        Path(path).write_text(dumps(t, _fmt_of(path)), encoding="utf-8")
+    except OSError as exc:
+        raise TopologyError(f"cannot write the file ({exc})", source=path) from None

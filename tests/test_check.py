@@ -1,0 +1,60 @@
+"""check_plan catches every broken invariant with a message that names the transfer."""
+
+import pytest
+
+from topocast import Plan, PlanError, Topology, Transfer, check_plan
+from topocast.topology.model import PhysicalLink as L
+
+
+@pytest.fixture
+def topo():
+    return Topology("line", ["s", "a", "b"], ["x"], [L("s", "x", 10.0), L("a", "x", 10.0), L("b", "x", 10.0)])
+
+
+def bcast(transfers, size=100):
+    return Plan.broadcast("s", size, ["a", "b"], transfers, planner="t")
+
+
+def test_valid_relay_plan_passes(topo):
+    check_plan(bcast([Transfer.of("s", "a", 0, 100), Transfer.of("a", "b", 0, 100)]), topo)
+
+
+def test_pipelined_relay_passes(topo):
+    check_plan(bcast([Transfer.of("s", "a", 0, 100, pipelined=True), Transfer.of("a", "b", 0, 100, pipelined=True)]), topo)
+
+
+@pytest.mark.parametrize(
+    "transfers, match",
+    [
+        ([Transfer.of("s", "a", 0, 100)], "never receives bytes \\[0, 100\\)"),
+        ([Transfer.of("s", "a", 0, 50), Transfer.of("a", "b", 0, 100), Transfer.of("s", "a", 50, 50, after=(1,))], "never starts|never receives"),
+        ([Transfer.of("s", "a", 0, 50), Transfer.of("a", "b", 0, 100)], "host 'a' sends bytes \\[50, 100\\)"),
+        ([Transfer.of("s", "zz", 0, 100)], "must be hosts"),
+        ([Transfer.of("s", "s", 0, 100)], "two different hosts"),
+        ([Transfer.of("s", "a", 0, 200)], "outside the message"),
+        ([Transfer.of("s", "a", 0, 100, after=(5,))], "does not exist"),
+        ([Transfer.of("s", "a", 0, 100, after=(1,)), Transfer.of("s", "b", 0, 100, after=(0,))], "cycle"),
+        ([Transfer.of("s", "a", 0, 100, path=("s", "a"))], "no route"),
+        ([Transfer.of("s", "a", 0, 100, rate_cap=0.0)], "rate_cap"),
+        ([Transfer.of("s", "a", 0, 100), Transfer.of("a", "b", 0, 100, pipelined=True, upstream=0), Transfer.of("s", "b", 0, 10, pipelined=True, upstream=1)], "goes to"),
+    ],
+)
+def test_broken_plans_are_rejected(topo, transfers, match):
+    with pytest.raises(PlanError, match=match):
+        check_plan(bcast(transfers), topo)
+
+
+def test_plan_json_round_trip(topo, tmp_path):
+    plan = bcast([Transfer.of("s", "a", 0, 100, rate_cap=5.0, label="x"), Transfer.of("a", "b", 0, 100, pipelined=True, upstream=0)])
+    f = tmp_path / "p.json"
+    f.write_text(plan.dumps())
+    again = Plan.load(f)
+    assert again.transfers == plan.transfers
+    assert dict(again.wanted) == dict(plan.wanted)
+
+
+def test_bad_plan_file_is_a_clear_error(tmp_path):
+    f = tmp_path / "p.json"
+    f.write_text("{not json")
+    with pytest.raises(PlanError, match="p.json: not valid JSON"):
+        Plan.load(f)
