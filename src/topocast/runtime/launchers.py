@@ -79,6 +79,7 @@ class LocalLauncher(Launcher):
 
 
 class TestbedLauncher(Launcher):
+    __test__ = False
     """Each agent in its host's namespace of a running testbed (``topocast testbed up``)."""
 
     name = "testbed"

@@ -18,6 +18,7 @@ __all__ = ["TestbedState", "state_dir", "state_path", "load_state", "list_states
 
 
 class TestbedError(InputError):
+    __test__ = False
     """The testbed cannot be built, found or used."""
 
 
@@ -33,6 +34,7 @@ def state_path(name: str) -> Path:
 
 @dataclass
 class TestbedState:
+    __test__ = False
     name: str
     prefix: str
     topology_spec: str
