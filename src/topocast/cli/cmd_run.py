@@ -32,7 +32,7 @@ def register(sub) -> None:
     p.add_argument("--launcher", choices=("local", "testbed", "ssh"), default="local")
     p.add_argument("--testbed", default=None, metavar="NAME", help="testbed name (default: the only one up)")
     p.add_argument("--dest-dir", default=None, help="each receiving host writes DIR/HOST/NAME")
-    p.add_argument("--chunk-size", type=size_arg, default=None, help="chunk size (default 128KiB)")
+    p.add_argument("--chunk-size", type=size_arg, default=None, help="chunk size (default 64KiB)")
     p.add_argument(
         "--goodput",
         type=float,

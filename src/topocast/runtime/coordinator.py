@@ -35,7 +35,7 @@ from .protocol import Conn, ProtocolError, digest_ranges
 
 __all__ = ["perform", "RunOutcome", "RunError", "DEFAULT_CHUNK"]
 
-DEFAULT_CHUNK = 128 * 1024
+DEFAULT_CHUNK = 64 * 1024
 
 
 class RunError(TopocastError):
