@@ -75,6 +75,7 @@ def run_topocast(topo, st, name, size, chunk, goodput, timeout):
         "failed": out.failed,
         "cpu_seconds": out.cpu,
         "cpu_bound": out.cpu_bound,
+        "cpu_busy": out.cpu_busy,
         "wall": out.wall,
         "rx_bytes": rx_bytes(c0, c1),
         "warnings": out.warnings,
@@ -193,6 +194,8 @@ def report(topo_name, size, bound, runs, out=sys.stdout):
             line += f"; FAILED {r['failed']}"
         if r.get("cpu_bound"):
             line += f"; CPU? {r['cpu_bound']}"
+        if r.get("cpu_busy") is not None:
+            line += f"; cores busy {r['cpu_busy']:.0%}"
         line += f"; load {r['load_before']}->{r['load_after']}"
         con.print(line)
     if mpich:

@@ -144,3 +144,27 @@ def test_cli_run_plan_file_json(tmp_path, capsys):
     assert data["source"] == "s" and data["size_bytes"] == 500_000
     assert set(data["measured"]) >= {"aggregate_bandwidth", "makespan", "per_host"}
     assert set(data["measured"]["per_host"]) == {"a", "b", "c", "d"}
+
+
+def test_cli_run_topology_with_algorithm_table(capsys):
+    from topocast.cli.main import main
+
+    assert main(["run", "builtin:hetero-2switch", "--algorithm", "flat", "--source", "s", "--size", "300kB"]) == 0
+    out = capsys.readouterr().out
+    assert "verified" in out and "b4" in out and "730.0" in out  # the bound, in Mbit/s
+
+
+def test_cli_run_bad_input_is_one_line(capsys):
+    from topocast.cli.main import main
+
+    assert main(["run", "builtin:hetero-2switch", "--algorithm", "nope", "--source", "s", "--size", "1kB"]) == 2
+    assert "valid planners" in capsys.readouterr().err
+    assert main(["run", "builtin:hetero-2switch", "--algorithm", "flat", "--size", "1kB"]) == 2
+
+
+def test_reductions_are_refused():
+    from topocast.runtime import RunError
+
+    plan = Plan(collective="allreduce", size=10, transfers=(Transfer.of("x", "y", 0, 10, reduce=True),), initial={"x": [(0, 10)], "y": [(0, 10)]}, wanted={"y": [(0, 10)]})
+    with pytest.raises(RunError, match="reduce"):
+        perform(plan, launcher=make_launcher("local"))

@@ -78,3 +78,17 @@ def test_link_down_mid_run(testbed_factory):
     assert "missing" in out.failed["b1"]
     for h in ("a1", "b2", "b3", "b4"):
         assert out.result.per_host[h].completed
+
+
+def test_cli_run_on_testbed_json(testbed_factory, capsys):
+    import json
+
+    from topocast.cli.main import main
+
+    st = testbed_factory(load_topology("builtin:uniform-2switch"))
+    assert main(["run", "builtin:uniform-2switch", "-a", "depth_first", "-s", "s", "--size", "1MiB", "--launcher", "testbed", "--testbed", st.name, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["goodput_factor"] == pytest.approx(0.955)
+    assert data["predicted"] is not None and data["bound"]["aggregate_bandwidth"] == pytest.approx(7 * 200e6 / 8)
+    for h, r in data["measured"]["per_host"].items():
+        assert r["rate"] < data["bound"]["per_host_rate"][h]  # nobody beats the shaped links

@@ -215,10 +215,11 @@ def run(args) -> int:
                 "warnings": outcome.warnings,
                 "cpu_seconds": outcome.cpu,
                 "cpu_bound": outcome.cpu_bound,
+                "cpu_busy": outcome.cpu_busy,
             }
         )
     else:
-        print_table(err if False else Console(), plan, algorithm, measured, predicted, bound, outcome)
+        print_table(Console(), plan, algorithm, measured, predicted, bound, outcome, args.launcher)
     return 0 if not outcome.failed else 1
 
 
@@ -240,12 +241,12 @@ def _sec(x):
     return f"{x:.3f}"
 
 
-def print_table(console, plan, algorithm, measured, predicted, bound, outcome) -> None:
+def print_table(console, plan, algorithm, measured, predicted, bound, outcome, launcher_name="") -> None:
     from rich.table import Table
 
-    t = Table(title=f"{algorithm}: {plan.size} bytes from {plan.source} (rates in Mbit/s, times in s)")
-    for c in ("host", "measured time", "predicted time", "meas/pred", "measured rate", "predicted rate", "bound rate", "status"):
-        t.add_column(c, justify="left" if c in ("host", "status") else "right")
+    t = Table(title=f"{algorithm}: {plan.size} bytes from {plan.source}: measured, predicted, bound")
+    for c in ("host", "meas s", "pred s", "m/p", "meas Mb/s", "pred Mb/s", "bound Mb/s", "status"):
+        t.add_column(c, justify="left" if c in ("host", "status") else "right", no_wrap=c != "status")
     for h in plan.wanted:
         m = measured.per_host[h]
         p = predicted.per_host.get(h) if predicted else None
@@ -260,7 +261,7 @@ def print_table(console, plan, algorithm, measured, predicted, bound, outcome) -
         _mbps(measured.aggregate_bandwidth),
         _mbps(predicted.aggregate_bandwidth if predicted else None),
         _mbps(bound.aggregate_bandwidth if bound else None),
-        f"{len(outcome.failed)} failed" if outcome.failed else "all verified",
+        f"{len(outcome.failed)} failed" if outcome.failed else "verified",
         end_section=True,
     )
     console.print(t)
@@ -270,5 +271,9 @@ def print_table(console, plan, algorithm, measured, predicted, bound, outcome) -
             console.print(f"  {h}: {why}")
     for w in outcome.warnings:
         console.print(f"[yellow]note:[/] {w}")
+    if launcher_name == "local" and bound is not None:
+        console.print("note: launcher local runs over loopback: the topology's links are not emulated (use --launcher testbed)")
+    if outcome.cpu_busy is not None:
+        console.print(f"cores busy during the run: {outcome.cpu_busy:.0%}; agent CPU time {sum(outcome.cpu.values()):.2f} s over {outcome.wall:.2f} s")
     if outcome.cpu_bound:
         console.print(f"[yellow]warning: the CPU may have set the pace, not the links:[/] {outcome.cpu_bound}")

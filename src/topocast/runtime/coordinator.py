@@ -50,6 +50,7 @@ class RunOutcome:
     cpu: dict = field(default_factory=dict)  # host -> agent CPU seconds
     wall: float = 0.0
     cpu_bound: str = ""  # non-empty when the CPU, not the links, likely set the pace
+    cpu_busy: float | None = None  # fraction of all cores busy during the run (whole machine)
 
 
 def _wanted_total(ranges) -> int:
@@ -89,6 +90,8 @@ def perform(
     is called about ten times a second; ``on_start(agents)`` once the data starts moving
     (``agents`` maps host -> process handle, for tests that kill one).
     """
+    if any(t.reduce for t in plan.transfers):
+        raise RunError("this plan reduces data (allreduce); the runtime performs broadcast and redistribution plans only")
     hosts = list(plan.hosts)
     size = plan.size
     # step 1: the message and the digest every receiver must reach
@@ -204,6 +207,7 @@ def perform(
         for h in hosts:
             conns[h].send_json({"type": "start"})
         t0 = time.monotonic()
+        stat0 = _cpu_times()
         if on_start:
             on_start(procs)
         wanted = dict(plan.wanted)
@@ -274,6 +278,7 @@ def perform(
                 last_cb = now
                 on_progress({x: held_bytes[x] for x in wanted}, now - t0)
         wall = time.monotonic() - t0
+        stat1 = _cpu_times()
         if on_progress:
             on_progress({x: held_bytes[x] for x in wanted}, wall)
 
@@ -320,26 +325,42 @@ def perform(
             makespan = math.inf
     ttimes = tuple(transfer_times.get(i, (math.nan, math.nan)) for i in range(len(plan.transfers)))
     result = Result(plan.planner or "plan", per_host, makespan, aggregate, kind="measured", transfer_times=ttimes)
-    cpu_bound = _cpu_verdict(cpu, wall)
-    return RunOutcome(result, {h: r.reason for h, r in per_host.items() if not r.completed}, warnings, cpu, wall, cpu_bound)
+    cpu_bound = _cpu_verdict(cpu, wall, _busy(stat0, stat1))
+    return RunOutcome(result, {h: r.reason for h, r in per_host.items() if not r.completed}, warnings, cpu, wall, cpu_bound, _busy(stat0, stat1))
 
 
-def _cpu_verdict(cpu: dict, wall: float) -> str:
-    """Flag runs whose agents used most of the machine: then the CPU set the pace."""
-    if wall <= 0 or not cpu:
+def _cpu_times():
+    """(busy, total) jiffies of all CPUs from /proc/stat, or None."""
+    try:
+        with open("/proc/stat") as fh:
+            f = [int(x) for x in fh.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = f[3] + (f[4] if len(f) > 4 else 0)
+    return sum(f) - idle, sum(f)
+
+
+def _busy(a, b):
+    if not a or not b or b[1] <= a[1]:
+        return None
+    return (b[0] - a[0]) / (b[1] - a[1])
+
+
+def _cpu_verdict(cpu: dict, wall: float, busy: float | None = None) -> str:
+    """Say when the CPU, not the links, may have set the pace: an agent that kept a core
+    busy, or a machine whose cores were (nearly) all busy during the run (agents, the
+    kernel's shaping and forwarding, and anything else running)."""
+    if wall <= 0:
         return ""
     ncpu = os.cpu_count() or 1
-    total = sum(cpu.values())
-    busiest, busiest_cpu = max(cpu.items(), key=lambda kv: kv[1])
-    share = total / (wall * ncpu)
-    load = os.getloadavg()[0]
     msgs = []
-    if busiest_cpu / wall > 0.8:
-        msgs.append(f"agent {busiest} used {busiest_cpu / wall:.0%} of a core")
-    if share > 0.6:
-        msgs.append(f"agents used {share:.0%} of the {ncpu} cores")
-    if load > ncpu:
-        msgs.append(f"load average {load:.1f} > {ncpu} cores")
+    if cpu:
+        busiest, busiest_cpu = max(cpu.items(), key=lambda kv: kv[1])
+        if busiest_cpu / wall > 0.8:
+            msgs.append(f"agent {busiest} used {busiest_cpu / wall:.0%} of a core")
+    if busy is not None and busy > 0.9 and wall >= 1.0:
+        share = sum(cpu.values()) / (wall * ncpu) if cpu else 0.0
+        msgs.append(f"the {ncpu} cores were {busy:.0%} busy during the run (agents {share:.0%}, load average {os.getloadavg()[0]:.1f})")
     return "; ".join(msgs)
 
 

@@ -70,7 +70,7 @@ def netem_available(ns: str, dev: str) -> bool:
     return False
 
 
-def _shape(ns: str, dev: str, rate: float, latency: float, netem: bool) -> dict:
+def _shape(ns: str, dev: str, rate: float, latency: float, netem: bool, queue: float | None = None) -> dict:
     """HTB at ``rate`` bytes/s on the egress of ``dev`` (+ netem delay when possible)."""
     r = _rate(rate)
     quantum = str(max(1514, min(60000, int(rate / 10))))
@@ -80,6 +80,10 @@ def _shape(ns: str, dev: str, rate: float, latency: float, netem: bool) -> dict:
     if latency > 0 and netem:
         _tc(ns, "qdisc", "add", "dev", dev, "parent", "1:10", "handle", "10:", "netem", "delay", f"{latency * 1e6:.0f}us", "limit", "10000")
         leaf = f"netem {latency * 1e3:g}ms"
+    elif queue:
+        limit = max(30000, int(rate * queue))
+        _tc(ns, "qdisc", "add", "dev", dev, "parent", "1:10", "handle", "10:", "bfifo", "limit", str(limit))
+        leaf = f"bfifo {limit}B"
     return {"ns": ns, "dev": dev, "rate": r, "leaf": leaf}
 
 
@@ -104,8 +108,13 @@ def _switch_forest_check(topo) -> None:
             parent[ra] = rb
 
 
-def up(topology, *, name: str | None = None, spec: str | None = None, netem: bool | None = None) -> TestbedState:
-    """Build ``topology`` on this machine and return its recorded state."""
+def up(topology, *, name: str | None = None, spec: str | None = None, netem: bool | None = None, queue: float | None = None, congestion: str | None = None) -> TestbedState:
+    """Build ``topology`` on this machine and return its recorded state.
+
+    ``queue``: leaf queue of every shaped direction in seconds of its rate (bfifo; default:
+    the kernel's pfifo of txqueuelen packets); ``congestion``: TCP congestion control of
+    every host namespace (e.g. ``cubic``; default: the kernel's).
+    """
     require_root()
     topo = topology
     name = name or "".join(c if c.isalnum() or c in "-_" else "-" for c in topo.name)[:40] or "testbed"
@@ -116,7 +125,7 @@ def up(topology, *, name: str | None = None, spec: str | None = None, netem: boo
     st = TestbedState(name=name, prefix=prefix, topology_spec=spec or topo.name)
     st.save()
     try:
-        _build(topo, st, netem)
+        _build(topo, st, netem, queue, congestion)
     except BaseException:
         down(st.name)
         raise
@@ -125,7 +134,7 @@ def up(topology, *, name: str | None = None, spec: str | None = None, netem: boo
     return st
 
 
-def _build(topo, st: TestbedState, netem_wanted) -> None:
+def _build(topo, st: TestbedState, netem_wanted, queue=None, congestion=None) -> None:
     hosts = list(topo.hosts)
     core = f"{st.prefix}-sw"
     # step 1: namespaces (recorded before creation)
@@ -136,6 +145,8 @@ def _build(topo, st: TestbedState, netem_wanted) -> None:
         st.save()
         _ip("netns", "add", ns)
         _ip("-n", ns, "link", "set", "lo", "up")
+        if congestion:
+            _sysctl(ns, "net.ipv4.tcp_congestion_control", congestion)
     if topo.switches:
         st.namespaces.append(core)
         st.save()
@@ -223,8 +234,8 @@ def _build(topo, st: TestbedState, netem_wanted) -> None:
             netem = netem_available(ns_of[a], ends[0]) if netem_wanted is not False else False
             st.netem = netem
         rec = {"a": a, "b": b, "index": p}
-        rec["ab"] = _shape(ns_of[a], ends[0], pl.bandwidth, pl.latency, netem)
-        rec["ba"] = _shape(ns_of[b], ends[1], pl.reverse_bandwidth, pl.latency, netem)
+        rec["ab"] = _shape(ns_of[a], ends[0], pl.bandwidth, pl.latency, netem, queue)
+        rec["ba"] = _shape(ns_of[b], ends[1], pl.reverse_bandwidth, pl.latency, netem, queue)
         st.links.append(rec)
         st.save()
     if any(pl.latency > 0 for pl in topo.physical_links) and not st.netem:
