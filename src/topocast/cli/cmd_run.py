@@ -246,7 +246,7 @@ def print_table(console, plan, algorithm, measured, predicted, bound, outcome, l
 
     t = Table(title=f"{algorithm}: {plan.size} bytes from {plan.source}: measured, predicted, bound")
     for c in ("host", "meas s", "pred s", "m/p", "meas Mb/s", "pred Mb/s", "bound Mb/s", "status"):
-        t.add_column(c, justify="left" if c in ("host", "status") else "right", no_wrap=c != "status")
+        t.add_column(c, justify="left" if c in ("host", "status") else "right", no_wrap=c != "status", min_width=8 if c == "status" else None)
     for h in plan.wanted:
         m = measured.per_host[h]
         p = predicted.per_host.get(h) if predicted else None
