@@ -113,8 +113,8 @@ def test_killed_relay_others_complete_and_relay_is_reported():
     assert not out.result.per_host["a"].completed
 
 
-def test_unreachable_bytes_are_reported_not_faked():
-    """The only holder dies: receivers must report failure, never success."""
+def test_unreachable_bytes_are_reported_not_faked(tmp_path):
+    """The only holder dies: receivers must report failure, never success (nor a final file)."""
     size = 3_000_000
     procs, killed = {}, {}
 
@@ -125,9 +125,11 @@ def test_unreachable_bytes_are_reported_not_faked():
 
     tr = [Transfer.of("s", "a", 0, size, rate_cap=2e6), Transfer.of("a", "b", 0, size, pipelined=True)]
     plan = Plan.broadcast("s", size, ["a", "b"], tr, planner="hand")
-    out = perform(plan, launcher=make_launcher("local"), on_start=procs.update, on_progress=on_progress, chunk_size=64 * 1024, stall_timeout=1, repair_timeout=2)
+    out = perform(plan, launcher=make_launcher("local"), on_start=procs.update, on_progress=on_progress, chunk_size=64 * 1024, stall_timeout=1, repair_timeout=2, dest_dir=str(tmp_path))
     assert killed
     assert set(out.failed) == {"a", "b"}
+    for h in "ab":
+        assert not (tmp_path / h / "message.bin").exists()
     for h in "ab":
         assert "missing" in out.failed[h]
         assert not out.result.per_host[h].completed

@@ -60,9 +60,18 @@ HEARTBEAT_EVERY = 1.0  # s: an idle sender proves it is alive this often
 class Store:
     """The message buffer of one host plus the verified byte intervals it holds."""
 
-    def __init__(self, size: int):
+    def __init__(self, size: int, path=None):
         self.size = size
-        self.buf = bytearray(size)
+        self.file = None
+        if path is None:
+            self.buf = bytearray(size)
+        else:  # file-backed: large messages need not fit in memory several times over
+            import mmap
+
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.file = open(path, "w+b")
+            self.file.truncate(size)
+            self.buf = mmap.mmap(self.file.fileno(), size)
         self.view = memoryview(self.buf)
         self.held = IntervalSet()
         self.cond = threading.Condition()
@@ -229,7 +238,13 @@ class Agent:
         self.wanted = [tuple(r) for r in cfg["wanted"]]
         self.digest = cfg.get("digest")
         self.dest_name = cfg.get("dest_name")
-        self.store = Store(self.size)
+        # A destination path is checked before any byte arrives; bytes land in NAME.part,
+        # renamed to NAME only once the whole-message digest matched.
+        self.dest_path = None
+        if self.dest_dir and self.wanted:
+            self.dest_path = safe_destination(self.dest_dir, self.host, self.dest_name or "message.bin")
+        self.part_path = self.dest_path.with_name(self.dest_path.name + ".part") if self.dest_path else None
+        self.store = Store(self.size, self.part_path)
         initial = [tuple(r) for r in cfg["initial"]]
         if initial:
             src = cfg["data"]
@@ -242,10 +257,6 @@ class Agent:
                 data = generate(int(src["seed"]), self.size)
             for off, length in initial:
                 self.store.put(off, memoryview(data)[off : off + length])
-        # A destination path is checked before any byte arrives.
-        self.dest_path = None
-        if self.dest_dir and self.wanted:
-            self.dest_path = safe_destination(self.dest_dir, self.host, self.dest_name or "message.bin")
 
     def on_control(self, msg: dict) -> None:
         kind = msg.get("type")
@@ -304,11 +315,8 @@ class Agent:
                 self.send({"type": "failed", "reason": f"whole-message digest mismatch ({got} != {self.digest})"})
                 return
             if self.dest_path is not None:
-                self.dest_path.parent.mkdir(parents=True, exist_ok=True)
-                with open(self.dest_path, "wb") as fh:
-                    for off, length in sorted(self.wanted):
-                        fh.seek(off)
-                        fh.write(self.store.view[off : off + length])
+                self.store.buf.flush()
+                os.replace(self.part_path, self.dest_path)
             self.send({"type": "complete", "time": t, "digest": got})
 
     # ------------------------------------------------------------------ sending
