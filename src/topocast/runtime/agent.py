@@ -261,7 +261,8 @@ class Agent:
     def on_control(self, msg: dict) -> None:
         kind = msg.get("type")
         if kind == "start":
-            self.t0 = time.monotonic()
+            # one clock for all agents when they share this machine's monotonic clock
+            self.t0 = float(msg["t0"]) if msg.get("t0") is not None else time.monotonic()
             ru = resource.getrusage(resource.RUSAGE_SELF)
             self.cpu0 = ru.ru_utime + ru.ru_stime
             for t in self.out:
@@ -294,8 +295,11 @@ class Agent:
             self.send({"type": "stats", "cpu": ru.ru_utime + ru.ru_stime - getattr(self, "cpu0", 0.0), "wall": self.now()})
 
     # ------------------------------------------------------------------ completion
-    def check_progress(self) -> None:
-        """Report transfers whose bytes we now hold, and completion of everything wanted."""
+    def check_progress(self, t_arrival: float | None = None) -> None:
+        """Report transfers whose bytes we now hold, and completion of everything wanted.
+
+        ``t_arrival``: when the bytes that triggered this check arrived (before they were
+        stored, so no relay can appear to deliver before it received)."""
         for i, t in self.inc.items():
             if i not in self.tdone and self.store.missing_ranges(t["ranges"]) == []:
                 with self.deps:
@@ -309,7 +313,7 @@ class Agent:
                 if self.reported_complete:
                     return
                 self.reported_complete = True
-            t = self.now()
+            t = self.now() if t_arrival is None else t_arrival
             got = digest_ranges(self.store.buf, self.wanted)
             if got != self.digest:
                 self.send({"type": "failed", "reason": f"whole-message digest mismatch ({got} != {self.digest})"})
@@ -403,10 +407,11 @@ class Agent:
                 ftype, body = conn.recv()
                 if ftype == T_DATA:
                     off, view = body
+                    tp = self.now()
                     if i not in self.incoming_first:
-                        self.incoming_first[i] = self.now()
+                        self.incoming_first[i] = tp
                     if self.store.put(off, view):
-                        self.check_progress()
+                        self.check_progress(tp)
                 elif ftype == T_END:
                     self.check_progress()
                     conn.send_json({"type": "ack"})
@@ -473,8 +478,9 @@ class Agent:
                 ftype, body = conn.recv()
                 if ftype == T_DATA:
                     off, view = body
+                    tp = self.now()
                     if self.store.put(off, view):
-                        self.check_progress()
+                        self.check_progress(tp)
                 elif ftype == T_END:
                     return
                 else:

@@ -204,9 +204,10 @@ def perform(
         # step 4: go, and watch
         if timeout is None:
             timeout = 60.0 + 20.0 * size / 1e6  # generous: 50 kB/s worst case
-        for h in hosts:
-            conns[h].send_json({"type": "start"})
         t0 = time.monotonic()
+        shared = getattr(launcher, "shared_clock", False)
+        for h in hosts:
+            conns[h].send_json({"type": "start", "t0": t0 if shared else None})
         stat0 = _cpu_times()
         if on_start:
             on_start(procs)

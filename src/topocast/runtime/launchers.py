@@ -41,6 +41,7 @@ def _agent_env() -> dict:
 
 class Launcher:
     name = "base"
+    shared_clock = True  # agents read the coordinator's monotonic clock (same machine)
 
     def control_listen(self) -> tuple[socket.socket, str]:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -125,6 +126,7 @@ class SSHLauncher(Launcher):
     """
 
     name = "ssh"
+    shared_clock = False  # remote clocks: each agent times from its receipt of "start"
 
     def __init__(self, hosts: dict, *, identity=None, control_host="127.0.0.1", python=None, pythonpath=None, options=()):
         self.hosts = hosts
