@@ -90,6 +90,22 @@ def _res(r):
     }
 
 
+def probe_goodput(topo, st, source, size):
+    """One transfer alone to each destination in turn: TCP goodput / bottleneck bandwidth."""
+    from topocast.plan import Plan, Transfer
+
+    out = {}
+    for d in topo.hosts:
+        if d == source:
+            continue
+        plan = Plan.broadcast(source, size, [d], [Transfer.of(source, d, 0, size)], planner="probe")
+        r = perform(plan, topo, launcher=TestbedLauncher(st), chunk_size=DEFAULT_CHUNK)
+        if r.failed:
+            continue
+        out[d] = r.result.per_host[d].rate / topo.route_bandwidth(source, d)
+    return out
+
+
 def run_mpich(topo, st, source, size, timeout):
     mpiexec = shutil.which("mpiexec")
     try:
@@ -212,6 +228,7 @@ def main(argv=None) -> int:
     ap.add_argument("--goodput", type=float, default=GOODPUT_TESTBED)
     ap.add_argument("--no-mpich", action="store_true")
     ap.add_argument("--json", default=None, help="write all numbers here")
+    ap.add_argument("--probe-goodput", default=None, metavar="SIZE", help="first measure single-transfer goodput with SIZE bytes")
     args = ap.parse_args(argv)
     if os.geteuid() != 0:
         print("bench_vs_mpich: needs root (emulated network)", file=sys.stderr)
@@ -235,6 +252,10 @@ def main(argv=None) -> int:
         try:
             for w in st.warnings:
                 print(f"warning: {w}", file=sys.stderr)
+            probe = None
+            if args.probe_goodput:
+                probe = probe_goodput(topo, st, source, int(parse_size(args.probe_goodput, field="--probe-goodput")))
+                print(f"[{topo.name}] goodput / bottleneck bandwidth, one transfer alone: " + ", ".join(f"{h} {x:.3f}" for h, x in probe.items()))
             for p in planners:
                 print(f"[{topo.name}] topocast {p} ...", file=sys.stderr, flush=True)
                 runs.append(run_topocast(topo, st, p, size, chunk, args.goodput, timeout))
@@ -244,7 +265,7 @@ def main(argv=None) -> int:
         finally:
             down(st.name)
         report(topo.name, size, bound, runs)
-        everything["topologies"].append({"topology": topo.name, "source": source, "bound": bound.to_json(), "runs": runs})
+        everything["topologies"].append({"topology": topo.name, "source": source, "bound": bound.to_json(), "runs": runs, "goodput_probe": probe})
     if args.json:
         Path(args.json).write_text(json.dumps(everything, indent=1, default=lambda x: None))
     return 0

@@ -122,3 +122,17 @@ def test_cli_exec_and_status(testbed_factory, capsys):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     r = subprocess.run([sys.executable, "-m", "topocast", "testbed", "exec", "--testbed", st.name, "b4", "--", "ip", "-o", "addr", "show", "e0"], capture_output=True, text=True, env=env)
     assert st.host_addr["b4"] in r.stdout, r.stderr
+
+
+def test_latency_is_emulated_or_warned(testbed_factory):
+    """With sch_netem the link latency is applied (RTT >= 2 x 2 x 10 ms); without, a warning says so."""
+    import time
+
+    topo = Topology("lat", ["x", "y"], ["sw"], [PhysicalLink("x", "sw", 50 * MBIT, latency=0.01), PhysicalLink("y", "sw", 50 * MBIT, latency=0.01)])
+    st = testbed_factory(topo)
+    if not st.netem:
+        assert any("netem" in w and "latency" in w for w in st.warnings)
+        pytest.skip("this kernel has no sch_netem: latency not emulated (warning checked)")
+    t = time.monotonic()
+    assert _reach(st, "x", "y") == "refused"
+    assert time.monotonic() - t >= 0.04

@@ -18,6 +18,8 @@ def register(sub) -> None:
     u.add_argument("topology", help="topology file or builtin:NAME")
     u.add_argument("--name", default=None, help="testbed name (default: the topology's name)")
     u.add_argument("--default-bandwidth", default=None, help="bandwidth for links the file gives none")
+    u.add_argument("--queue", type=float, default=None, metavar="SECONDS", help="leaf queue per shaped direction, in seconds of its rate (bfifo; default: pfifo of txqueuelen packets)")
+    u.add_argument("--congestion", default=None, help="TCP congestion control inside every host (e.g. cubic; default: the kernel's)")
     u.add_argument("--json", action="store_true")
     u.set_defaults(func=_up)
     d = tsub.add_parser("down", help="remove everything a testbed created (also after a crash)")
@@ -42,7 +44,7 @@ def _up(args) -> int:
 
     dbw = parse_bandwidth(args.default_bandwidth, field="--default-bandwidth") if args.default_bandwidth else None
     topo = load_topology(args.topology, default_bandwidth=dbw)
-    st = up(topo, name=args.name, spec=args.topology)
+    st = up(topo, name=args.name, spec=args.topology, queue=args.queue, congestion=args.congestion)
     for w in st.warnings:
         print(f"topocast: warning: {w}", file=sys.stderr)
     if args.json:
