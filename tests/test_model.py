@@ -71,3 +71,10 @@ def test_injection_and_gamma_defaults():
     assert t.injection("a", "b") == 3.0
     assert t.injection("b", "a") == 0.0
     assert t.gamma("a") == 0.0
+
+
+def test_directed_link_has_one_direction_only():
+    one_way = Topology("o", ["a", "b", "c"], ["x"], [L("a", "x", 5.0), L("x", "b", 5.0), L("b", "c", 1.0), L("c", "x", 9.0, directed=True)])
+    assert one_way.route_nodes("c", "a") == ("c", "x", "a")
+    with pytest.raises(TopologyError):
+        one_way.link_id("x", "c")

@@ -10,11 +10,31 @@ def register(sub) -> None:
     p = sub.add_parser("planners", help="list registered planners with summary and reference")
     p.add_argument("--collective", help="only this collective (broadcast, allreduce, redistribute)")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--markdown", action="store_true", help="print the docs table (docs/planners.md)")
     p.set_defaults(func=run)
+
+
+def markdown_table(infos) -> str:
+    """The planner table of docs/planners.md, generated from the registry."""
+    lines = [
+        "# Planners",
+        "",
+        "Generated from the registry by `topocast planners --markdown > docs/planners.md`; do not edit by hand.",
+        "",
+        "| collective | name | summary | reference |",
+        "|---|---|---|---|",
+    ]
+    for i in infos:
+        cells = [i.collective, f"`{i.name}`", i.summary, i.reference]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def run(args) -> int:
     infos = available_planners(args.collective)
+    if args.markdown:
+        print(markdown_table(infos), end="")
+        return 0
     if args.json:
         print_json(
             [

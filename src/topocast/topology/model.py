@@ -35,7 +35,8 @@ class PhysicalLink:
     """One cable between nodes ``a`` and ``b`` (one entry of the topology file).
 
     ``bandwidth`` is a->b and, unless ``bandwidth_ba`` is given, also b->a (bytes/s);
-    ``latency`` in seconds applies to both directions.
+    ``latency`` in seconds applies to both directions. ``directed=True`` makes a one-way link
+    (a->b only), used for the connectors of imported SimGrid route graphs.
     """
 
     a: str
@@ -45,6 +46,7 @@ class PhysicalLink:
     bandwidth_ba: float | None = None
     sharing: str = "duplex"
     name: str | None = None
+    directed: bool = False
 
     @property
     def reverse_bandwidth(self) -> float:
@@ -163,7 +165,8 @@ class Topology:
                     raise self._err(where, f"{label} must be a positive number of bytes/s, got {bw!r}")
             if not (np.isfinite(pl.latency) and pl.latency >= 0):
                 raise self._err(where, f"latency must be >= 0 seconds, got {pl.latency!r}")
-            for u, v, bw in ((pl.a, pl.b, pl.bandwidth), (pl.b, pl.a, pl.reverse_bandwidth)):
+            ends = ((pl.a, pl.b, pl.bandwidth),) if pl.directed else ((pl.a, pl.b, pl.bandwidth), (pl.b, pl.a, pl.reverse_bandwidth))
+            for u, v, bw in ends:
                 if (u, v) in pair_to_link:
                     raise self._err(where, f"duplicate link between {u!r} and {v!r} (merge parallel links into one)")
                 pair_to_link[(u, v)] = len(directed)
@@ -281,6 +284,10 @@ class Topology:
             return self._pair_to_link[(u, v)]
         except KeyError:
             raise self._err(f"link {u}->{v}", "no such directed link") from None
+
+    def has_link(self, u: str, v: str) -> bool:
+        """True when a directed link ``u -> v`` exists."""
+        return (u, v) in self._pair_to_link
 
     def out_links(self, node: str) -> tuple[int, ...]:
         return self._out[self.index(node)]

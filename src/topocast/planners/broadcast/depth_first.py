@@ -82,6 +82,11 @@ def plan_depth_first(topology, request: Broadcast) -> Plan:
     chain = [request.source] + [x for x in order if x in wanted]
     transfers = []
     for k, (u, v) in enumerate(zip(chain, chain[1:])):
+        path = _tree_path(u, v, parent, depth)
+        if not all(topology.has_link(x, y) for x, y in zip(path, path[1:])):
+            # one-way links (imported SimGrid route graphs): the way back up the DFS tree may
+            # not exist; fall back to the topology's route for this hop
+            path = None
         transfers.append(
             Transfer(
                 u,
@@ -89,7 +94,7 @@ def plan_depth_first(topology, request: Broadcast) -> Plan:
                 ((0, request.size),),
                 pipelined=True,
                 upstream=k - 1 if k > 0 else None,
-                path=_tree_path(u, v, parent, depth),
+                path=path,
                 label="chain",
             )
         )

@@ -1,0 +1,58 @@
+"""Every registered broadcast planner x several topologies: check_plan, simulate, bound.
+
+Adding a planner to the registry gets it tested here automatically (like networkx's
+``validate_flows`` run over every flow function).
+"""
+
+import math
+
+import pytest
+
+from topocast import Broadcast, broadcast_bounds, check_plan, simulate
+from topocast.planners import available_planners
+from topocast.topology import load_topology
+from topocast.topology.generators import fat_tree, multi_cluster_tree, two_cluster_grid
+
+BROADCAST = [p.name for p in available_planners("broadcast")]
+
+
+def _topologies():
+    yield "builtin:two-clusters", load_topology("builtin:two-clusters")
+    yield "builtin:stable-example", load_topology("builtin:stable-example")
+    yield "builtin:hetero-2switch", load_topology("builtin:hetero-2switch")
+    yield "multi-cluster-asym-13", multi_cluster_tree(13, n_clusters=3, bandwidth="uniform-100-1000", asymmetric=True, seed=3)
+    yield "two-cluster-grid-3x2", two_cluster_grid(3)
+    yield "fat-tree-4", fat_tree(4)
+
+
+TOPOLOGIES = dict(_topologies())
+
+
+@pytest.mark.parametrize("topo_name", list(TOPOLOGIES))
+@pytest.mark.parametrize("planner", BROADCAST)
+def test_planner_conforms(planner, topo_name):
+    """Valid plan; simulates; every host completes; no host above its max-flow bound."""
+    topo = TOPOLOGIES[topo_name]
+    source = topo.hosts[0]
+    info = next(p for p in available_planners("broadcast") if p.name == planner)
+    plan = info(topo, Broadcast(source, 10**8))
+    check_plan(plan, topo)
+    result = simulate(plan, topo)
+    bound = broadcast_bounds(topo, source)
+    assert set(result.per_host) == set(bound.per_host_rate)
+    for h, r in result.per_host.items():
+        assert math.isfinite(r.time) and r.time > 0
+        assert r.rate <= bound.per_host_rate[h] * (1 + 1e-9), (h, r.rate, bound.per_host_rate[h])
+    assert result.aggregate_bandwidth <= bound.aggregate_bandwidth * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("planner", BROADCAST)
+def test_planner_handles_a_destination_subset(planner):
+    topo = TOPOLOGIES["multi-cluster-asym-13"]
+    dests = topo.hosts[3:8]
+    info = next(p for p in available_planners("broadcast") if p.name == planner)
+    plan = info(topo, Broadcast(topo.hosts[0], 10**6, tuple(dests)))
+    check_plan(plan, topo)
+    assert set(plan.wanted) == set(dests)
+    result = simulate(plan, topo)
+    assert set(result.per_host) == set(dests)

@@ -1,0 +1,85 @@
+"""The command line: JSON contract of compare, errors as one line with exit status 2."""
+
+import json
+
+import pytest
+
+from topocast.cli.main import main
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_compare_json_has_the_design_keys(capsys, tmp_path):
+    code, out, err = run(capsys, "compare", "builtin:two-clusters", "--size", "100MB", "--json",
+                         "--algorithms", "flat,depth_first", "--plot", str(tmp_path / "p.png"))
+    assert code == 0, err
+    data = json.loads(out)
+    assert {"topology", "source", "size_bytes", "bound", "results"} <= set(data)
+    assert data["size_bytes"] == 100_000_000
+    assert set(data["bound"]) == {"aggregate_bandwidth", "per_host_rate"}
+    names = [r["algorithm"] for r in data["results"]]
+    assert names == ["flat", "depth_first"]
+    for r in data["results"]:
+        assert {"algorithm", "aggregate_bandwidth", "makespan", "per_host"} <= set(r)
+        for h, v in r["per_host"].items():
+            assert set(v) >= {"time", "rate"}
+            assert v["rate"] <= data["bound"]["per_host_rate"][h] * (1 + 1e-9)
+    assert (tmp_path / "p.png").stat().st_size > 1000
+
+
+def test_compare_table(capsys):
+    code, out, _ = run(capsys, "compare", "builtin:two-clusters", "--algorithms", "flat")
+    assert code == 0
+    assert "flat" in out and "bound" in out
+
+
+def test_unknown_planner_lists_valid_ones(capsys):
+    code, out, err = run(capsys, "compare", "builtin:two-clusters", "--algorithms", "deep_first")
+    assert code == 2
+    assert "valid planners" in err and "depth_first" in err and "did you mean 'depth_first'" in err
+    assert "Traceback" not in err
+
+
+def test_unknown_source_is_a_clear_error(capsys):
+    code, _, err = run(capsys, "bounds", "builtin:two-clusters", "--source", "nobody")
+    assert code == 2
+    assert "--source" in err and "nobody" in err
+
+
+def test_plan_then_simulate_round_trip(capsys, tmp_path):
+    f = tmp_path / "plan.json"
+    code, _, err = run(capsys, "plan", "builtin:two-clusters", "-a", "depth_first", "--size", "1MB", "-o", str(f))
+    assert code == 0, err
+    code, out, err = run(capsys, "simulate", "builtin:two-clusters", "--plan", str(f), "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["algorithm"] == "depth_first" and data["size_bytes"] == 1_000_000
+
+
+def test_planners_listing_has_references(capsys):
+    code, out, _ = run(capsys, "planners", "--json")
+    assert code == 0
+    rows = json.loads(out)
+    assert {r["name"] for r in rows} >= {"flat", "depth_first"}
+    assert all(r["reference"] for r in rows)
+
+
+def test_missing_file_is_a_clear_error(capsys, tmp_path):
+    code, _, err = run(capsys, "bounds", str(tmp_path / "nope.yaml"))
+    assert code == 2
+    assert "nope.yaml" in err and "Traceback" not in err
+
+
+def test_docs_planner_table_is_generated_from_the_registry():
+    """docs/planners.md must be regenerated when a planner is added (no drift, unlike SimGrid's)."""
+    from pathlib import Path
+
+    from topocast.cli.cmd_planners import markdown_table
+    from topocast.planners import available_planners
+
+    doc = Path(__file__).resolve().parents[1] / "docs" / "planners.md"
+    assert doc.read_text() == markdown_table(available_planners()), "run: topocast planners --markdown > docs/planners.md"
