@@ -12,3 +12,19 @@ from .broadcast import fpfr  # noqa: F401
 from .broadcast import stable  # noqa: F401
 from .broadcast import balanced_multicast  # noqa: F401
 from .broadcast import optimal  # noqa: F401
+# latency-aware and grid collectives (issue 4)
+from .broadcast import binomial  # noqa: F401
+from .broadcast import essp  # noqa: F401
+from .broadcast import scatter_allgather  # noqa: F401
+from .broadcast import far_first  # noqa: F401
+from .broadcast import gridmpi_bcast  # noqa: F401
+from .broadcast import topology_aware  # noqa: F401
+from .broadcast import speed_aware  # noqa: F401
+from .broadcast import mpich  # noqa: F401
+from .allreduce import ring  # noqa: F401
+from .allreduce import recursive_doubling  # noqa: F401
+from .allreduce import rabenseifner  # noqa: F401
+from .allreduce import two_tier  # noqa: F401
+from .allreduce import gridmpi  # noqa: F401
+from .allreduce import auto as allreduce_auto  # noqa: F401
+from .broadcast import auto  # noqa: F401
