@@ -106,6 +106,15 @@ def probe_goodput(topo, st, source, size):
     return out
 
 
+def mpich_model(topo, source, size, chunk, goodput):
+    """topocast's model of MPICH's MPI_Bcast (planner ``mpich``), simulated, when registered."""
+    if "mpich" not in {p.name for p in available_planners("broadcast")}:
+        return None
+    plan = get_planner("broadcast", "mpich")(topo, Broadcast(source, size))
+    plan = scale_caps(plan, goodput).with_chunk_size(plan.chunk_size or chunk)
+    return _res(simulate(plan, scale_topology(topo, goodput), chunk_size=plan.chunk_size))
+
+
 def run_mpich(topo, st, source, size, timeout):
     mpiexec = shutil.which("mpiexec")
     try:
@@ -261,7 +270,11 @@ def main(argv=None) -> int:
                 runs.append(run_topocast(topo, st, p, size, chunk, args.goodput, timeout))
             if not args.no_mpich:
                 print(f"[{topo.name}] MPICH MPI_Bcast ...", file=sys.stderr, flush=True)
-                runs.append(run_mpich(topo, st, source, size, timeout))
+                r = run_mpich(topo, st, source, size, timeout)
+                model = mpich_model(topo, source, size, chunk, args.goodput)
+                if model is not None and "measured" in r:
+                    r["predicted"] = model  # what topocast's model of MPICH's algorithm predicts
+                runs.append(r)
         finally:
             down(st.name)
         report(topo.name, size, bound, runs)
