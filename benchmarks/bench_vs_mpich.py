@@ -237,6 +237,7 @@ def main(argv=None) -> int:
     ap.add_argument("--goodput", type=float, default=GOODPUT_TESTBED)
     ap.add_argument("--no-mpich", action="store_true")
     ap.add_argument("--json", default=None, help="write all numbers here")
+    ap.add_argument("--fair", action="store_true", help="testbed links share fairly among TCP flows (see topocast.testbed.net._shape_fair)")
     ap.add_argument("--probe-goodput", default=None, metavar="SIZE", help="first measure single-transfer goodput with SIZE bytes")
     args = ap.parse_args(argv)
     if os.geteuid() != 0:
@@ -250,13 +251,13 @@ def main(argv=None) -> int:
     for p in wanted:
         if p not in registered:
             print(f"bench_vs_mpich: planner {p!r} is not registered here; skipped", file=sys.stderr)
-    everything = {"size_bytes": size, "chunk_size": chunk, "goodput_factor": args.goodput, "topologies": []}
+    everything = {"fair_links": args.fair, "size_bytes": size, "chunk_size": chunk, "goodput_factor": args.goodput, "topologies": []}
     for spec in args.topology or ["builtin:hetero-2switch", "builtin:uniform-2switch"]:
         topo = load_topology(spec)
         source = "s" if "s" in topo.hosts else topo.hosts[0]
         bound = broadcast_bounds(topo, source)
         timeout = 120 + 40 * size * 8 / min(l.bandwidth * 8 for l in topo.links)
-        st = up(topo, name=f"bench-{os.getpid()}")
+        st = up(topo, name=f"bench-{os.getpid()}", fair=args.fair)
         runs = []
         try:
             for w in st.warnings:

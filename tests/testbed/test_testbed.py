@@ -137,3 +137,14 @@ def test_latency_is_emulated_or_warned(testbed_factory):
     )
     r = subprocess.run(["ip", "netns", "exec", st.host_ns["x"], "python3", "-c", code], capture_output=True, text=True)
     assert float(r.stdout) >= 0.04  # SYN and RST each cross two 10 ms links
+
+
+def test_fair_links_hash_flows_into_classes(testbed_factory):
+    topo = Topology("pair", ["x", "y"], ["sw"], [PhysicalLink("x", "sw", 20 * MBIT), PhysicalLink("y", "sw", 20 * MBIT)])
+    st = testbed_factory(topo, fair=True)
+    classes = subprocess.run(["tc", "-n", st.host_ns["x"], "class", "show", "dev", "e0"], capture_output=True, text=True).stdout
+    assert classes.count("class htb") == 257  # parent + 256 flow buckets
+    assert "rate 20Mbit" in classes
+    filters = subprocess.run(["tc", "-n", st.host_ns["x"], "filter", "show", "dev", "e0"], capture_output=True, text=True).stdout
+    assert "link 2:" in filters
+    assert _reach(st, "x", "y") == "refused"

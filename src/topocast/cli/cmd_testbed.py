@@ -20,6 +20,7 @@ def register(sub) -> None:
     u.add_argument("--default-bandwidth", default=None, help="bandwidth for links the file gives none")
     u.add_argument("--queue", type=float, default=None, metavar="SECONDS", help="leaf queue per shaped direction, in seconds of its rate (bfifo; default: pfifo of txqueuelen packets)")
     u.add_argument("--congestion", default=None, help="TCP congestion control inside every host (e.g. cubic; default: the kernel's)")
+    u.add_argument("--fair", action="store_true", help="share each link direction fairly among TCP flows (256 hashed HTB classes) instead of one FIFO")
     u.add_argument("--json", action="store_true")
     u.set_defaults(func=_up)
     d = tsub.add_parser("down", help="remove everything a testbed created (also after a crash)")
@@ -44,7 +45,7 @@ def _up(args) -> int:
 
     dbw = parse_bandwidth(args.default_bandwidth, field="--default-bandwidth") if args.default_bandwidth else None
     topo = load_topology(args.topology, default_bandwidth=dbw)
-    st = up(topo, name=args.name, spec=args.topology, queue=args.queue, congestion=args.congestion)
+    st = up(topo, name=args.name, spec=args.topology, queue=args.queue, congestion=args.congestion, fair=args.fair)
     for w in st.warnings:
         print(f"topocast: warning: {w}", file=sys.stderr)
     if args.json:

@@ -87,6 +87,32 @@ def _shape(ns: str, dev: str, rate: float, latency: float, netem: bool, queue: f
     return {"ns": ns, "dev": dev, "rate": r, "leaf": leaf}
 
 
+FAIR_BUCKETS = 256
+
+
+def _shape_fair(ns: str, dev: str, rate: float) -> dict:
+    """HTB at ``rate`` shared max-min fairly among TCP flows (an SFQ built from what every
+    kernel with HTB and u32 has): flows hash on the low byte of the TCP source port into
+    256 HTB classes of equal quantum that borrow the whole rate from one parent, so active
+    flows share it round-robin instead of first-come in one FIFO."""
+    r = _rate(rate)
+    share = _rate(max(rate / FAIR_BUCKETS, 1000))
+    lines = [
+        f"qdisc replace dev {dev} root handle 1: htb default 100",
+        f"class add dev {dev} parent 1: classid 1:1 htb rate {r} ceil {r} quantum 60000",
+    ]
+    for i in range(FAIR_BUCKETS):
+        lines.append(f"class add dev {dev} parent 1:1 classid 1:{0x100 + i:x} htb rate {share} ceil {r} quantum 3028")
+    lines.append(f"filter add dev {dev} parent 1: prio 1 handle 2: protocol ip u32 divisor {FAIR_BUCKETS}")
+    for i in range(FAIR_BUCKETS):
+        lines.append(f"filter add dev {dev} parent 1: prio 1 protocol ip u32 ht 2:{i:x}: match u32 0 0 flowid 1:{0x100 + i:x}")
+    lines.append(f"filter add dev {dev} parent 1: prio 1 protocol ip u32 ht 800:: match ip protocol 6 0xff hashkey mask 0x00ff0000 at 20 link 2:")
+    r2 = subprocess.run(["tc", "-n", ns, "-batch", "-"], input="\n".join(lines) + "\n", capture_output=True, text=True)
+    if r2.returncode:
+        raise TestbedError(f"fair shaping on {ns}/{dev} failed: {r2.stderr.strip()[-300:]}", element="testbed")
+    return {"ns": ns, "dev": dev, "rate": r, "leaf": f"fair: {FAIR_BUCKETS} HTB classes hashed by TCP source port"}
+
+
 def _switch_forest_check(topo) -> None:
     sw = set(topo.switches)
     parent = {s: s for s in sw}
@@ -108,12 +134,13 @@ def _switch_forest_check(topo) -> None:
             parent[ra] = rb
 
 
-def up(topology, *, name: str | None = None, spec: str | None = None, netem: bool | None = None, queue: float | None = None, congestion: str | None = None) -> TestbedState:
+def up(topology, *, name: str | None = None, spec: str | None = None, netem: bool | None = None, queue: float | None = None, congestion: str | None = None, fair: bool = False) -> TestbedState:
     """Build ``topology`` on this machine and return its recorded state.
 
     ``queue``: leaf queue of every shaped direction in seconds of its rate (bfifo; default:
     the kernel's pfifo of txqueuelen packets); ``congestion``: TCP congestion control of
-    every host namespace (e.g. ``cubic``; default: the kernel's).
+    every host namespace (e.g. ``cubic``; default: the kernel's); ``fair``: share every
+    link direction fairly among TCP flows (see ``_shape_fair``) instead of one FIFO.
     """
     require_root()
     topo = topology
@@ -125,7 +152,7 @@ def up(topology, *, name: str | None = None, spec: str | None = None, netem: boo
     st = TestbedState(name=name, prefix=prefix, topology_spec=spec or topo.name)
     st.save()
     try:
-        _build(topo, st, netem, queue, congestion)
+        _build(topo, st, netem, queue, congestion, fair)
     except BaseException:
         down(st.name)
         raise
@@ -134,7 +161,7 @@ def up(topology, *, name: str | None = None, spec: str | None = None, netem: boo
     return st
 
 
-def _build(topo, st: TestbedState, netem_wanted, queue=None, congestion=None) -> None:
+def _build(topo, st: TestbedState, netem_wanted, queue=None, congestion=None, fair=False) -> None:
     hosts = list(topo.hosts)
     core = f"{st.prefix}-sw"
     # step 1: namespaces (recorded before creation)
@@ -234,8 +261,12 @@ def _build(topo, st: TestbedState, netem_wanted, queue=None, congestion=None) ->
             netem = netem_available(ns_of[a], ends[0]) if netem_wanted is not False else False
             st.netem = netem
         rec = {"a": a, "b": b, "index": p}
-        rec["ab"] = _shape(ns_of[a], ends[0], pl.bandwidth, pl.latency, netem, queue)
-        rec["ba"] = _shape(ns_of[b], ends[1], pl.reverse_bandwidth, pl.latency, netem, queue)
+        if fair:
+            rec["ab"] = _shape_fair(ns_of[a], ends[0], pl.bandwidth)
+            rec["ba"] = _shape_fair(ns_of[b], ends[1], pl.reverse_bandwidth)
+        else:
+            rec["ab"] = _shape(ns_of[a], ends[0], pl.bandwidth, pl.latency, netem, queue)
+            rec["ba"] = _shape(ns_of[b], ends[1], pl.reverse_bandwidth, pl.latency, netem, queue)
         st.links.append(rec)
         st.save()
     if any(pl.latency > 0 for pl in topo.physical_links) and not st.netem:
