@@ -92,3 +92,14 @@ def test_cli_run_on_testbed_json(testbed_factory, capsys):
     assert data["predicted"] is not None and data["bound"]["aggregate_bandwidth"] == pytest.approx(7 * 200e6 / 8)
     for h, r in data["measured"]["per_host"].items():
         assert r["rate"] < data["bound"]["per_host_rate"][h]  # nobody beats the shaped links
+
+
+def test_link_down_before_the_start(testbed_factory):
+    """Nothing ever reaches b1: its children get the bytes elsewhere; b1 is reported."""
+    st = testbed_factory(load_topology("builtin:hetero-2switch"))
+    subprocess.run(["ip", "-n", st.host_ns["b1"], "link", "set", "e0", "down"], check=True)
+    out = perform(_fanout_plan(1_000_000), launcher=TestbedLauncher(st), chunk_size=64 * 1024, stall_timeout=2, repair_timeout=3, timeout=60)
+    assert set(out.failed) == {"b1"}
+    assert "unreachable" in out.failed["b1"] or "missing" in out.failed["b1"]
+    for h in ("a1", "b2", "b3", "b4"):
+        assert out.result.per_host[h].completed

@@ -368,7 +368,8 @@ class Agent:
             conn.close()
             del last
         except (OSError, ProtocolError) as exc:
-            self.send({"type": "warn", "message": f"transfer {i} to {dst} failed on the sending side: {exc}"})
+            # a failure like any other: every agent's watchdog starts repairing stalled hosts
+            self.send({"type": "broken", "reason": f"transfer {i} to {dst} failed on the sending side: {exc or type(exc).__name__}"})
 
     # ------------------------------------------------------------------ receiving
     def accept_loop(self) -> None:
