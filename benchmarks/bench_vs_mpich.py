@@ -228,6 +228,58 @@ def report(topo_name, size, bound, runs, out=sys.stdout):
         con.print(f"MPICH bytes received on each host's emulated interface: {crossed}")
 
 
+def render_markdown(everything) -> str:
+    """Markdown tables of a --json file: per-host times measured (predicted), aggregates, ratios."""
+    out = []
+    for t in everything["topologies"]:
+        bound = t["bound"]
+        runs = [r for r in t["runs"] if "measured" in r]
+        mp = next((r for r in runs if r["kind"] == "mpich"), None)
+        out.append(f"**{t['topology']}**, {everything['size_bytes'] / 2**20:g} MiB from `{t['source']}`, chunk {everything['chunk_size'] // 1024} KiB, "
+                   f"goodput factor {everything['goodput_factor']}; completion time in s, measured (predicted)\n")
+        out.append("| host | bound Mbit/s | " + " | ".join(r["algorithm"] for r in runs) + " |")
+        out.append("|---" * (2 + len(runs)) + "|")
+        for h, b in bound["per_host_rate"].items():
+            cells = []
+            for r in runs:
+                m = r["measured"]["per_host"].get(h, {})
+                c = f"{m.get('time', math.inf):.2f}"
+                if r.get("predicted"):
+                    c += f" ({r['predicted']['per_host'][h]['time']:.2f})"
+                cells.append(c)
+            out.append(f"| {h} | {b / MBIT:.0f} | " + " | ".join(cells) + " |")
+        cells = []
+        for r in runs:
+            c = f"**{r['measured']['aggregate_bandwidth'] / MBIT:.1f}**"
+            if r.get("predicted"):
+                c += f" ({r['predicted']['aggregate_bandwidth'] / MBIT:.1f})"
+            cells.append(c)
+        out.append(f"| aggregate Mbit/s | {bound['aggregate_bandwidth'] / MBIT:.0f} | " + " | ".join(cells) + " |")
+        cells = [f"{r['measured']['aggregate_bandwidth'] / bound['aggregate_bandwidth']:.1%}" for r in runs]
+        out.append("| of bound | | " + " | ".join(cells) + " |")
+        if mp:
+            cells = [f"{r['measured']['aggregate_bandwidth'] / mp['measured']['aggregate_bandwidth']:.2f}x" for r in runs]
+            out.append("| vs MPICH | | " + " | ".join(cells) + " |")
+        cells = []
+        for r in runs:
+            if r.get("predicted") and r["kind"] != "mpich":
+                errs = [abs(r["measured"]["per_host"][h]["time"] / r["predicted"]["per_host"][h]["time"] - 1) for h in bound["per_host_rate"]]
+                rr = [r["measured"]["per_host"][h]["rate"] / r["predicted"]["per_host"][h]["rate"] for h in bound["per_host_rate"]]
+                cells.append(f"{max(errs):.1%} / {min(rr):.3f}")
+            else:
+                cells.append("-")
+        out.append("| max time error / min meas÷pred rate | | " + " | ".join(cells) + " |")
+        cells = [f"{r['load_before'][0]:.1f}→{r['load_after'][0]:.1f}" + (f", cores {r['cpu_busy']:.0%}" if r.get("cpu_busy") is not None else "") for r in runs]
+        out.append("| load (1 min), cores busy | | " + " | ".join(cells) + " |")
+        if mp:
+            out.append(f"\nMPICH: bytes received on each host's `e0` during MPI_Bcast: {mp['rx_bytes']}; "
+                       "(predicted) = topocast's model of MPICH's algorithm (planner `mpich`), simulated.")
+        if t.get("goodput_probe"):
+            out.append("\nOne transfer alone, goodput / HTB rate: " + ", ".join(f"{h} {x:.3f}" for h, x in t["goodput_probe"].items()))
+        out.append("")
+    return "\n".join(out)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--topology", action="append", default=None)
@@ -239,7 +291,11 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default=None, help="write all numbers here")
     ap.add_argument("--fair", action="store_true", help="testbed links share fairly among TCP flows (see topocast.testbed.net._shape_fair)")
     ap.add_argument("--probe-goodput", default=None, metavar="SIZE", help="first measure single-transfer goodput with SIZE bytes")
+    ap.add_argument("--render", default=None, metavar="JSON", help="only print the markdown tables of an earlier --json file")
     args = ap.parse_args(argv)
+    if args.render:
+        print(render_markdown(json.loads(Path(args.render).read_text())))
+        return 0
     if os.geteuid() != 0:
         print("bench_vs_mpich: needs root (emulated network)", file=sys.stderr)
         return 2
