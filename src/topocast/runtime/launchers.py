@@ -167,8 +167,10 @@ def make_launcher(name: str, *, testbed_name: str | None = None, ssh_hosts=None,
     if name == "local":
         return LocalLauncher()
     if name == "testbed":
+        from ..testbed.net import require_root
         from ..testbed.state import load_state
 
+        require_root()
         return TestbedLauncher(load_state(testbed_name))
     if name == "ssh":
         if not ssh_hosts:
