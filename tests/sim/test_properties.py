@@ -279,7 +279,6 @@ def _one(a, b, size, **kw):
     return Plan("redistribute", size, (Transfer.of(a, b, 0, size, **kw),), {a: [(0, size)]}, {b: [(0, size)]})
 
 
-@pytest.mark.xfail(strict=True, reason="engine ignores the slow direction of an asymmetric shared cable")
 def test_asymmetric_shared_cable_caps_each_direction():
     """A shared (half-duplex) cable a-b with bandwidth 25 and bandwidth_ba 10: a flow b->a alone
     gets at most 10 B/s (found by the max-flow bound check: it used to get 25)."""

@@ -85,7 +85,12 @@ class _Sim:
                 ids = np.asarray(links, dtype=np.int64)
                 res = link_res[ids]
                 fat = res < 0
-                cap = float(link_bw[ids[fat]].min()) if fat.any() else math.inf
+                bw = link_bw[ids]
+                # a flow is capped by fatpipe links and by any direction slower than the
+                # resource it shares (the slow direction of an asymmetric shared cable)
+                lim = fat.copy()
+                lim[~fat] = bw[~fat] < topology.resource_capacity[res[~fat]]
+                cap = float(bw[lim].min()) if lim.any() else math.inf
                 route = (res[~fat], float(link_lat[ids].sum()), cap)
                 route_cache[key] = route
             res, lat, cap = route
