@@ -293,3 +293,15 @@ def test_asymmetric_shared_cable_caps_each_direction():
     r = simulate(plan, topo)
     assert close(r.per_host["a"].time, 100.0, 1e-12)
     assert close(r.per_host["b"].time, 1000 / 15 + 0 * 1.0, 1e-12)
+
+
+def test_host_that_holds_part_of_its_bytes_is_credited_at_first_arrival():
+    """h1 holds [0, 3) and wants [0, 6); one transfer sends [3, 6) then [0, 3) again. h1 is
+    complete after 3 bytes (0.3 s at 10 B/s), not when the transfer ends (0.6 s). The engine
+    used to credit partial progress only when a host receives more bytes than it wants."""
+    topo = Topology("t", ["h0", "h1"], [], [L("h0", "h1", 10.0)])
+    plan = Plan("redistribute", 6, (Transfer("h0", "h1", ((3, 3), (0, 3))),), {"h0": [(0, 6)], "h1": [(0, 3)]}, {"h1": [(0, 6)]})
+    assert close(simulate(plan, topo).per_host["h1"].time, 0.3, 1e-12)
+    # a transfer whose last bytes are not wanted by the receiver
+    plan = Plan("redistribute", 6, (Transfer("h0", "h1", ((0, 3), (3, 3))),), {"h0": [(0, 6)]}, {"h1": [(0, 3)]})
+    assert close(simulate(plan, topo).per_host["h1"].time, 0.3, 1e-12)

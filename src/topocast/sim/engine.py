@@ -137,12 +137,24 @@ class _Sim:
         self.host_done: dict[str, float] = {}
         self.allreduce = plan.collective == "allreduce"
         incoming_bytes = defaultdict(float)
+        incoming_set: dict[str, IntervalSet] = defaultdict(IntervalSet)
         for i, t in enumerate(tr):
             incoming_bytes[t.dst] += self.size[i]
-        # Hosts that may be credited mid-transfer (they receive some bytes twice).
-        self.redundant = {
-            h for h in self.wanted if not self.allreduce and incoming_bytes[h] > self.wanted_bytes[h]
-        }
+            if t.dst in self.wanted:
+                incoming_set[t.dst].add_ranges(t.ranges)
+
+        def exact_once(h) -> bool:
+            # every byte h receives is wanted, arrives once and is not held from the start:
+            # then h completes exactly when its last incoming transfer does
+            inc = incoming_set[h]
+            if inc.total != incoming_bytes[h]:
+                return False
+            want, init = IntervalSet(self.wanted[h]), IntervalSet(plan.initial.get(h, ()))
+            return all(want.covers(a, b) and init.missing(a, b) == [(a, b)] for a, b in inc)
+
+        # Hosts that may be credited mid-transfer (bytes received twice, already held or
+        # not wanted).
+        self.redundant = {h for h in self.wanted if not self.allreduce and not exact_once(h)}
         self.waiting_data: dict[str, set[int]] = defaultdict(set)
         self.queue: dict[str, list[int]] = defaultdict(list)
         self.busy_senders: set[str] = set()  # senders with a non-empty queue
