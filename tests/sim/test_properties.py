@@ -305,3 +305,22 @@ def test_host_that_holds_part_of_its_bytes_is_credited_at_first_arrival():
     # a transfer whose last bytes are not wanted by the receiver
     plan = Plan("redistribute", 6, (Transfer("h0", "h1", ((0, 3), (3, 3))),), {"h0": [(0, 6)]}, {"h1": [(0, 3)]})
     assert close(simulate(plan, topo).per_host["h1"].time, 0.3, 1e-12)
+
+
+def test_pipelined_transfer_shorter_than_a_chunk_takes_no_bandwidth_before_it_has_data():
+    """b forwards a 3-byte range pipelined (chunk 8) while its upstream brings 6 bytes: it may
+    start once the upstream delivered its 3 bytes (0.3 s) but has nothing to send until the
+    upstream is done (0.6 s; delivered - chunk < 0 before). It used to ride along at the
+    upstream's rate, finish at 0.6 s with bytes it never had, and steal bandwidth from T2."""
+    topo = Topology("line", ["a", "b", "c"], [], [L("a", "b", 10.0), L("b", "c", 10.0)])
+    plan = Plan(
+        "redistribute", 40,
+        (Transfer.of("a", "b", 0, 6), Transfer.of("b", "c", 0, 3, pipelined=True), Transfer.of("b", "c", 10, 30)),
+        {"a": [(0, 6)], "b": [(10, 30)]}, {"c": [(0, 3), (10, 30)]}, chunk_size=8,
+    )
+    check_plan(plan, topo)
+    r = simulate(plan, topo)
+    assert close(r.transfer_times[1][1], 1.2, 1e-12)  # T2 alone until 0.6 s, then 5 B/s each
+    assert close(r.transfer_times[2][1], 3.3, 1e-12)
+    assert close(r.per_host["c"].time, 3.3, 1e-12)
+    assert_agree(plan, topo)

@@ -205,6 +205,10 @@ class _Sim:
         a = np.clip(self.sent[uu] - self.base[idx] - self.chunk, 0.0, size)
         return np.where(free, size, a)
 
+    def _lead(self, idx: np.ndarray, uu: np.ndarray) -> np.ndarray:
+        """How far the upstream is past ``base + chunk`` (bytes; < 0: nothing to send yet)."""
+        return self.sent[uu] - self.base[idx] - self.chunk + _REL * self.size[uu]
+
     def _activation(self, i: int) -> float:
         u = self.upstream[i]
         return min(self.base[i] + min(self.chunk, self.size[i]), self.size[u])
@@ -368,7 +372,14 @@ class _Sim:
         uu = np.where(has, u, 0)
         av = self._avail_vec(flowing)
         size = self.size[flowing]
-        coupled = has & (self.status[uu] == FLOWING) & (av < size) & (self.sent[flowing] >= av - _REL * size)
+        live = has & (self.status[uu] == FLOWING)
+        coupled = live & (av < size) & (self.sent[flowing] >= av - _REL * size)
+        # upstream not yet one chunk past our first byte (a range shorter than a chunk):
+        # nothing to send yet, so no bandwidth until it is ("unblock" event)
+        blocked = coupled & (self._lead(flowing, uu) < 0)
+        if blocked.any():
+            caps = np.where(blocked, 0.0, caps)
+            coupled &= ~blocked
         children = None
         if coupled.any():
             pos = np.full(self.n, -1, dtype=np.int64)
@@ -411,6 +422,10 @@ class _Sim:
                     # the upstream passes the end of our bytes (plus one chunk): no longer bound
                     need = np.maximum(self.base[f] + size + self.chunk - self.sent[uu], 0.0)
                     groups.append((np.where(~free & (ru > 0), need / ru, np.inf), "free", f))
+                    # the upstream passes base + chunk: a blocked transfer gets data to send
+                    lead = self.sent[uu] - self.base[f] - self.chunk
+                    blocked = ~free & (self._lead(f, uu) < 0) & (ru > 0)
+                    groups.append((np.where(blocked, -lead / ru, np.inf), "unblock", f))
         if self.waiting_upstream:
             w = np.array(sorted(self.waiting_upstream), dtype=np.int64)
             u = self.upstream[w]
