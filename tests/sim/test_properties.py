@@ -32,6 +32,8 @@ from reference import maxmin as ref_maxmin  # noqa: E402
 from reference import reference_simulate  # noqa: E402
 
 REL = 1e-6
+# TOPOCAST_SIM_EXAMPLES=10 multiplies every example count by 10 (long soak runs)
+SCALE = float(__import__("os").environ.get("TOPOCAST_SIM_EXAMPLES", "1"))
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 BROADCAST_PLANNERS = [p for p in available_planners("broadcast")]
 
@@ -69,7 +71,7 @@ def maxmin_instances(draw):
     return pf, pr, capacity, np.array(caps, dtype=float), children
 
 
-@settings(max_examples=400, **SETTINGS)
+@settings(max_examples=int(400 * SCALE), **SETTINGS)
 @given(maxmin_instances())
 def test_progressive_filling_is_feasible_and_max_min_fair(inst):
     pf, pr, capacity, caps, children = inst
@@ -220,7 +222,7 @@ def assert_agree(plan, topo, chunk_size=None):
     return r
 
 
-@settings(max_examples=150, **SETTINGS)
+@settings(max_examples=int(150 * SCALE), **SETTINGS)
 @given(st.data())
 def test_broadcast_planners_agree_with_reference(data):
     topo = data.draw(topologies())
@@ -241,7 +243,7 @@ def test_broadcast_planners_agree_with_reference(data):
     assert r2.per_host == r.per_host and r2.transfer_times == r.transfer_times
 
 
-@settings(max_examples=250, **SETTINGS)
+@settings(max_examples=int(250 * SCALE), **SETTINGS)
 @given(st.data())
 def test_random_dag_plans_agree_with_reference(data):
     topo = data.draw(topologies())
@@ -253,7 +255,7 @@ def test_random_dag_plans_agree_with_reference(data):
     assert r2.per_host == r.per_host and r2.transfer_times == r.transfer_times
 
 
-@settings(max_examples=100, **SETTINGS)
+@settings(max_examples=int(100 * SCALE), **SETTINGS)
 @given(st.data())
 def test_single_transfer_takes_at_least_latency_plus_size_over_bottleneck(data):
     topo = data.draw(topologies())
