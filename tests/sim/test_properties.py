@@ -326,3 +326,107 @@ def test_pipelined_transfer_shorter_than_a_chunk_takes_no_bandwidth_before_it_ha
     assert close(r.transfer_times[2][1], 3.3, 1e-12)
     assert close(r.per_host["c"].time, 3.3, 1e-12)
     assert_agree(plan, topo)
+
+
+def _line(n, bw=10.0, lat=0.0):
+    hosts = [f"n{i}" for i in range(n)]
+    return Topology("line", hosts, [], [L(a, b, bw, lat) for a, b in zip(hosts, hosts[1:])])
+
+
+@pytest.mark.parametrize("chunk", [0, 1, 7, 100])
+@pytest.mark.parametrize("lat", [0.0, 0.25])
+def test_pipelined_chain_closed_form(chunk, lat):
+    """Chain n0 -> n1 -> ... -> n5 on equal links B, latency l per hop, chunk c: host k
+    completes at k*l + (k-1)*c/B + S/B (each hop trails by one chunk and one latency)."""
+    B, S, n = 10.0, 1000, 6
+    topo = _line(n, B, lat)
+    hosts = topo.hosts
+    tr = [Transfer.of(a, b, 0, S, pipelined=True) for a, b in zip(hosts, hosts[1:])]
+    plan = Plan.broadcast("n0", S, hosts[1:], tr, chunk_size=chunk)
+    r = simulate(plan, topo)
+    for k in range(1, n):
+        assert close(r.per_host[hosts[k]].time, k * lat + (k - 1) * chunk / B + S / B, 1e-12), k
+    assert_agree(plan, topo)
+
+
+@pytest.mark.parametrize("chunk", [0, 5])
+def test_pipelined_middle_subrange_and_multi_range(chunk):
+    """b forwards [40, 60) of a 10 B/s upstream [0, 100) over a fast link: starts when the
+    upstream reached byte 40 (+ chunk) and is then held to the upstream's pace: done when the
+    upstream is at 60 + chunk. Multi-range: upstream sends (50,50),(0,50); the child's
+    (90,10),(0,20) starts at position 40 of that sequence."""
+    topo = Topology("t", ["a", "b", "c"], [], [L("a", "b", 10.0), L("b", "c", 1000.0)])
+    plan = Plan(
+        "redistribute", 100,
+        (Transfer.of("a", "b", 0, 100), Transfer.of("b", "c", 40, 20, pipelined=True)),
+        {"a": [(0, 100)]}, {"c": [(40, 20)]}, chunk_size=chunk,
+    )
+    r = simulate(plan, topo)
+    assert close(r.per_host["c"].time, (60 + chunk) / 10.0, 1e-12)
+    assert_agree(plan, topo)
+    plan = Plan(
+        "redistribute", 100,
+        (Transfer("a", "b", ((50, 50), (0, 50))), Transfer("b", "c", ((90, 10), (0, 20)), pipelined=True)),
+        {"a": [(0, 100)]}, {"c": [(90, 10), (0, 20)]}, chunk_size=chunk,
+    )
+    r = simulate(plan, topo)
+    assert close(r.per_host["c"].time, (70 + chunk) / 10.0, 1e-12)
+    assert close(r.transfer_times[1][0], (40 + min(chunk, 30)) / 10.0, 1e-12)
+    assert_agree(plan, topo)
+
+
+def test_injection_with_several_senders():
+    """Δ = 0.5 s per send: each sender's k-th transfer starts flowing at (k+1)Δ + latency,
+    independently of the other sender."""
+    hosts = ["s1", "s2", "a", "b", "c", "d", "e", "f"]
+    links = [L(h, "sw", 1e9, 0.01) for h in hosts]
+    topo = Topology("star", hosts, ["sw"], links, injection_time={"s1": 0.5, "s2": 0.5})
+    tr = [Transfer.of(s, d, 0, 10) for s, ds in (("s1", "abc"), ("s2", "def")) for d in ds]
+    plan = Plan("redistribute", 10, tr, {"s1": [(0, 10)], "s2": [(0, 10)]}, {d: [(0, 10)] for d in "abcdef"})
+    r = simulate(plan, topo)
+    for i, (start, _) in enumerate(r.transfer_times):
+        assert close(start, (i % 3 + 1) * 0.5 + 0.02, 1e-12), (i, start)
+    assert_agree(plan, topo)
+
+
+def test_after_chain_and_rate_caps_equal_to_capacity():
+    """T0 -> T1 -> T2 by 'after' on disjoint links; caps equal to the link bandwidth (float
+    ties between a cap and a saturated link)."""
+    topo = _line(4, 7.0, 0.1)
+    h = topo.hosts
+    tr = [
+        Transfer.of(h[0], h[1], 0, 70, rate_cap=7.0),
+        Transfer.of(h[1], h[2], 0, 70, after=(0,), rate_cap=7.0),
+        Transfer.of(h[2], h[3], 0, 70, after=(1,), rate_cap=7.0),
+    ]
+    plan = Plan("redistribute", 70, tr, {h[0]: [(0, 70)]}, {x: [(0, 70)] for x in h[1:]})
+    r = simulate(plan, topo)
+    for k in range(1, 4):
+        assert close(r.per_host[h[k]].time, k * 10.1, 1e-12)
+    assert_agree(plan, topo)
+
+
+def test_many_identical_flows_tie_and_finish_together():
+    k = 1000
+    topo = Topology("pair", ["a", "b"], [], [L("a", "b", 3.0)])
+    plan = Plan("redistribute", k, tuple(Transfer.of("a", "b", i, 1) for i in range(k)), {"a": [(0, k)]}, {"b": [(0, k)]})
+    r = simulate(plan, topo)
+    assert close(r.per_host["b"].time, k / 3.0, 1e-12)
+    assert all(close(e, k / 3.0, 1e-12) for _, e in r.transfer_times)
+
+
+def test_bytes_received_twice_are_credited_at_first_arrival():
+    """c gets [0, 100) from a (100 B/s, done at 1 s) and from b (10 B/s, done at 10 s)."""
+    topo = Topology("t", ["a", "b", "c"], ["sw"], [L("a", "sw", 100.0), L("b", "sw", 10.0), L("c", "sw", 1000.0)])
+    plan = Plan(
+        "redistribute", 100, (Transfer.of("b", "c", 0, 100), Transfer.of("a", "c", 0, 100)),
+        {"a": [(0, 100)], "b": [(0, 100)]}, {"c": [(0, 100)]},
+    )
+    assert close(simulate(plan, topo).per_host["c"].time, 1.0, 1e-12)
+    # halves from each: [0,50) from a at 100 B/s, all of it from b at 10 B/s, second half first
+    plan = Plan(
+        "redistribute", 100, (Transfer("b", "c", ((50, 50), (0, 50))), Transfer.of("a", "c", 0, 50)),
+        {"a": [(0, 100)], "b": [(0, 100)]}, {"c": [(0, 100)]},
+    )
+    assert close(simulate(plan, topo).per_host["c"].time, 5.0, 1e-12)
+    assert_agree(plan, topo)
