@@ -162,7 +162,9 @@ def check_plan(plan: Plan, topology) -> None:
     _check_acyclic(preds, fail)
 
     if plan.collective == "allreduce":
-        return
+        from .check_allreduce import check_allreduce
+
+        return check_allreduce(plan, topology)
 
     # Step 3: causality replay (worklist over hosts whose holdings grew).
     holds: dict[str, IntervalSet] = defaultdict(IntervalSet)

@@ -14,6 +14,14 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+_COLLECTIVE_ORDER = {"broadcast": 0, "allreduce": 1, "redistribute": 2}
+
+
+def sorted_infos(infos):
+    """Stable listing order (import order can differ): collective, algorithms by name, selectors last."""
+    return sorted(infos, key=lambda i: (_COLLECTIVE_ORDER.get(i.collective, 9), i.collective, "selector" in i.tags, i.name))
+
+
 def markdown_table(infos) -> str:
     """The planner table of docs/planners.md, generated from the registry."""
     lines = [
@@ -24,14 +32,14 @@ def markdown_table(infos) -> str:
         "| collective | name | summary | reference |",
         "|---|---|---|---|",
     ]
-    for i in infos:
+    for i in sorted_infos(infos):
         cells = [i.collective, f"`{i.name}`", i.summary, i.reference]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return "\n".join(lines) + "\n"
 
 
 def run(args) -> int:
-    infos = available_planners(args.collective)
+    infos = sorted_infos(available_planners(args.collective))
     if args.markdown:
         print(markdown_table(infos), end="")
         return 0

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# System and Python packages for the runtime/testbed tests and the MPICH side-by-side.
+# Called by .ci/run (as root). Every step is optional: without it the tests that need it skip
+# with a reason.
+set -u
+export DEBIAN_FRONTEND=noninteractive
+if command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq || true
+    # iproute2: ip netns/veth/bridge + tc (HTB) for the emulated network;
+    # openssh-server/-client: the ssh launcher test starts its own sshd on loopback.
+    apt-get install -y -qq --no-install-recommends iproute2 openssh-server openssh-client || true
+fi
+mkdir -p /run/sshd 2>/dev/null || true
+# Optional extra for benchmarks/bench_vs_mpich.py (not needed by the test suite):
+#   pip install 'mpi4py>=3.1' 'mpich>=4.0'      (or: pip install '.[mpi]')
+exit 0

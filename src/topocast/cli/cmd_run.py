@@ -1,0 +1,279 @@
+"""``topocast run``: perform a plan for real and print measured beside predicted beside bound."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+
+from ..errors import InputError
+from .common import print_json, size_arg
+
+GOODPUT_TESTBED = 0.955  # TCP goodput / HTB rate measured on the emulated network (docs/experiments/runtime.md)
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "run",
+        help="perform a plan for real (agents over TCP)",
+        description=(
+            "Perform a plan: one agent per host over TCP, chunked and pipelined as planned, every chunk "
+            "checked, the whole message verified on every host. Give a plan file (topocast plan --output) "
+            "or a topology with --algorithm and --source."
+        ),
+    )
+    p.add_argument("target", metavar="PLAN.json|TOPOLOGY", help="a plan file, or a topology file / builtin:NAME")
+    p.add_argument("--algorithm", "-a", default=None, help="broadcast planner (with a topology)")
+    p.add_argument("--source", "-s", default=None, help="source host (with a topology)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--file", default=None, help="the message: a file every initial holder can read")
+    g.add_argument("--size", type=size_arg, default=None, help="message size (e.g. 32MiB); random bytes")
+    p.add_argument("--topology", default=None, help="topology of a plan file (for the prediction and the bound)")
+    p.add_argument("--launcher", choices=("local", "testbed", "ssh"), default="local")
+    p.add_argument("--testbed", default=None, metavar="NAME", help="testbed name (default: the only one up)")
+    p.add_argument("--dest-dir", default=None, help="each receiving host writes DIR/HOST/NAME")
+    p.add_argument("--chunk-size", type=size_arg, default=None, help="chunk size (default 64KiB)")
+    p.add_argument(
+        "--goodput",
+        type=float,
+        default=None,
+        help=f"TCP goodput as a fraction of link bandwidth, applied to the prediction and to rate caps "
+        f"(default {GOODPUT_TESTBED} on the testbed, 1 otherwise)",
+    )
+    p.add_argument("--timeout", type=float, default=None, help="give up after this many seconds")
+    p.add_argument("--ssh-hosts", default=None, help="YAML/JSON: host -> '[user@]address[:port]'")
+    p.add_argument("--ssh-identity", default=None, help="private key for the ssh launcher")
+    p.add_argument("--ssh-option", action="append", default=[], help="extra ssh option (repeatable), e.g. -oStrictHostKeyChecking=no")
+    p.add_argument("--control-host", default=None, help="address of this machine the ssh hosts can reach")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run)
+
+
+def _load_target(args):
+    """(plan, topology or None, algorithm name)."""
+    from ..plan import Broadcast, Plan
+    from ..topology import load_topology
+
+    target = args.target
+    plan = None
+    if target.endswith(".json"):
+        try:
+            with open(target) as fh:
+                data = json.load(fh)
+        except (OSError, json.JSONDecodeError):
+            data = None
+        if isinstance(data, dict) and data.get("format") == "topocast-plan/1":
+            plan = Plan.from_json(data, source=target)
+    if plan is not None:
+        topo = load_topology(args.topology) if args.topology else None
+        if topo is None and args.launcher == "testbed":
+            from ..testbed.state import load_state
+
+            topo = load_topology(load_state(args.testbed).topology_spec)
+        if args.size is not None and args.size != plan.size:
+            raise InputError(f"the plan moves {plan.size} bytes, not {args.size}", element="--size")
+        return plan, topo, plan.planner or "plan"
+    topo = load_topology(target)
+    if not args.algorithm or not args.source:
+        raise InputError("with a topology, give --algorithm NAME and --source HOST", element=target)
+    if args.file is not None:
+        import os
+
+        try:
+            size = os.path.getsize(args.file)
+        except OSError as exc:
+            raise InputError(f"cannot read ({exc.strerror})", source=args.file) from None
+    elif args.size is not None:
+        size = int(args.size)
+    else:
+        raise InputError("give --file PATH or --size SIZE", element="message")
+    from ..check import check_plan
+    from ..planners import get_planner
+
+    info = get_planner("broadcast", args.algorithm)
+    plan = info(topo, Broadcast(args.source, size))
+    check_plan(plan, topo)
+    return plan, topo, info.name
+
+
+def scale_caps(plan, factor: float):
+    """The plan with every rate cap multiplied by ``factor`` (goodput of the real links)."""
+    from dataclasses import replace
+
+    if factor == 1.0:
+        return plan
+    return replace(plan, transfers=tuple(replace(t, rate_cap=None if t.rate_cap is None else t.rate_cap * factor) for t in plan.transfers))
+
+
+def scale_topology(topo, factor: float):
+    from dataclasses import replace
+
+    if factor == 1.0:
+        return topo
+    links = [
+        replace(pl, bandwidth=pl.bandwidth * factor, bandwidth_ba=None if pl.bandwidth_ba is None else pl.bandwidth_ba * factor)
+        for pl in topo.physical_links
+    ]
+    return topo.replace(links=links)
+
+
+def predict(plan, topo, chunk: int, goodput: float):
+    """Simulated result of ``plan`` on ``topo`` with bandwidths scaled by ``goodput`` (None if
+    the simulator is not available)."""
+    try:
+        from ..sim import simulate
+
+        return simulate(plan, scale_topology(topo, goodput), chunk_size=chunk)
+    except NotImplementedError:
+        return None
+
+
+def _ssh_hosts(path):
+    if not path:
+        return None
+    import yaml
+
+    try:
+        with open(path) as fh:
+            data = yaml.safe_load(fh)
+    except (OSError, yaml.YAMLError) as exc:
+        raise InputError(f"cannot read ssh hosts ({exc})", source=path) from None
+    if not isinstance(data, dict):
+        raise InputError("expected a mapping host -> '[user@]address[:port]'", source=path)
+    out = {}
+    for h, v in data.items():
+        if isinstance(v, dict):
+            out[str(h)] = v
+            continue
+        target, port = str(v), 22
+        if target.rsplit(":", 1)[-1].isdigit() and ":" in target:
+            target, p = target.rsplit(":", 1)
+            port = int(p)
+        out[str(h)] = {"target": target, "port": port, "address": target.split("@")[-1]}
+    return out
+
+
+def run(args) -> int:
+    from ..bounds import broadcast_bounds
+    from ..runtime import DEFAULT_CHUNK, make_launcher, perform
+
+    plan, topo, algorithm = _load_target(args)
+    chunk = int(args.chunk_size or DEFAULT_CHUNK)
+    goodput = args.goodput if args.goodput is not None else (GOODPUT_TESTBED if args.launcher == "testbed" else 1.0)
+    if not 0 < goodput <= 1:
+        raise InputError("expected a fraction in (0, 1]", element="--goodput")
+    plan = scale_caps(plan, goodput).with_chunk_size(chunk)
+    launcher = make_launcher(
+        args.launcher,
+        testbed_name=args.testbed,
+        ssh_hosts=_ssh_hosts(args.ssh_hosts),
+        ssh_identity=args.ssh_identity,
+        ssh_options=args.ssh_option,
+        control_host=args.control_host,
+    )
+    if args.launcher == "testbed":
+        missing = [h for h in plan.hosts if h not in launcher.state.hosts]
+        if missing:
+            raise InputError(f"hosts {', '.join(missing)} are not in testbed {launcher.state.name!r}", element="--testbed")
+        for w in launcher.state.warnings:
+            print(f"topocast: warning: {w}", file=sys.stderr)
+    predicted = predict(plan, topo, chunk, goodput) if topo is not None else None
+    bound = broadcast_bounds(topo, plan.source, plan.destinations) if (topo is not None and plan.collective == "broadcast") else None
+
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
+
+    err = Console(stderr=True)
+    progress = Progress(
+        TextColumn("{task.description:>8}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(), console=err, transient=True
+    )
+    tasks = {}
+
+    def on_progress(held, t):
+        for h, n in held.items():
+            if h not in tasks:
+                tasks[h] = progress.add_task(h, total=sum(l for _, l in plan.wanted[h]))
+            progress.update(tasks[h], completed=n)
+
+    with progress:
+        outcome = perform(plan, topo, launcher=launcher, file=args.file, chunk_size=chunk, dest_dir=args.dest_dir, timeout=args.timeout, on_progress=on_progress)
+    measured = outcome.result
+    if args.json:
+        print_json(
+            {
+                "topology": topo.name if topo is not None else None,
+                "source": plan.source,
+                "size_bytes": plan.size,
+                "algorithm": algorithm,
+                "launcher": args.launcher,
+                "chunk_size": chunk,
+                "goodput_factor": goodput,
+                "bound": bound.to_json() if bound else None,
+                "predicted": _res_json(predicted),
+                "measured": _res_json(measured),
+                "failed": outcome.failed,
+                "warnings": outcome.warnings,
+                "cpu_seconds": outcome.cpu,
+                "cpu_bound": outcome.cpu_bound,
+                "cpu_busy": outcome.cpu_busy,
+            }
+        )
+    else:
+        print_table(Console(), plan, algorithm, measured, predicted, bound, outcome, args.launcher)
+    return 0 if not outcome.failed else 1
+
+
+def _res_json(r):
+    if r is None:
+        return None
+    return {"aggregate_bandwidth": r.aggregate_bandwidth, "makespan": r.makespan, "per_host": {h: x.to_json() for h, x in r.per_host.items()}}
+
+
+def _mbps(x):
+    if x is None or not math.isfinite(x):
+        return "-"
+    return f"{x * 8 / 1e6:.1f}"
+
+
+def _sec(x):
+    if x is None or not math.isfinite(x):
+        return "-"
+    return f"{x:.3f}"
+
+
+def print_table(console, plan, algorithm, measured, predicted, bound, outcome, launcher_name="") -> None:
+    from rich.table import Table
+
+    t = Table(title=f"{algorithm}: {plan.size} bytes from {plan.source}: measured, predicted, bound")
+    for c in ("host", "meas s", "pred s", "m/p", "meas Mb/s", "pred Mb/s", "bound Mb/s", "status"):
+        t.add_column(c, justify="left" if c in ("host", "status") else "right", no_wrap=c != "status", min_width=8 if c == "status" else None)
+    for h in plan.wanted:
+        m = measured.per_host[h]
+        p = predicted.per_host.get(h) if predicted else None
+        ratio = f"{m.time / p.time:.2f}" if (p and m.completed and p.time > 0) else "-"
+        b = bound.per_host_rate.get(h) if bound else None
+        t.add_row(h, _sec(m.time), _sec(p.time if p else None), ratio, _mbps(m.rate), _mbps(p.rate if p else None), _mbps(b), "ok" if m.completed else f"FAILED: {m.reason}")
+    t.add_row(
+        "total",
+        _sec(measured.makespan),
+        _sec(predicted.makespan if predicted else None),
+        f"{measured.makespan / predicted.makespan:.2f}" if predicted and math.isfinite(measured.makespan) and predicted.makespan > 0 else "-",
+        _mbps(measured.aggregate_bandwidth),
+        _mbps(predicted.aggregate_bandwidth if predicted else None),
+        _mbps(bound.aggregate_bandwidth if bound else None),
+        f"{len(outcome.failed)} failed" if outcome.failed else "verified",
+        end_section=True,
+    )
+    console.print(t)
+    if outcome.failed:
+        console.print("[bold red]hosts that did not complete:[/]")
+        for h, why in outcome.failed.items():
+            console.print(f"  {h}: {why}")
+    for w in outcome.warnings:
+        console.print(f"[yellow]note:[/] {w}")
+    if launcher_name == "local" and bound is not None:
+        console.print("note: launcher local runs over loopback: the topology's links are not emulated (use --launcher testbed)")
+    if outcome.cpu_busy is not None:
+        console.print(f"cores busy during the run: {outcome.cpu_busy:.0%}; agent CPU time {sum(outcome.cpu.values()):.2f} s over {outcome.wall:.2f} s")
+    if outcome.cpu_bound:
+        console.print(f"[yellow]warning: the CPU may have set the pace, not the links:[/] {outcome.cpu_bound}")

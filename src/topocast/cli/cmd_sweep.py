@@ -1,0 +1,178 @@
+"""``topocast sweep``: predicted time against message size for chosen planners (like the
+seeds' plots: MPICH/Mateescu time vs size, GridMPI throughput vs size).
+
+Sizes go from ``--min`` to ``--max`` multiplying by ``--step``. ``--throughput`` plots
+GridMPI's normalised throughput instead of the time (broadcast: size x hosts / time;
+allreduce: size x hosts^2 / time). ``--option NAME=VALUE`` passes a parameter to every
+planner that takes it (for example ``connections=1`` for ``gridmpi``).
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+
+from ..errors import InputError, TopocastError
+from ..plan import Broadcast
+from ..planners import get_planner
+from ..units import format_size, format_time, parse_size
+from .common import add_topology_args, load_topology_arg, print_json, size_arg
+
+COLLECTIVES = ("broadcast", "allreduce")
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "sweep",
+        help="predicted time vs message size for several planners (table, plot, JSON)",
+        description="Simulate each planner for message sizes from --min to --max and print/plot "
+        "the predicted time (or GridMPI's normalised throughput).",
+    )
+    add_topology_args(p)
+    p.add_argument("--source", help="broadcast source (default: the first host)")
+    p.add_argument("--collective", choices=COLLECTIVES, default="broadcast", help="default broadcast")
+    p.add_argument("--algorithms", required=True, help="comma-separated planner names")
+    p.add_argument("--min", dest="min_size", type=size_arg, default=size_arg("1KB"), help="smallest size (default 1KB)")
+    p.add_argument("--max", dest="max_size", type=size_arg, default=size_arg("1GB"), help="largest size (default 1GB)")
+    p.add_argument("--step", type=float, default=4.0, help="size ratio between points (default 4)")
+    p.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
+                   help="planner parameter, passed to the planners that accept it (repeatable)")
+    p.add_argument("--throughput", action="store_true", help="plot GridMPI's normalised throughput instead of time")
+    p.add_argument("--plot", metavar="FILE", help="write the plot (PNG/PDF/SVG by extension)")
+    p.add_argument("--title", help="plot title")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=run)
+
+
+def sizes_between(lo: int, hi: int, step: float) -> list[int]:
+    if lo <= 0 or hi < lo:
+        raise InputError(f"need 0 < --min <= --max, got {lo} and {hi}", element="--min/--max")
+    if not step > 1:
+        raise InputError(f"--step must be > 1, got {step}", element="--step")
+    out, x = [], float(lo)
+    while x <= hi * (1 + 1e-9):
+        out.append(int(round(x)))
+        x *= step
+    return out
+
+
+def _parse_options(items) -> dict:
+    opts = {}
+    for item in items:
+        if "=" not in item:
+            raise InputError(f"expected NAME=VALUE, got {item!r}", element="--option")
+        k, v = item.split("=", 1)
+        k, v = k.strip(), v.strip()
+        for conv in (int, float):
+            try:
+                v = conv(v)
+                break
+            except ValueError:
+                continue
+        opts[k] = v
+    return opts
+
+
+def sweep(topology, collective: str, algorithms, sizes, *, source=None, options=None):
+    """``{"sizes", "hosts", "results": [{"algorithm", "times", "throughput", "error"}]}``;
+    a planner that fails gets ``None`` times and the error."""
+    from ..check import check_plan
+    from ..cost import allreduce_throughput, bcast_throughput
+    from ..planners.allreduce import Allreduce
+    from ..sim import simulate
+
+    options = options or {}
+    source = source or topology.hosts[0]
+    if not topology.is_host(source):
+        raise InputError(f"{source!r} is not a host of {topology.name!r}", element="--source")
+    hosts = len(topology.hosts)
+    rows = []
+    for name in algorithms:
+        info = get_planner(collective, name)
+        accepted = inspect.signature(info.func).parameters
+        kwargs = {k: v for k, v in options.items() if k in accepted}
+        times, thr, error = [], [], None
+        for size in sizes:
+            req = Broadcast(source, size) if collective == "broadcast" else Allreduce(size)
+            try:
+                plan = info(topology, req, **kwargs)
+                check_plan(plan, topology)
+                t = simulate(plan, topology).makespan
+            except TopocastError as exc:
+                error = str(exc)
+                times, thr = None, None
+                break
+            times.append(t)
+            thr.append(bcast_throughput(size, hosts, t) if collective == "broadcast" else allreduce_throughput(size, hosts, t))
+        rows.append({"algorithm": name, "params": kwargs, "times": times, "throughput": thr, "error": error})
+    return {"topology": topology.name, "collective": collective, "source": source if collective == "broadcast" else None,
+            "hosts": hosts, "sizes": list(sizes), "results": rows}
+
+
+def plot_sweep(data, path, *, throughput=False, title=None) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    sizes = data["sizes"]
+    markers = "os^vD<>px*h"
+    for k, row in enumerate(data["results"]):
+        if row["times"] is None:
+            continue
+        ys = [y / 1e6 for y in row["throughput"]] if throughput else row["times"]
+        label = row["algorithm"] + "".join(f" {a}={b}" if len(str(b)) <= 12 else f" ({a} given)" for a, b in row["params"].items())
+        ax.plot(sizes, ys, marker=markers[k % len(markers)], ms=4, label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("message size (bytes)")
+    if throughput:
+        unit = "size x hosts" if data["collective"] == "broadcast" else "size x hosts²"
+        ax.set_ylabel(f"throughput = {unit} / time (MB/s)")
+    else:
+        ax.set_ylabel("predicted time (s)")
+    ax.set_title(title or f"{data['collective']} on {data['topology']} ({data['hosts']} hosts)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def run(args) -> int:
+    topology = load_topology_arg(args)
+    algorithms = [a.strip() for a in args.algorithms.split(",") if a.strip()]
+    if not algorithms:
+        raise InputError("give at least one planner name", element="--algorithms")
+    sizes = sizes_between(args.min_size, args.max_size, args.step)
+    data = sweep(topology, args.collective, algorithms, sizes, source=args.source, options=_parse_options(args.option))
+    if args.plot:
+        plot_sweep(data, args.plot, throughput=args.throughput, title=args.title)
+    if args.json:
+        print_json(data)
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{data['collective']} on {data['topology']}: predicted time" + (" (throughput MB/s)" if args.throughput else ""))
+    table.add_column("size", justify="right")
+    for row in data["results"]:
+        table.add_column(row["algorithm"], justify="right")
+    for k, size in enumerate(sizes):
+        cells = [format_size(size)]
+        for row in data["results"]:
+            if row["times"] is None:
+                cells.append("-")
+            elif args.throughput:
+                cells.append(f"{row['throughput'][k] / 1e6:.1f}")
+            else:
+                cells.append(format_time(row["times"][k]))
+        table.add_row(*cells)
+    Console().print(table)
+    for row in data["results"]:
+        if row["error"]:
+            Console(stderr=True).print(f"{row['algorithm']}: skipped ({row['error']})")
+    if args.plot:
+        Console(stderr=True).print(f"plot written to {args.plot}")
+    return 0

@@ -1,0 +1,102 @@
+"""``topocast testbed up|down|status|exec``: the emulated network (needs root)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from ..errors import InputError
+from .common import print_json
+
+
+def register(sub) -> None:
+    p = sub.add_parser("testbed", help="build or remove an emulated network (needs root)",
+                       description="Build a topology on this machine: a network namespace per host, a bridge per switch, "
+                       "a veth pair per link, HTB shaping on both directions of every link, addresses from 198.18.0.0/15.")
+    tsub = p.add_subparsers(dest="testbed_command", metavar="ACTION")
+    u = tsub.add_parser("up", help="build a topology")
+    u.add_argument("topology", help="topology file or builtin:NAME")
+    u.add_argument("--name", default=None, help="testbed name (default: the topology's name)")
+    u.add_argument("--default-bandwidth", default=None, help="bandwidth for links the file gives none")
+    u.add_argument("--queue", type=float, default=None, metavar="SECONDS", help="leaf queue per shaped direction, in seconds of its rate (bfifo; default: pfifo of txqueuelen packets)")
+    u.add_argument("--congestion", default=None, help="TCP congestion control inside every host (e.g. cubic; default: the kernel's)")
+    u.add_argument("--fair", action="store_true", help="share each link direction fairly among TCP flows (256 hashed HTB classes) instead of one FIFO")
+    u.add_argument("--json", action="store_true")
+    u.set_defaults(func=_up)
+    d = tsub.add_parser("down", help="remove everything a testbed created (also after a crash)")
+    d.add_argument("name", nargs="?", default=None)
+    d.set_defaults(func=_down)
+    s = tsub.add_parser("status", help="show a testbed")
+    s.add_argument("name", nargs="?", default=None)
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=_status)
+    e = tsub.add_parser("exec", help="run a command inside a host: exec HOST -- CMD ...")
+    e.add_argument("host")
+    e.add_argument("argv", nargs="+", metavar="CMD")
+    e.add_argument("--testbed", default=None)
+    e.set_defaults(func=_exec)
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+
+def _up(args) -> int:
+    from ..testbed import up
+    from ..topology import load_topology
+    from ..units import parse_bandwidth
+
+    dbw = parse_bandwidth(args.default_bandwidth, field="--default-bandwidth") if args.default_bandwidth else None
+    topo = load_topology(args.topology, default_bandwidth=dbw)
+    st = up(topo, name=args.name, spec=args.topology, queue=args.queue, congestion=args.congestion, fair=args.fair)
+    for w in st.warnings:
+        print(f"topocast: warning: {w}", file=sys.stderr)
+    if args.json:
+        from ..testbed import status
+        print_json(status(st.name))
+    else:
+        print(f"testbed {st.name} up: {len(st.host_ns)} hosts, {len(st.links)} links shaped (prefix {st.prefix})")
+        for h in st.host_ns:
+            print(f"  {h:>10}  {st.host_addr[h]:<15} netns {st.host_ns[h]}")
+    return 0
+
+
+def _down(args) -> int:
+    from ..testbed import down
+
+    removed = down(args.name)
+    print(f"removed {len(removed)} namespaces: {' '.join(removed)}")
+    return 0
+
+
+def _status(args) -> int:
+    from ..testbed import list_states, status
+
+    if args.name is None and len(list_states()) != 1:
+        names = list_states()
+        print("testbeds up: " + (", ".join(names) if names else "none"))
+        return 0
+    info = status(args.name)
+    if args.json:
+        print_json(info)
+        return 0
+    print(f"testbed {info['name']} ({info['topology']}), netem: {'yes' if info['netem'] else 'no (latency not emulated)'}")
+    for h, x in info["hosts"].items():
+        print(f"  {h:>10}  {x['address']:<15} {x['namespace']:<14} {'up' if x['up'] else 'MISSING'}")
+    for l in info["links"]:
+        print(f"  link {l['a']}-{l['b']}: {l['ab']['rate']} / {l['ba']['rate']}")
+    for w in info["warnings"]:
+        print(f"  warning: {w}")
+    return 0
+
+
+def _exec(args) -> int:
+    from ..testbed import exec_argv, load_state, require_root
+
+    require_root()
+    argv = list(args.argv)
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    if not argv:
+        raise InputError("give a command after --", element="exec")
+    st = load_state(args.testbed)
+    cmd = exec_argv(st, args.host, argv)
+    os.execvp(cmd[0], cmd)
+    return 0  # not reached

@@ -1,0 +1,1 @@
+"""Reproductions of published studies (``topocast experiment NAME``)."""

@@ -1,0 +1,62 @@
+"""Shared pieces of the allreduce planners: the request and the plan constructor."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+from ...errors import PlanError
+from ...plan import Plan, Transfer
+
+__all__ = ["Allreduce", "allreduce_plan", "allreduce_hosts"]
+
+
+@dataclass(frozen=True)
+class Allreduce:
+    """An allreduce request: every host of ``hosts`` (default: all hosts of the topology, in
+    topology order = rank order) contributes ``size`` bytes."""
+
+    size: int
+    hosts: tuple[str, ...] | None = None
+
+    def resolve(self, topology) -> list[str]:
+        if self.size <= 0:
+            raise PlanError(f"message size must be positive, got {self.size}", element="size")
+        if self.hosts is None:
+            return list(topology.hosts)
+        members = []
+        for h in self.hosts:
+            if not topology.is_host(h):
+                raise PlanError(f"{h!r} is not a host of topology {topology.name!r}", element="hosts")
+            if h not in members:
+                members.append(h)
+        order = {h: i for i, h in enumerate(topology.hosts)}
+        return sorted(members, key=order.__getitem__)
+
+
+def allreduce_hosts(topology, request) -> list[str]:
+    """Participants of ``request``: an :class:`Allreduce`, or a broadcast request (its
+    source plus destinations, so the generic CLI can pass one), in host order."""
+    if isinstance(request, Allreduce):
+        return request.resolve(topology)
+    if hasattr(request, "resolve") and hasattr(request, "source"):
+        dests = request.resolve(topology)
+        members = set(dests) | {request.source}
+        return [h for h in topology.hosts if h in members]
+    raise PlanError(f"expected an allreduce request, got {type(request).__name__}", element="request")
+
+
+def allreduce_plan(hosts: Iterable[str], size: int, transfers: Iterable[Transfer], *, planner: str,
+                   params: Mapping[str, Any] | None = None, notes: Mapping[str, Any] | None = None) -> Plan:
+    whole = ((0, int(size)),)
+    hosts = list(hosts)
+    return Plan(
+        collective="allreduce",
+        size=int(size),
+        transfers=tuple(transfers),
+        initial={h: whole for h in hosts},
+        wanted={h: whole for h in hosts},
+        planner=planner,
+        params=params or {},
+        notes=notes or {},
+    )

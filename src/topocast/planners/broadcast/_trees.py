@@ -1,0 +1,478 @@
+"""Shared machinery of the bandwidth-oriented broadcast planners (ALGORITHMS.md 0.2, 1-3).
+
+* :class:`Arborescence` - a rooted tree over the topology's nodes in DFS preorder, as numpy
+  arrays, so that the depth-first pipeline of any set of destinations ("tracing every
+  destination", ALGORITHMS.md 1.2) and the links it uses are computed without Python loops
+  over hosts.
+* :func:`residual_pipelines` - the capacity-subtraction loop shared by Stable Broadcast
+  (partial trees allowed) and FPFR (spanning trees only).
+* :func:`nested_layout` - the byte layout that folds the staged re-send of Stable Broadcast
+  (ALGORITHMS.md 1.4) into one continuous stream per tree (see the function's docstring).
+* :func:`pipeline_transfers` - rated pipelines + byte sequences -> Transfers (paced, pipelined).
+* :func:`e1_rates`, :func:`e2_rates` - the analytic evaluators E1 and E2 of ALGORITHMS.md 0.2.
+
+Ours ([I]): every design decision in this module. The papers give the capacity-subtraction loop
+and the staged transfer only in prose; the preorder/Euler-tour formulation, the drop rule for
+exhausted up-links, the epsilon, the integer byte layout and the pacing are our readings.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from ...plan import Transfer
+
+__all__ = [
+    "Arborescence",
+    "Pipeline",
+    "residual_pipelines",
+    "nested_layout",
+    "contiguous_layout",
+    "pipeline_transfers",
+    "e1_rates",
+    "e2_rates",
+    "resource_arrays",
+    "pipeline_over",
+    "undirected_tree",
+]
+
+EPS_REL = 1e-9
+
+
+def undirected_tree(topology) -> bool:
+    """True for a tree of two-way links (then every host pair has one route: the tree path)."""
+    return topology.is_tree() and not any(getattr(pl, "directed", False) for pl in topology.physical_links)
+
+
+def has_reverse(topology) -> np.ndarray:
+    """Bool per directed link: the opposite direction exists (false only for one-way links)."""
+    pair = topology._pair_to_link
+    return np.array([(l.dst, l.src) in pair for l in topology.links], dtype=bool)
+
+
+def unreachable_error(planner, info, dests):
+    """PlanError for destinations no depth-first pipeline can reach (one-way links only)."""
+    from ...errors import PlanError
+
+    missing = info.get("unreachable") or list(dests)
+    return PlanError(f"{planner}: no depth-first pipeline reaches {', '.join(missing[:5])}"
+                     f"{' ...' if len(missing) > 5 else ''} over two-way links", element="destinations")
+
+
+def resource_arrays(topology) -> tuple[np.ndarray, np.ndarray]:
+    """(resource id per directed link, capacity per resource) with fatpipe links mapped to an
+    extra resource of infinite capacity (so indexing never needs a special case)."""
+    res_of = topology.link_resource.copy()
+    cap = np.append(topology.resource_capacity.astype(float), np.inf)
+    res_of[res_of < 0] = len(cap) - 1
+    return res_of, cap
+
+
+# --------------------------------------------------------------------------- arborescence
+class Arborescence:
+    """A tree rooted at ``root`` over (a subset of) the topology's nodes, in DFS preorder.
+
+    Arrays are indexed by preorder position ``i`` (0 = root):
+
+    * ``node[i]``: topology node index; ``parent[i]``: preorder position of the parent (-1);
+    * ``end[i]``: one past the last position of the subtree of ``i``;
+    * ``down[i]`` / ``up[i]``: directed link ids parent->node / node->parent (-1 at the root);
+    * ``depth[i]``.
+    """
+
+    __slots__ = ("topology", "node", "parent", "end", "down", "up", "depth", "pos", "_by_depth")
+
+    def __init__(self, topology, node, parent, down, up):
+        self.topology = topology
+        self.node = np.asarray(node, dtype=np.int64)
+        self.parent = np.asarray(parent, dtype=np.int64)
+        self.down = np.asarray(down, dtype=np.int64)
+        self.up = np.asarray(up, dtype=np.int64)
+        n = len(self.node)
+        depth = np.zeros(n, dtype=np.int64)
+        for i in range(1, n):  # parents come first in preorder
+            depth[i] = depth[self.parent[i]] + 1
+        self.depth = depth
+        # subtree ends: process in reverse preorder
+        end = np.arange(1, n + 1, dtype=np.int64)
+        par = self.parent.tolist()
+        e = end.tolist()
+        for i in range(n - 1, 0, -1):
+            p = par[i]
+            if e[i] > e[p]:
+                e[p] = e[i]
+        self.end = np.asarray(e, dtype=np.int64)
+        pos = np.full(topology.n_nodes, -1, dtype=np.int64)
+        pos[self.node] = np.arange(n)
+        self.pos = pos
+        self._by_depth = None
+
+    @classmethod
+    def dfs(cls, topology, root: str, *, usable=None, key=None) -> "Arborescence":
+        """DFS from ``root`` over directed links with ``usable[link]`` (default: all).
+
+        Neighbours are visited by ``key(link)`` ascending (default: node index), so the result
+        is deterministic. On a tree topology this is the unique rooted tree.
+        """
+        r = topology.index(root)
+        link_dst = topology.link_dst
+        out = topology._out
+        pair = topology._pair_to_link
+        names = topology.nodes
+        seen = np.zeros(topology.n_nodes, dtype=bool)
+        node, parent, down, up = [], [], [], []
+        # stack of (node index, parent position, down link)
+        stack = [(r, -1, -1)]
+        while stack:
+            x, p, lid = stack.pop()
+            if seen[x]:
+                continue
+            seen[x] = True
+            my = len(node)
+            node.append(x)
+            parent.append(p)
+            down.append(lid)
+            if lid >= 0:
+                up.append(pair.get((names[x], names[int(topology.link_src[lid])]), -1))
+            else:
+                up.append(-1)
+            nbr = [l for l in out[x] if not seen[link_dst[l]] and (usable is None or usable[l])]
+            if key is None:
+                nbr.sort(key=lambda l: int(link_dst[l]))
+            else:
+                nbr.sort(key=key)
+            for l in reversed(nbr):
+                stack.append((int(link_dst[l]), my, l))
+        return cls(topology, node, parent, down, up)
+
+    @classmethod
+    def from_parent_links(cls, topology, root: str, plink: np.ndarray, *, child_key=None) -> "Arborescence":
+        """Arborescence from ``plink[node]`` = directed link into the node (-1: root/unreached).
+
+        Children are visited by ``child_key(link into child)`` ascending (default: node index).
+        """
+        r = topology.index(root)
+        link_src = topology.link_src
+        children: dict[int, list[int]] = {}
+        for x in np.flatnonzero(plink >= 0).tolist():
+            children.setdefault(int(link_src[plink[x]]), []).append(x)
+        names = topology.nodes
+        pair = topology._pair_to_link
+        node, parent, down, up = [], [], [], []
+        stack = [(r, -1)]
+        while stack:
+            x, p = stack.pop()
+            my = len(node)
+            node.append(x)
+            parent.append(p)
+            lid = int(plink[x]) if x != r else -1
+            down.append(lid)
+            up.append(pair.get((names[x], names[int(link_src[lid])]), -1) if lid >= 0 else -1)
+            kids = children.get(x, [])
+            if child_key is None:
+                kids.sort()
+            else:
+                kids.sort(key=lambda c: child_key(int(plink[c])))
+            for c in reversed(kids):
+                stack.append((c, my))
+        return cls(topology, node, parent, down, up)
+
+    @property
+    def size(self) -> int:
+        return len(self.node)
+
+    def by_depth(self):
+        if self._by_depth is None:
+            order = np.argsort(self.depth, kind="stable")
+            d = self.depth[order]
+            cuts = np.flatnonzero(np.diff(d)) + 1
+            self._by_depth = [g for g in np.split(order, cuts) if len(g) and self.depth[g[0]] > 0]
+        return self._by_depth
+
+    def chain_usage(self, active: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Links used by the depth-first pipeline through the ``active`` positions.
+
+        ``active`` is a bool array over preorder positions (root excluded). The pipeline visits
+        active nodes in preorder; the hop between consecutive ones follows the tree path (up to
+        the lowest common ancestor, then down), so together the hops walk an Euler tour of the
+        Steiner subtree: the down link into ``i`` is used once iff the subtree of ``i`` holds an
+        active node, and the up link out of ``i`` is used once iff, in addition, some active
+        node comes after the subtree (the chain has to leave it). Returns (down_used, up_used)
+        as bool arrays over positions.
+        """
+        cs = np.concatenate(([0], np.cumsum(active, dtype=np.int64)))
+        inside = cs[self.end] - cs[:-1]
+        after = cs[-1] - cs[self.end]
+        down_used = inside > 0
+        down_used[0] = False
+        up_used = down_used & (after > 0)
+        return down_used, up_used
+
+    def path_ok(self, link_ok: np.ndarray) -> np.ndarray:
+        """Bool over positions: every down link on the path root -> i satisfies ``link_ok``."""
+        ok = np.ones(self.size, dtype=bool)
+        for g in self.by_depth():
+            ok[g] = ok[self.parent[g]] & link_ok[self.down[g]]
+        return ok
+
+    def hop_path(self, a: int, b: int) -> tuple[str, ...]:
+        """Node path from position ``a`` to position ``b`` along the tree (up to the LCA, then down)."""
+        names = self.topology.nodes
+        up_part = [a]
+        down_part = [b]
+        x, y = a, b
+        dx, dy = self.depth[x], self.depth[y]
+        while dx > dy:
+            x = int(self.parent[x]); dx -= 1; up_part.append(x)
+        while dy > dx:
+            y = int(self.parent[y]); dy -= 1; down_part.append(y)
+        while x != y:
+            x = int(self.parent[x]); up_part.append(x)
+            y = int(self.parent[y]); down_part.append(y)
+        down_part.pop()  # the LCA is already in up_part
+        return tuple(names[self.node[i]] for i in up_part + down_part[::-1])
+
+
+# --------------------------------------------------------------------------- pipelines
+@dataclass
+class Pipeline:
+    """One rated overlay chain: ``source -> members[0] -> members[1] -> ...`` at ``rate`` bytes/s.
+
+    ``paths[k]`` is the node path of hop k (None: the topology's route is the tree path).
+    """
+
+    members: list[str]
+    rate: float
+    paths: list[tuple[str, ...]] | None = None
+    link_uses: dict[int, int] = field(default_factory=dict)  # directed link id -> uses (E1 check)
+
+
+def pipeline_over(arb: Arborescence, active: np.ndarray, rate: float = 0.0) -> Pipeline:
+    """The depth-first pipeline of ``arb`` through the ``active`` positions (rate as given)."""
+    down_used, up_used = arb.chain_usage(active)
+    return _pipeline_from(arb, active, rate, not undirected_tree(arb.topology), down_used, up_used)
+
+
+def _pipeline_from(arb: Arborescence, active: np.ndarray, rate: float, explicit_paths: bool,
+                   down_used, up_used) -> Pipeline:
+    topo = arb.topology
+    names = topo.nodes
+    pos = np.flatnonzero(active)
+    members = [names[i] for i in arb.node[pos].tolist()]
+    paths = None
+    if explicit_paths:
+        seq = [0] + pos.tolist()
+        paths = [arb.hop_path(a, b) for a, b in zip(seq, seq[1:])]
+    uses: dict[int, int] = {}
+    for lid in arb.down[down_used].tolist():
+        uses[lid] = uses.get(lid, 0) + 1
+    for lid in arb.up[up_used].tolist():
+        uses[lid] = uses.get(lid, 0) + 1
+    return Pipeline(members, rate, paths, uses)
+
+
+def residual_pipelines(topology, source: str, destinations: Sequence[str], *, partial: bool,
+                       max_trees: int | None = None) -> tuple[list[Pipeline], dict]:
+    """The capacity-subtraction loop of FPFR (``partial=False``) / Stable Broadcast (``partial=True``).
+
+    step 1: trace every still-included destination depth-first over links with positive
+    residual capacity (a depth-first pipeline); step 2: its throughput is the bottleneck
+    ``min res(e) / uses(e)``; step 3: subtract it. Stable Broadcast keeps going with partial
+    trees over the destinations whose down path is still positive (nested: T1 ⊇ T2 ⊇ ...);
+    FPFR stops at the first tree that cannot reach every destination.
+
+    On a tree topology the DFS tree is fixed and every step is a handful of numpy operations
+    over the nodes; on a general graph the DFS is redone over the positive residual links
+    each round (neighbours by decreasing residual capacity) and hops get explicit paths.
+
+    Returns (pipelines, info) where info holds ``dropped`` (destinations removed by the
+    exhausted-up-link rule), ``unreachable`` and ``tree_topology``.
+    """
+    res_of, cap = resource_arrays(topology)
+    res = cap.copy()
+    finite = np.isfinite(cap)
+    eps = EPS_REL * (cap[finite].max() if finite.any() else 1.0)
+    is_tree = undirected_tree(topology)
+    two_way = has_reverse(topology)  # the chain walks every tree link down and back up
+    dest_idx = np.array([topology.index(d) for d in destinations], dtype=np.int64)
+    want = np.zeros(topology.n_nodes, dtype=bool)
+    want[dest_idx] = True
+    info = {"dropped": [], "unreachable": [], "tree_topology": bool(is_tree)}
+    pipelines: list[Pipeline] = []
+    n_res = len(cap)
+    arb = Arborescence.dfs(topology, source) if is_tree else None
+    target = None  # number of destinations the first tree reaches (FPFR: every tree must)
+    while max_trees is None or len(pipelines) < max_trees:
+        link_ok = res[res_of] > eps
+        if not is_tree:
+            resid = res[res_of]
+            arb = Arborescence.dfs(topology, source, usable=link_ok & two_way,
+                                   key=lambda l: (-resid[l], int(topology.link_dst[l])))
+        # step 1: the destinations still included (positive down path), in DFS preorder
+        active = want[arb.node] & arb.path_ok(link_ok)
+        active[0] = False
+        if target is None:
+            target = int(active.sum())
+            reached = np.zeros(topology.n_nodes, dtype=bool)
+            reached[arb.node[active]] = True
+            info["unreachable"] = [topology.nodes[i] for i in dest_idx.tolist() if not reached[i]]
+        if not active.any() or (not partial and int(active.sum()) < target):
+            break
+        # drop rule for exhausted up-links (asymmetric capacities), ALGORITHMS.md 1.3
+        while True:
+            down_used, up_used = arb.chain_usage(active)
+            uses = np.bincount(res_of[arb.down[down_used]], minlength=n_res) + np.bincount(
+                res_of[arb.up[up_used]], minlength=n_res)
+            over = (uses > 0) & (res <= eps)
+            if not over.any():
+                break
+            bad = (up_used & over[res_of[np.maximum(arb.up, 0)]]) | (
+                down_used & over[res_of[np.maximum(arb.down, 0)]])
+            bad[0] = False
+            for i in np.flatnonzero(bad).tolist():
+                gone = np.flatnonzero(active[i:arb.end[i]]) + i
+                info["dropped"].extend(topology.nodes[arb.node[g]] for g in gone.tolist())
+                active[i:arb.end[i]] = False
+        if not active.any() or (not partial and int(active.sum()) < target):
+            break
+        # step 2: throughput = bottleneck; step 3: subtract it
+        used = uses > 0
+        v = float(np.min(res[used] / uses[used]))
+        if math.isinf(v):  # only fatpipe links: no bandwidth limit in the model
+            v = float(cap[finite].max()) if finite.any() else 1.0
+        if not v > eps:
+            break
+        res[used] -= v * uses[used]
+        res[used & finite] = np.maximum(res[used & finite], 0.0)
+        pipelines.append(_pipeline_from(arb, active, v, not is_tree, down_used, up_used))
+        # nesting: later trees only serve destinations of this one
+        want[:] = False
+        want[arb.node[active]] = True
+    return pipelines, info
+
+
+# --------------------------------------------------------------------------- byte layouts
+def _prefix(seq: list[tuple[int, int]], p: int) -> list[tuple[int, int]]:
+    out = []
+    for off, ln in seq:
+        if p <= 0:
+            break
+        take = ln if ln <= p else p
+        out.append((off, take))
+        p -= take
+    return out
+
+
+def nested_layout(size: int, rates: Sequence[float]) -> list[tuple[tuple[int, int], ...]]:
+    """Byte sequences for nested rated trees T_1 ⊇ T_2 ⊇ ... (rates V_1, V_2, ...).
+
+    The staged transfer of ALGORITHMS.md 1.4 as one continuous stream per tree [I, ours]:
+    with ``R_L = V_1 + ... + V_L`` and ``t_L = M / R_L``, tree 1 carries ``[0, M)`` in order
+    and tree L carries, in increasing byte order, the complement of the union over ``j < L``
+    of the first ``p_{j,L} = floor(M V_j / R_L)`` bytes of tree j's sequence.
+
+    Why it works: tree L's sequence has ``M - Σ_{j<L} p_{j,L} ≈ V_L t_L`` bytes, so at rate V_L
+    it ends at t_L; the prefixes of trees ``j < L`` at t_L are disjoint (tree L-1 was built
+    disjoint from the prefixes of trees ``< L-1`` at ``t_{L-1} > t_L``, and prefixes only
+    shrink going back in time), so at t_L the prefixes of trees 1..L tile ``[0, M)`` exactly:
+    a host in T_1..T_L (not T_{L+1}) holds every byte at ``t_L = M / R_L``. Integer floors keep
+    the tiling exact in bytes; a level finishes at most ``(L-1) / V_L`` seconds late.
+    Cost: O(K^2) intervals for K trees.
+    """
+    size = int(size)
+    seqs: list[list[tuple[int, int]]] = []
+    total = 0.0
+    for L, v in enumerate(rates):
+        total += v
+        if L == 0:
+            seqs.append([(0, size)])
+            continue
+        taken = []
+        for j in range(L):
+            p = int(math.floor(size * rates[j] / total))
+            taken.extend(_prefix(seqs[j], p))
+        taken.sort()
+        comp = []
+        pos = 0
+        for off, ln in taken:
+            if off > pos:
+                comp.append((pos, off - pos))
+            pos = max(pos, off + ln)
+        if pos < size:
+            comp.append((pos, size - pos))
+        seqs.append(comp)
+    return [tuple(s) for s in seqs]
+
+
+def contiguous_layout(size: int, rates: Sequence[float]) -> list[tuple[tuple[int, int], ...]]:
+    """FPFR / Balanced Multicasting split: tree n carries a contiguous fraction ``V_n / ΣV``
+    (T1 the former part, T2 the latter part, [S:SB-slides 18]), so all trees end together."""
+    size = int(size)
+    total = float(sum(rates))
+    out = []
+    start = 0
+    acc = 0.0
+    for n, v in enumerate(rates):
+        acc += v
+        stop = size if n == len(rates) - 1 else int(round(size * acc / total))
+        out.append(((start, stop - start),) if stop > start else ())
+        start = stop
+    return out
+
+
+# --------------------------------------------------------------------------- transfers
+def pipeline_transfers(source: str, pipelines: Sequence[Pipeline], sequences, *,
+                       capped: bool = True, label: str = "tree") -> list[Transfer]:
+    """One paced, pipelined transfer per hop of every pipeline, carrying that tree's sequence.
+
+    Hop k of tree n is pipelined with ``upstream`` = hop k-1 of the same tree; every hop is
+    capped at the tree's rate V_n (pacing, ALGORITHMS.md 1.4). Trees with an empty sequence are
+    skipped.
+    """
+    out: list[Transfer] = []
+    for n, (p, seq) in enumerate(zip(pipelines, sequences)):
+        if not seq:
+            continue
+        cap = float(p.rate) if capped else None
+        lab = f"{label} {n + 1}"
+        prev_src = source
+        prev_idx = None
+        paths = p.paths
+        for k, m in enumerate(p.members):
+            out.append(Transfer(prev_src, m, seq, True, prev_idx, (), cap,
+                                None if paths is None else paths[k], False, lab))
+            prev_idx = len(out) - 1
+            prev_src = m
+    return out
+
+
+# --------------------------------------------------------------------------- evaluators
+def e1_rates(pipelines: Sequence[Pipeline], destinations: Sequence[str]) -> dict[str, float]:
+    """E1 (rated trees): ``r(d) = Σ_{n: d ∈ T_n} V_n`` (ALGORITHMS.md 0.2)."""
+    r = dict.fromkeys(destinations, 0.0)
+    for p in pipelines:
+        for m in p.members:
+            if m in r:
+                r[m] += p.rate
+    return r
+
+
+def e2_rates(topology, hops: Sequence[tuple[str, str]], source: str) -> dict[str, float]:
+    """E2 (unrated single structure): equal split of every link among the hops crossing it;
+    ``r(v) = min(r(parent), hop rate)`` (ALGORITHMS.md 0.2). ``hops`` in parent-first order."""
+    load: dict[int, int] = {}
+    routes = [topology.route(u, v) for u, v in hops]
+    for r in routes:
+        for lid in r:
+            load[lid] = load.get(lid, 0) + 1
+    bw = topology.link_bandwidth
+    rate = {source: math.inf}
+    for (u, v), r in zip(hops, routes):
+        h = min((bw[l] / load[l] for l in r), default=math.inf)
+        rate[v] = min(rate.get(u, 0.0), h)
+    rate.pop(source)
+    return rate

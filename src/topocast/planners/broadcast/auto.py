@@ -1,0 +1,73 @@
+"""``auto``: plan with every registered broadcast planner, check and predict each with the
+simulator, keep the best.
+
+The criterion is the predicted makespan (``by="makespan"``, smallest wins) or the aggregate
+bandwidth (``by="aggregate_bandwidth"``, largest wins). Planners that fail on the input (for
+example ``gridmpi`` without two clusters) are skipped and the reason is recorded. The chosen
+plan comes back unchanged except that ``planner`` is ``"auto"`` and ``notes`` say what was
+chosen, the runner-up, every candidate's score and the skipped planners.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ...errors import InputError, TopocastError
+from ...plan import Broadcast, Plan
+from ..registry import available_planners, register_planner
+
+__all__ = ["plan_auto", "choose"]
+
+CRITERIA = ("makespan", "aggregate_bandwidth")
+
+
+def choose(collective: str, topology, request, *, by: str = "makespan", candidates=None, chunk_size=None):
+    """Run every non-selector planner of ``collective``; return (best plan, notes)."""
+    from ...check import check_plan
+    from ...sim import simulate
+
+    if by not in CRITERIA:
+        raise InputError(f"by must be one of {', '.join(CRITERIA)}, got {by!r}", element="by")
+    infos = available_planners(collective, include_selectors=False)
+    if candidates is not None:
+        wanted = [c.strip() for c in (candidates.split(",") if isinstance(candidates, str) else candidates)]
+        infos = [i for i in infos if i.name in wanted]
+    scored, skipped = [], {}
+    for info in infos:
+        try:
+            plan = info(topology, request)
+            check_plan(plan, topology)
+            result = simulate(plan, topology, chunk_size=chunk_size)
+        except TopocastError as exc:
+            skipped[info.name] = str(exc)
+            continue
+        except (ValueError, KeyError, ZeroDivisionError, NotImplementedError) as exc:  # planner limits
+            skipped[info.name] = f"{type(exc).__name__}: {exc}"
+            continue
+        score = result.makespan if by == "makespan" else -result.aggregate_bandwidth
+        scored.append((score, info.name, plan, result))
+    if not scored:
+        raise InputError(f"no {collective} planner could handle this input: {skipped}", element="algorithm")
+    scored.sort(key=lambda x: (x[0], x[1]))
+    best = scored[0]
+    notes = {
+        "criterion": by,
+        "choice": best[1],
+        "runner_up": scored[1][1] if len(scored) > 1 else None,
+        "scores": {name: {"makespan": res.makespan, "aggregate_bandwidth": res.aggregate_bandwidth} for _, name, _, res in scored},
+        "skipped": skipped,
+    }
+    return best[2], notes
+
+
+@register_planner(
+    "broadcast",
+    "auto",
+    summary="tries every registered broadcast planner in the simulator and keeps the best (makespan or aggregate bandwidth)",
+    reference="topocast (selection by predicted time, as DESIGN.md 'Planners')",
+    tags=("selector",),
+)
+def plan_auto(topology, request: Broadcast, *, by: str = "makespan", candidates=None) -> Plan:
+    plan, notes = choose("broadcast", topology, request, by=by, candidates=candidates)
+    return replace(plan, planner="auto", params={"by": by, **({"candidates": candidates} if candidates else {})},
+                   notes={**notes, "chosen_params": dict(plan.params), "chosen_notes": dict(plan.notes)})

@@ -1,0 +1,50 @@
+"""FPFR (Fast Parallel File Replication): several spanning depth-first pipelines in parallel.
+
+Reference: R. Izmailov, S. Ganguly, N. Tu, "Fast Parallel File Replication in Data Grid",
+GGF-10, March 2004; as described in the Stable Broadcast slides [S:SB-slides 16-19];
+ALGORITHMS.md section 2.4.
+
+Paper: iteratively create a spanning tree T_n by tracing every destination, set V_n to its
+bottleneck, subtract V_n from the remaining bandwidth; each tree sends a different fraction of
+the data in parallel (T1 the former part, T2 the latter part).
+
+Ours ([I]): the tree is the depth-first pipeline of :mod:`._trees` (the Stable Broadcast
+authors label FPFR "Depth-First"; on a tree topology FPFR outputs one depth-first pipeline);
+the loop stops at the first tree that cannot reach every destination; tree n carries the
+contiguous fraction V_n / ΣV of the message and every hop is paced at V_n, so all hosts finish
+together at M / ΣV.
+"""
+
+from __future__ import annotations
+
+from ...plan import Broadcast, Plan
+from ..registry import register_planner
+from ._trees import unreachable_error, contiguous_layout, e1_rates, pipeline_transfers, residual_pipelines
+
+__all__ = ["plan_fpfr", "fpfr_pipelines"]
+
+
+def fpfr_pipelines(topology, source, destinations, *, max_trees=None):
+    """The rated spanning pipelines of FPFR and the loop's info dict."""
+    return residual_pipelines(topology, source, destinations, partial=False, max_trees=max_trees)
+
+
+@register_planner(
+    "broadcast",
+    "fpfr",
+    summary="FPFR: spanning depth-first pipelines on residual capacities, data split by throughput, paced",
+    reference="Izmailov, Ganguly, Tu. Fast Parallel File Replication in Data Grid. GGF-10, 2004",
+)
+def plan_fpfr(topology, request: Broadcast, *, seed=None, max_trees: int | None = None) -> Plan:
+    """Plan an FPFR broadcast. ``max_trees`` caps the number of spanning trees."""
+    dests = request.resolve(topology)
+    pipelines, info = fpfr_pipelines(topology, request.source, dests, max_trees=max_trees)
+    if info["unreachable"] or not pipelines:
+        raise unreachable_error("fpfr", info, dests)
+    seqs = contiguous_layout(request.size, [p.rate for p in pipelines])
+    transfers = pipeline_transfers(request.source, pipelines, seqs)
+    rates = e1_rates(pipelines, dests)
+    notes = {"trees": len(pipelines), "tree_rates": [p.rate for p in pipelines[:64]],
+             "expected_aggregate_bandwidth": float(sum(rates.values()))}
+    return Plan.broadcast(request.source, request.size, dests, transfers, planner="fpfr",
+                          params={"max_trees": max_trees}, notes=notes)

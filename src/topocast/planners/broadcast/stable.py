@@ -1,0 +1,80 @@
+"""Stable Broadcast: spanning and partial depth-first trees with capacity subtraction.
+
+Reference: K. Takahashi, H. Saito, T. Shibata, K. Taura, "A Stable Broadcast Algorithm",
+IEEE CCGrid 2008, Lyon, pp. 392-400 (slides: ../shared/seeds/000_1a57dc194af4dab6.txt);
+ALGORITHMS.md section 1.
+
+Paper [S:SB-slides 21-23]: modify FPFR; iteratively (1) create a tree T_n by tracing every
+destination, (2) set its throughput V_n to the bottleneck, (3) subtract V_n from the remaining
+capacities; keep going with partial trees; send data in proportion to V_n in stages (stage 1
+uses every tree; stage s re-sends, over the remaining trees, what the retired tree sent).
+
+Ours ([I]):
+* "tracing every destination" = a depth-first pipeline (DFS preorder chain, hops along the
+  tree path), destinations included iff their down path still has positive residual capacity,
+  so trees are nested T_1 ⊇ T_2 ⊇ ... (ALGORITHMS.md 1.2); on general graphs the DFS runs
+  over positive residual links, neighbours by decreasing residual capacity;
+* asymmetric capacities: a destination behind an exhausted up-link is dropped from this and
+  later trees (ALGORITHMS.md 1.3);
+* the staged re-send is folded into one continuous stream per tree
+  (:func:`~._trees.nested_layout`): at ``t_L = M / (V_1+...+V_L)`` the prefixes of trees
+  1..L tile the message, so a host in T_1..T_L finishes exactly at t_L. This needs
+  ``Σ_n |T_n|`` transfers instead of the O(K^2 |D|) of a literal staged re-send;
+* every hop of tree n is paced at V_n (rate cap); hops are pipelined (fluid chunks).
+
+On a symmetric tree every destination gets exactly its max-flow bound b(d) (tested).
+"""
+
+from __future__ import annotations
+
+from ...plan import Broadcast, Plan
+from ..registry import register_planner
+from ._trees import e1_rates, nested_layout, pipeline_transfers, residual_pipelines
+
+__all__ = ["plan_stable", "stable_pipelines"]
+
+
+def stable_pipelines(topology, source, destinations, *, max_trees=None):
+    """The rated nested trees of Stable Broadcast (steps 1-3) and the loop's info dict."""
+    return residual_pipelines(topology, source, destinations, partial=True, max_trees=max_trees)
+
+
+def plan_from_nested(topology, request: Broadcast, destinations, pipelines, info, *, planner, params, notes=None):
+    """Plan for nested rated pipelines with the folded staged layout (shared with ``optimal``)."""
+    size = int(request.size)
+    seqs = nested_layout(size, [p.rate for p in pipelines])
+    transfers = pipeline_transfers(request.source, pipelines, seqs)
+    rates = e1_rates(pipelines, destinations)
+    n = dict(notes or {})
+    n.setdefault("trees", len(pipelines))
+    n.setdefault("tree_rates", [p.rate for p in pipelines[:64]])
+    n.setdefault("expected_aggregate_bandwidth", float(sum(rates.values())))
+    if info.get("dropped"):
+        n["dropped_by_up_link_rule"] = len(info["dropped"])
+    missing = [d for d in destinations if rates.get(d, 0.0) <= 0.0]
+    if missing:
+        from ...errors import PlanError
+
+        raise PlanError(f"{planner}: destinations {missing[:5]} cannot be reached with positive bandwidth",
+                        element="destinations")
+    return Plan.broadcast(request.source, size, destinations, transfers, planner=planner, params=params, notes=n)
+
+
+@register_planner(
+    "broadcast",
+    "stable",
+    summary="Stable Broadcast: spanning + partial depth-first trees, capacity subtraction, staged layout, paced",
+    reference="Takahashi, Saito, Shibata, Taura. A Stable Broadcast Algorithm. CCGrid 2008, pp. 392-400",
+)
+def plan_stable(topology, request: Broadcast, *, seed=None, max_trees: int | None = None) -> Plan:
+    """Plan a Stable Broadcast of ``request`` over ``topology``.
+
+    ``max_trees`` caps the number of trees (default: until no destination is left).
+    ``seed`` is accepted for interface uniformity; the algorithm is deterministic.
+    """
+    dests = request.resolve(topology)
+    pipelines, info = stable_pipelines(topology, request.source, dests, max_trees=max_trees)
+    # Destinations dropped (exhausted up-link) are still in T_1: they get V_1 + ... of the trees
+    # they were in, so every destination is in T_1 and receives the whole message.
+    return plan_from_nested(topology, request, dests, pipelines, info, planner="stable",
+                            params={"max_trees": max_trees})

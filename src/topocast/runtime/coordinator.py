@@ -1,0 +1,438 @@
+"""The coordinator: starts one agent per host, hands out the plan, watches the run.
+
+``perform(plan, topology, launcher=...)`` returns a :class:`RunOutcome` whose ``result`` has
+the shape of a prediction (``topocast.results.Result``, ``kind="measured"``).
+
+Timing: every agent takes its clock origin when ``start`` reaches it (all agents get it
+within a millisecond on one machine) and reports the time it held every byte it wanted,
+verified chunk by chunk; the whole-message digest is checked before it reports success.
+
+Failures: an agent whose control connection drops is dead (its exit status says why); the
+coordinator tells every agent, and the hosts that were receiving from it fetch the missing
+bytes again from any live host that holds them (the coordinator answers "who holds these
+bytes?" from the agents' progress reports). Hosts that cannot complete report why; hosts
+that never report by the deadline are reported as timed out with how much they held.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import queue
+import secrets
+import signal
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+
+from ..errors import TopocastError
+from ..intervals import IntervalSet
+from ..plan import Plan
+from ..results import HostResult, Result
+from .data import generate
+from .protocol import Conn, ProtocolError, digest_ranges
+
+__all__ = ["perform", "RunOutcome", "RunError", "DEFAULT_CHUNK"]
+
+DEFAULT_CHUNK = 64 * 1024
+
+
+class RunError(TopocastError):
+    """The run could not be performed at all (agents did not start, bad input file, ...)."""
+
+
+@dataclass
+class RunOutcome:
+    result: Result
+    failed: dict = field(default_factory=dict)  # host -> reason
+    warnings: list = field(default_factory=list)
+    cpu: dict = field(default_factory=dict)  # host -> agent CPU seconds
+    wall: float = 0.0
+    cpu_bound: str = ""  # non-empty when the CPU, not the links, likely set the pace
+    cpu_busy: float | None = None  # fraction of all cores busy during the run (whole machine)
+
+
+def _wanted_total(ranges) -> int:
+    return sum(length for _, length in ranges)
+
+
+def _describe_exit(code) -> str:
+    if code is None:
+        return "lost contact with the agent (process still running)"
+    if code < 0:
+        try:
+            return f"agent died (killed by {signal.Signals(-code).name})"
+        except ValueError:
+            return f"agent died (signal {-code})"
+    return f"agent exited with status {code}"
+
+
+def perform(
+    plan: Plan,
+    topology=None,
+    *,
+    launcher,
+    file: str | None = None,
+    seed: int = 1,
+    chunk_size: int = DEFAULT_CHUNK,
+    dest_dir: str | None = None,
+    timeout: float | None = None,
+    stall_timeout: float = 6.0,
+    repair_timeout: float = 30.0,
+    on_progress=None,
+    on_start=None,
+) -> RunOutcome:
+    """Perform ``plan`` with one agent per host started by ``launcher``.
+
+    ``file``: the message (every initial holder reads it at this path); otherwise ``seed``
+    generates ``plan.size`` pseudo-random bytes. ``on_progress(held: {host: bytes}, agents)``
+    is called about ten times a second; ``on_start(agents)`` once the data starts moving
+    (``agents`` maps host -> process handle, for tests that kill one).
+    """
+    if any(t.reduce for t in plan.transfers):
+        raise RunError("this plan reduces data (allreduce); the runtime performs broadcast and redistribution plans only")
+    hosts = list(plan.hosts)
+    size = plan.size
+    # step 1: the message and the digest every receiver must reach
+    if file is not None:
+        try:
+            with open(file, "rb") as fh:
+                message = fh.read()
+        except OSError as exc:
+            raise RunError(f"{file}: cannot read the message ({exc.strerror})") from None
+        if len(message) != size:
+            raise RunError(f"{file}: the plan moves {size} bytes but the file has {len(message)}")
+        data_spec = {"file": os.path.abspath(file)}
+        dest_name = os.path.basename(file)
+    else:
+        message = generate(seed, size)
+        data_spec = {"seed": seed}
+        dest_name = "message.bin"
+    digests = {h: digest_ranges(message, sorted(r)) for h, r in plan.wanted.items()}
+    del message
+
+    secret = secrets.token_bytes(32)
+    listener, control_addr = launcher.control_listen()
+    listener.settimeout(1.0)
+    procs: dict = {}
+    conns: dict[str, Conn] = {}
+    events: queue.Queue = queue.Queue()
+    warnings: list[str] = []
+    try:
+        # step 2: start the agents and let them connect back
+        for h in hosts:
+            boot = dict(launcher.boot(h), host=h, secret=secret.hex(), control=control_addr, dest_dir=dest_dir)
+            procs[h] = launcher.start(h, boot)
+        hello: dict[str, dict] = {}
+        deadline = time.monotonic() + 30
+        while len(hello) < len(hosts):
+            if time.monotonic() > deadline:
+                missing = [h for h in hosts if h not in hello]
+                raise RunError(f"agents did not connect within 30 s: {', '.join(missing)}{_stderr_tail(procs, missing)}")
+            for h, p in procs.items():
+                if h not in hello and p.poll() is not None:
+                    raise RunError(f"agent for {h} exited before connecting ({_describe_exit(p.returncode)}){_stderr_tail(procs, [h])}")
+            try:
+                sock, _ = listener.accept()
+            except socket.timeout:
+                continue
+            sock.settimeout(10)
+            conn = Conn(sock)
+            try:
+                conn.auth_server(secret)
+                msg = conn.recv_json()
+            except (OSError, ProtocolError):
+                conn.close()
+                continue
+            h = msg.get("host")
+            if msg.get("type") != "hello" or h not in procs or h in hello:
+                conn.close()
+                continue
+            sock.settimeout(None)
+            conns[h] = conn
+            hello[h] = msg
+        peers = {h: [m["address"], int(m["port"])] for h, m in hello.items()}
+
+        # step 3: configuration (each agent learns only its own transfers)
+        for h in hosts:
+            out = [
+                {
+                    "index": i,
+                    "dst": t.dst,
+                    "ranges": [list(r) for r in t.ranges],
+                    "pipelined": t.pipelined,
+                    "after": list(t.after),
+                    "rate_cap": t.rate_cap,
+                }
+                for i, t in enumerate(plan.transfers)
+                if t.src == h
+            ]
+            inc = [{"index": i, "src": t.src, "ranges": [list(r) for r in t.ranges]} for i, t in enumerate(plan.transfers) if t.dst == h]
+            conns[h].send_json(
+                {
+                    "type": "config",
+                    "size": size,
+                    "chunk_size": chunk_size,
+                    "stall_timeout": stall_timeout,
+                    "repair_timeout": repair_timeout,
+                    "peers": peers,
+                    "outgoing": out,
+                    "incoming": inc,
+                    "initial": [list(r) for r in plan.initial.get(h, ())],
+                    "wanted": [list(r) for r in sorted(plan.wanted.get(h, ()))],
+                    "digest": digests.get(h),
+                    "data": data_spec,
+                    "dest_name": dest_name,
+                }
+            )
+        for h in hosts:
+            threading.Thread(target=_reader, args=(h, conns[h], events), daemon=True).start()
+        ready: set[str] = set()
+        deadline = time.monotonic() + 60
+        while len(ready) < len(hosts):
+            try:
+                h, msg = events.get(timeout=max(0.01, deadline - time.monotonic()))
+            except queue.Empty:
+                raise RunError(f"agents not ready within 60 s: {', '.join(sorted(set(hosts) - ready))}") from None
+            if msg is None or msg.get("type") == "failed":
+                why = msg.get("reason") if msg else _describe_exit(procs[h].wait(timeout=5) if _wait(procs[h]) else None)
+                raise RunError(f"agent for {h} failed before the start: {why}{_stderr_tail(procs, [h])}")
+            if msg.get("type") == "ready":
+                ready.add(h)
+
+        # step 4: go, and watch
+        if timeout is None:
+            timeout = 60.0 + 20.0 * size / 1e6  # generous: 50 kB/s worst case
+        t0 = time.monotonic()
+        shared = getattr(launcher, "shared_clock", False)
+        for h in hosts:
+            conns[h].send_json({"type": "start", "t0": t0 if shared else None})
+        stat0 = _cpu_times()
+        if on_start:
+            on_start(procs)
+        wanted = dict(plan.wanted)
+        done: dict[str, float] = {}
+        failed: dict[str, str] = {}
+        dead: set[str] = set()
+        holdings: dict[str, IntervalSet] = {h: IntervalSet(plan.initial.get(h, ())) for h in hosts}
+        held_bytes: dict[str, int] = {h: holdings[h].total for h in hosts}
+        transfer_times: dict[int, tuple[float, float]] = {}
+        cpu: dict[str, float] = {}
+        broken_notes: dict[str, list] = {}
+        last_cb = 0.0
+        while len(done) + len(failed) < len(wanted):
+            if time.monotonic() - t0 > timeout:
+                for h in wanted:
+                    if h not in done and h not in failed:
+                        failed[h] = f"timed out after {timeout:.0f} s holding {held_bytes[h]} of {_wanted_total(wanted[h])} bytes"
+                break
+            try:
+                h, msg = events.get(timeout=0.1)
+            except queue.Empty:
+                h, msg = None, None
+            if h is not None:
+                if msg is None:  # control connection closed: the agent is gone
+                    dead.add(h)
+                    reason = _describe_exit(procs[h].returncode if _wait(procs[h]) else None)
+                    if h in wanted and h not in done and h not in failed:
+                        failed[h] = reason
+                    warnings.append(f"{h}: {reason} at t={time.monotonic() - t0:.2f} s")
+                    for o in hosts:
+                        if o not in dead:
+                            _send(conns[o], {"type": "peer_dead", "host": h, "reason": reason})
+                else:
+                    kind = msg.get("type")
+                    if kind == "progress":
+                        iv = IntervalSet()
+                        for s, e in msg.get("intervals", ()):
+                            iv.add(int(s), int(e))
+                        holdings[h] = iv
+                        held_bytes[h] = iv.total
+                    elif kind == "tdone":
+                        i = int(msg["transfer"])
+                        transfer_times[i] = (float(msg.get("start", 0.0)), float(msg.get("end", 0.0)))
+                        for o in hosts:
+                            if o not in dead and o != h:
+                                _send(conns[o], {"type": "tdone", "transfer": i})
+                    elif kind == "complete":
+                        if msg.get("digest") == digests.get(h):
+                            done[h] = float(msg["time"])
+                        else:
+                            failed[h] = "reported completion with a wrong digest"
+                    elif kind == "failed":
+                        if h in wanted and h not in done:
+                            failed[h] = str(msg.get("reason", "unknown"))
+                    elif kind == "need":
+                        _send(conns[h], {"type": "holders", "req": msg.get("req"), "hosts": _holders(msg, holdings, dead, h)})
+                    elif kind == "broken":
+                        broken_notes.setdefault(h, []).append(str(msg.get("reason")))
+                        for o in hosts:
+                            if o not in dead:
+                                _send(conns[o], {"type": "failure"})
+                    elif kind == "warn":
+                        warnings.append(f"{h}: {msg.get('message')}")
+                    elif kind == "stats":
+                        cpu[h] = float(msg.get("cpu", 0.0))
+            now = time.monotonic()
+            if on_progress and now - last_cb > 0.1:
+                last_cb = now
+                on_progress({x: held_bytes[x] for x in wanted}, now - t0)
+        wall = time.monotonic() - t0
+        stat1 = _cpu_times()
+        if on_progress:
+            on_progress({x: held_bytes[x] for x in wanted}, wall)
+
+        # step 5: stop the agents, collect their CPU time
+        for h in hosts:
+            if h not in dead:
+                _send(conns[h], {"type": "shutdown"})
+        end = time.monotonic() + 3
+        while time.monotonic() < end and len(cpu) + len(dead) < len(hosts):
+            try:
+                h, msg = events.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            if msg is None:
+                dead.add(h)
+            elif msg.get("type") == "stats":
+                cpu[h] = float(msg.get("cpu", 0.0))
+        for h, notes in broken_notes.items():
+            for n in dict.fromkeys(notes):
+                warnings.append(f"{h}: {n}")
+    finally:
+        for c in conns.values():
+            c.close()
+        listener.close()
+        for p in procs.values():
+            _stop(p)
+        launcher.close()
+
+    # step 6: the result, in the shape of a prediction
+    per_host = {}
+    aggregate = 0.0
+    makespan = 0.0
+    for h, ranges in wanted.items():
+        nbytes = _wanted_total(ranges)
+        if h in done:
+            t = done[h]
+            rate = nbytes / t if t > 0 else math.inf
+            per_host[h] = HostResult(t, rate)
+            if math.isfinite(rate):
+                aggregate += rate
+            makespan = max(makespan, t)
+        else:
+            per_host[h] = HostResult(math.inf, 0.0, completed=False, reason=failed.get(h, "did not complete"))
+            makespan = math.inf
+    ttimes = tuple(transfer_times.get(i, (math.nan, math.nan)) for i in range(len(plan.transfers)))
+    result = Result(plan.planner or "plan", per_host, makespan, aggregate, kind="measured", transfer_times=ttimes)
+    cpu_bound = _cpu_verdict(cpu, wall, _busy(stat0, stat1))
+    return RunOutcome(result, {h: r.reason for h, r in per_host.items() if not r.completed}, warnings, cpu, wall, cpu_bound, _busy(stat0, stat1))
+
+
+def _cpu_times():
+    """(busy, total) jiffies of all CPUs from /proc/stat, or None."""
+    try:
+        with open("/proc/stat") as fh:
+            f = [int(x) for x in fh.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = f[3] + (f[4] if len(f) > 4 else 0)
+    return sum(f) - idle, sum(f)
+
+
+def _busy(a, b):
+    if not a or not b or b[1] <= a[1]:
+        return None
+    return (b[0] - a[0]) / (b[1] - a[1])
+
+
+def _cpu_verdict(cpu: dict, wall: float, busy: float | None = None) -> str:
+    """Say when the CPU, not the links, may have set the pace: an agent that kept a core
+    busy, or a machine whose cores were (nearly) all busy during the run (agents, the
+    kernel's shaping and forwarding, and anything else running)."""
+    if wall <= 0:
+        return ""
+    ncpu = os.cpu_count() or 1
+    msgs = []
+    if cpu:
+        busiest, busiest_cpu = max(cpu.items(), key=lambda kv: kv[1])
+        if busiest_cpu / wall > 0.8:
+            msgs.append(f"agent {busiest} used {busiest_cpu / wall:.0%} of a core")
+    if busy is not None and busy > 0.9 and wall >= 1.0:
+        share = sum(cpu.values()) / (wall * ncpu) if cpu else 0.0
+        msgs.append(f"the {ncpu} cores were {busy:.0%} busy during the run (agents {share:.0%}, load average {os.getloadavg()[0]:.1f})")
+    return "; ".join(msgs)
+
+
+def _holders(msg: dict, holdings: dict, dead: set, me: str) -> list[str]:
+    """Live hosts ordered by how many of the requested bytes they hold (most first)."""
+    ranges = msg.get("ranges") or []
+    score = {}
+    for h, iv in holdings.items():
+        if h in dead or h == me:
+            continue
+        have = 0
+        for off, length in ranges:
+            miss = iv.missing(int(off), int(off) + int(length))
+            have += int(length) - sum(e - s for s, e in miss)
+        if have > 0:
+            score[h] = have
+    return sorted(score, key=lambda h: (-score[h], h))
+
+
+def _reader(host: str, conn: Conn, events: queue.Queue) -> None:
+    try:
+        while True:
+            events.put((host, conn.recv_json()))
+    except (OSError, ProtocolError):
+        events.put((host, None))
+
+
+def _send(conn: Conn, msg: dict) -> None:
+    try:
+        conn.send_json(msg)
+    except OSError:
+        pass
+
+
+def _wait(proc, timeout: float = 2.0) -> bool:
+    try:
+        proc.wait(timeout=timeout)
+        return True
+    except Exception:
+        return False
+
+
+def _stop(proc) -> None:
+    if proc.poll() is None:
+        try:
+            proc.wait(timeout=2)
+        except Exception:
+            pass
+    if proc.poll() is None:
+        try:
+            proc.kill()
+            proc.wait(timeout=2)
+        except Exception:
+            pass
+    for f in (proc.stdin, proc.stderr):
+        try:
+            if f:
+                f.close()
+        except Exception:
+            pass
+
+
+def _stderr_tail(procs, hosts) -> str:
+    out = []
+    for h in hosts:
+        p = procs[h]
+        if p.poll() is not None and p.stderr:
+            try:
+                tail = p.stderr.read().decode(errors="replace").strip().splitlines()[-3:]
+            except Exception:
+                tail = []
+            if tail:
+                out.append(f"{h}: " + " | ".join(tail))
+    return (" [" + "; ".join(out) + "]") if out else ""

@@ -1,0 +1,179 @@
+"""Launchers: how agents are started, where they listen, how they reach the coordinator.
+
+* ``local``: processes on this machine, data and control over loopback;
+* ``testbed``: each agent inside its emulated host's network namespace (``ip netns exec``);
+  control over a Unix socket (path-based Unix sockets cross network namespaces, so control
+  traffic never uses the shaped links), data over the emulated network;
+* ``ssh``: agents started over SSH (``ssh ... python -m topocast.runtime.agent``); control
+  over TCP to an address the remote hosts can reach.
+
+The run secret goes to each agent on its stdin, never on a command line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from ..errors import InputError
+
+__all__ = ["LocalLauncher", "TestbedLauncher", "SSHLauncher", "make_launcher", "LAUNCHERS"]
+
+LAUNCHERS = ("local", "testbed", "ssh")
+
+
+def _src_dir() -> str:
+    return str(Path(__file__).resolve().parents[2])
+
+
+def _agent_env() -> dict:
+    env = dict(os.environ)
+    src = _src_dir()
+    env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
+class Launcher:
+    name = "base"
+    shared_clock = True  # agents read the coordinator's monotonic clock (same machine)
+
+    def control_listen(self) -> tuple[socket.socket, str]:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(256)
+        return sock, f"tcp:127.0.0.1:{sock.getsockname()[1]}"
+
+    def boot(self, host: str) -> dict:
+        return {"bind": "127.0.0.1", "advertise": "127.0.0.1"}
+
+    def command(self, host: str) -> list[str]:
+        return [sys.executable, "-m", "topocast.runtime.agent"]
+
+    def start(self, host: str, boot: dict) -> subprocess.Popen:
+        proc = subprocess.Popen(
+            self.command(host),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=_agent_env(),
+            start_new_session=True,
+        )
+        proc.stdin.write((json.dumps(boot) + "\n").encode())
+        proc.stdin.flush()
+        return proc
+
+    def close(self) -> None:
+        pass
+
+
+class LocalLauncher(Launcher):
+    """All agents on this machine, over loopback."""
+
+    name = "local"
+
+
+class TestbedLauncher(Launcher):
+    __test__ = False
+    """Each agent in its host's namespace of a running testbed (``topocast testbed up``)."""
+
+    name = "testbed"
+
+    def __init__(self, state):
+        self.state = state
+        self._dir = tempfile.mkdtemp(prefix="topocast-ctl-")
+
+    def control_listen(self):
+        path = os.path.join(self._dir, "control.sock")
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.bind(path)
+        os.chmod(path, 0o600)
+        sock.listen(256)
+        return sock, f"unix:{path}"
+
+    def boot(self, host):
+        ip = self.state.host_ip(host)
+        return {"bind": ip, "advertise": ip}
+
+    def command(self, host):
+        return ["ip", "netns", "exec", self.state.namespace(host), sys.executable, "-m", "topocast.runtime.agent"]
+
+    def close(self):
+        try:
+            os.unlink(os.path.join(self._dir, "control.sock"))
+        except OSError:
+            pass
+        try:
+            os.rmdir(self._dir)
+        except OSError:
+            pass
+
+
+class SSHLauncher(Launcher):
+    """Agents on remote hosts over SSH.
+
+    ``hosts`` maps each topology host to ``{"target": "[user@]addr", "port": 22,
+    "address": data IP}``; ``identity`` is a private key file; ``control_host`` an address of
+    this machine the remote agents can reach; ``python`` and ``pythonpath`` locate topocast
+    on the remote hosts (default: this interpreter and this source tree, as on a shared
+    file system).
+    """
+
+    name = "ssh"
+    shared_clock = False  # remote clocks: each agent times from its receipt of "start"
+
+    def __init__(self, hosts: dict, *, identity=None, control_host="127.0.0.1", python=None, pythonpath=None, options=()):
+        self.hosts = hosts
+        self.identity = identity
+        self.control_host = control_host
+        self.python = python or sys.executable
+        self.pythonpath = pythonpath or _src_dir()
+        self.options = list(options)
+
+    def control_listen(self):
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.control_host, 0))
+        sock.listen(256)
+        return sock, f"tcp:{self.control_host}:{sock.getsockname()[1]}"
+
+    def _entry(self, host):
+        try:
+            return self.hosts[host]
+        except KeyError:
+            raise InputError(f"no SSH target for host {host!r}", element="--ssh-hosts") from None
+
+    def boot(self, host):
+        addr = self._entry(host).get("address", "127.0.0.1")
+        return {"bind": "0.0.0.0" if addr not in ("127.0.0.1", "localhost") else "127.0.0.1", "advertise": addr}
+
+    def command(self, host):
+        e = self._entry(host)
+        cmd = ["ssh", "-T", "-o", "BatchMode=yes", "-p", str(e.get("port", 22))]
+        if self.identity:
+            cmd += ["-i", str(self.identity)]
+        cmd += self.options
+        remote = f"PYTHONPATH={shlex.quote(self.pythonpath)} exec {shlex.quote(self.python)} -m topocast.runtime.agent"
+        return cmd + [e["target"], remote]
+
+
+def make_launcher(name: str, *, testbed_name: str | None = None, ssh_hosts=None, ssh_identity=None, ssh_options=(), control_host=None):
+    if name == "local":
+        return LocalLauncher()
+    if name == "testbed":
+        from ..testbed.net import require_root
+        from ..testbed.state import load_state
+
+        require_root()
+        return TestbedLauncher(load_state(testbed_name))
+    if name == "ssh":
+        if not ssh_hosts:
+            raise InputError("the ssh launcher needs --ssh-hosts FILE (host: [user@]address[:port])", element="--launcher")
+        return SSHLauncher(ssh_hosts, identity=ssh_identity, options=ssh_options, control_host=control_host or "127.0.0.1")
+    raise InputError(f"unknown launcher {name!r}; valid launchers: {', '.join(LAUNCHERS)}", element="--launcher")

@@ -1,0 +1,250 @@
+"""Wire protocol between topocast agents and their coordinator.
+
+Every connection (control and data) starts with a mutual HMAC challenge on the per-run
+secret, then carries *frames*. Nothing received is ever unpickled or executed: a frame is a
+fixed binary header plus either UTF-8 JSON (control messages, at most ``MAX_JSON`` bytes) or
+raw message bytes with their offset and checksum.
+
+Frame layout (network byte order)::
+
+    type : u8    1 = JSON, 2 = DATA, 3 = HEARTBEAT, 4 = END
+    len  : u32   length of what follows
+    JSON:  len bytes of UTF-8 JSON (an object)
+    DATA:  offset u64, xxh3_64 of the payload u64, payload (len - 16 bytes)
+
+Authentication (both sides prove they know the secret; nonces are fresh per connection)::
+
+    server -> client   16-byte nonce Ns
+    client -> server   16-byte nonce Nc, HMAC-SHA256(secret, "c" | Ns | Nc)
+    server -> client   HMAC-SHA256(secret, "s" | Nc | Ns)
+
+Either side closes the connection on a wrong MAC.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import socket
+import struct
+
+import xxhash
+
+__all__ = [
+    "ProtocolError",
+    "AuthError",
+    "Conn",
+    "chunk_hash",
+    "digest_ranges",
+    "T_JSON",
+    "T_DATA",
+    "T_HEARTBEAT",
+    "T_END",
+    "connect",
+    "parse_address",
+]
+
+T_JSON, T_DATA, T_HEARTBEAT, T_END = 1, 2, 3, 4
+_HDR = struct.Struct("!BI")
+_DATA = struct.Struct("!QQ")
+MAX_JSON = 4 << 20
+MAX_DATA = 64 << 20
+NONCE = 16
+MAC = 32
+
+
+class ProtocolError(ConnectionError):
+    """The peer sent something that is not a valid frame (the connection is dropped)."""
+
+
+class AuthError(ProtocolError):
+    """The peer does not know the run's secret."""
+
+
+def chunk_hash(data) -> int:
+    """Per-chunk checksum (xxh3, 64 bits)."""
+    return xxhash.xxh3_64_intdigest(data)
+
+
+def digest_ranges(buf, ranges) -> str:
+    """Whole-message digest (xxh3, 128 bits, hex) of ``buf`` over ``ranges`` in order."""
+    h = xxhash.xxh3_128()
+    mv = memoryview(buf)
+    for off, length in ranges:
+        h.update(mv[off : off + length])
+    return h.hexdigest()
+
+
+def _recv_exact_into(sock: socket.socket, view: memoryview) -> None:
+    got = 0
+    n = len(view)
+    while got < n:
+        k = sock.recv_into(view[got:], n - got)
+        if k == 0:
+            raise ConnectionError("connection closed by peer")
+        got += k
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    buf = bytearray(n)
+    _recv_exact_into(sock, memoryview(buf))
+    return bytes(buf)
+
+
+def _send_parts(sock: socket.socket, parts) -> None:
+    """Send every byte of ``parts`` (list of buffers) with as few syscalls as possible."""
+    views = [memoryview(p).cast("B") for p in parts if len(p)]
+    while views:
+        sent = sock.sendmsg(views)
+        while sent and views:
+            if sent >= len(views[0]):
+                sent -= len(views[0])
+                views.pop(0)
+            else:
+                views[0] = views[0][sent:]
+                sent = 0
+
+
+class Conn:
+    """A framed, authenticated connection (thread-safe sends, one reader)."""
+
+    def __init__(self, sock: socket.socket):
+        self.sock = sock
+        import threading
+
+        self._send_lock = threading.Lock()
+        self._scratch = bytearray(0)
+
+    # ----------------------------------------------------------- authentication
+    def auth_server(self, secret: bytes) -> None:
+        ns = os.urandom(NONCE)
+        self.sock.sendall(ns)
+        got = _recv_exact(self.sock, NONCE + MAC)
+        nc, mac = got[:NONCE], got[NONCE:]
+        if not hmac.compare_digest(mac, hmac.new(secret, b"c" + ns + nc, hashlib.sha256).digest()):
+            raise AuthError("peer failed the HMAC challenge")
+        self.sock.sendall(hmac.new(secret, b"s" + nc + ns, hashlib.sha256).digest())
+
+    def auth_client(self, secret: bytes) -> None:
+        ns = _recv_exact(self.sock, NONCE)
+        nc = os.urandom(NONCE)
+        self.sock.sendall(nc + hmac.new(secret, b"c" + ns + nc, hashlib.sha256).digest())
+        mac = _recv_exact(self.sock, MAC)
+        if not hmac.compare_digest(mac, hmac.new(secret, b"s" + nc + ns, hashlib.sha256).digest()):
+            raise AuthError("server failed the HMAC challenge")
+
+    # ----------------------------------------------------------- sending
+    def send_json(self, obj) -> None:
+        body = json.dumps(obj, separators=(",", ":")).encode()
+        if len(body) > MAX_JSON:
+            raise ProtocolError(f"control message too large ({len(body)} bytes)")
+        with self._send_lock:
+            _send_parts(self.sock, [_HDR.pack(T_JSON, len(body)), body])
+
+    def send_data(self, offset: int, payload) -> None:
+        """Send ``payload`` (a buffer) as message bytes at ``offset``, with its checksum."""
+        n = len(payload)
+        with self._send_lock:
+            _send_parts(self.sock, [_HDR.pack(T_DATA, _DATA.size + n), _DATA.pack(offset, chunk_hash(payload)), payload])
+
+    def send_simple(self, ftype: int) -> None:
+        with self._send_lock:
+            self.sock.sendall(_HDR.pack(ftype, 0))
+
+    # ----------------------------------------------------------- receiving
+    def recv(self):
+        """Next frame: ``(T_JSON, dict)``, ``(T_DATA, (offset, memoryview))``,
+        ``(T_HEARTBEAT, None)`` or ``(T_END, None)``.
+
+        A DATA payload is checked against its checksum (ProtocolError when wrong) and lives
+        in a scratch buffer that the next ``recv`` overwrites.
+        """
+        ftype, n = _HDR.unpack(_recv_exact(self.sock, _HDR.size))
+        if ftype == T_JSON:
+            if n > MAX_JSON:
+                raise ProtocolError(f"control message too large ({n} bytes)")
+            body = _recv_exact(self.sock, n)
+            try:
+                obj = json.loads(body.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                raise ProtocolError(f"bad JSON frame ({exc})") from None
+            if not isinstance(obj, dict):
+                raise ProtocolError("a control message must be a JSON object")
+            return T_JSON, obj
+        if ftype == T_DATA:
+            if n < _DATA.size or n > MAX_DATA + _DATA.size:
+                raise ProtocolError(f"bad data frame length {n}")
+            offset, h = _DATA.unpack(_recv_exact(self.sock, _DATA.size))
+            k = n - _DATA.size
+            if len(self._scratch) < k:
+                self._scratch = bytearray(k)
+            view = memoryview(self._scratch)[:k]
+            _recv_exact_into(self.sock, view)
+            if chunk_hash(view) != h:
+                raise ProtocolError(f"checksum mismatch in chunk at offset {offset}")
+            return T_DATA, (offset, view)
+        if ftype in (T_HEARTBEAT, T_END):
+            if n:
+                raise ProtocolError("heartbeat/end frames carry no body")
+            return ftype, None
+        raise ProtocolError(f"unknown frame type {ftype}")
+
+    def recv_json(self) -> dict:
+        ftype, obj = self.recv()
+        if ftype != T_JSON:
+            raise ProtocolError(f"expected a control message, got frame type {ftype}")
+        return obj
+
+    def settimeout(self, t) -> None:
+        self.sock.settimeout(t)
+
+    def close(self) -> None:
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+def parse_address(addr: str):
+    """``"tcp:HOST:PORT"`` or ``"unix:/path"`` -> (family, sockaddr)."""
+    if addr.startswith("unix:"):
+        return socket.AF_UNIX, addr[5:]
+    if addr.startswith("tcp:"):
+        host, _, port = addr[4:].rpartition(":")
+        return socket.AF_INET, (host.strip("[]"), int(port))
+    raise ValueError(f"bad address {addr!r} (expected tcp:HOST:PORT or unix:/path)")
+
+
+def tune_tcp(sock: socket.socket, user_timeout: float | None = None) -> None:
+    """Keepalive and TCP_USER_TIMEOUT (ms) so a dead link fails a blocked send."""
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        if user_timeout and hasattr(socket, "TCP_USER_TIMEOUT"):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, int(user_timeout * 1000))
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    except OSError:
+        pass
+
+
+def connect(addr: str, secret: bytes, *, timeout: float = 5.0, user_timeout: float | None = None) -> Conn:
+    """Open an authenticated connection to ``addr`` (``tcp:H:P`` or ``unix:PATH``)."""
+    family, sockaddr = parse_address(addr)
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        sock.connect(sockaddr)
+        if family == socket.AF_INET:
+            tune_tcp(sock, user_timeout)
+        conn = Conn(sock)
+        conn.auth_client(secret)
+    except BaseException:
+        sock.close()
+        raise
+    sock.settimeout(None)
+    return conn

@@ -1,0 +1,377 @@
+"""Build an emulated network from a topology file (DESIGN.md, "Emulated network").
+
+* one network namespace per host (``<prefix>-h<i>``) and one more, ``<prefix>-sw``, that
+  holds a Linux bridge per switch: the root namespace is never touched, and deleting the
+  namespaces the state file lists removes every bridge, veth and qdisc;
+* a veth pair per physical link; HTB on the egress of *both* ends, so each direction of
+  every link (host-to-switch, switch-to-switch, host-to-host) is shaped to its own rate;
+  ``netem`` delay under the HTB class when the link has latency and the kernel has netem
+  (otherwise a warning says latency is not emulated);
+* addresses only from 198.18.0.0/15: an L2 segment (switches joined by switch links, and
+  the hosts on them) gets 198.18.S.0/24; a host-to-host link a /30 from 198.19.0.0/17; a
+  host with several interfaces (it relays, as in Topology Zoo graphs) gets an identity
+  address 198.19.128.0/17 on ``lo`` and ``ip_forward``;
+* routes: at every host, one /32 route per other host via the first hop of
+  ``topology.route`` (destination-based routing [I]: a relay forwards by its own route to
+  the destination, which equals the suffix of the source's route whenever routes are
+  consistent, as in every tree and cluster topology).
+
+Switch graphs with a cycle are refused (the bridges would loop).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import secrets
+import subprocess
+import sys
+
+from .state import TestbedError, TestbedState, load_state, state_path
+
+__all__ = ["up", "down", "status", "exec_argv", "counters", "require_root", "netem_available"]
+
+SEGMENT_NET = ipaddress.ip_network("198.18.0.0/16")
+P2P_NET = ipaddress.ip_network("198.19.0.0/17")
+ID_NET = ipaddress.ip_network("198.19.128.0/17")
+EMULATION_BLOCK = ipaddress.ip_network("198.18.0.0/15")
+
+
+def require_root() -> None:
+    if os.geteuid() != 0:
+        raise TestbedError("the emulated network needs root (network namespaces, tc)", element="testbed")
+
+
+def _ip(*args, check=True):
+    r = subprocess.run(["ip", *args], capture_output=True, text=True)
+    if check and r.returncode:
+        raise TestbedError(f"`ip {' '.join(args)}` failed: {r.stderr.strip()}", element="testbed")
+    return r
+
+
+def _tc(ns, *args, check=True):
+    r = subprocess.run(["tc", "-n", ns, *args], capture_output=True, text=True)
+    if check and r.returncode:
+        raise TestbedError(f"`tc -n {ns} {' '.join(args)}` failed: {r.stderr.strip()}", element="testbed")
+    return r
+
+
+def _rate(bytes_per_s: float) -> str:
+    return f"{max(8, int(round(bytes_per_s * 8)))}bit"
+
+
+def netem_available(ns: str, dev: str) -> bool:
+    """Try a netem qdisc on ``dev`` (then remove it)."""
+    r = _tc(ns, "qdisc", "add", "dev", dev, "root", "handle", "9:", "netem", "delay", "1ms", check=False)
+    if r.returncode == 0:
+        _tc(ns, "qdisc", "del", "dev", dev, "root", check=False)
+        return True
+    return False
+
+
+def _shape(ns: str, dev: str, rate: float, latency: float, netem: bool, queue: float | None = None) -> dict:
+    """HTB at ``rate`` bytes/s on the egress of ``dev`` (+ netem delay when possible)."""
+    r = _rate(rate)
+    quantum = str(max(1514, min(60000, int(rate / 10))))
+    _tc(ns, "qdisc", "replace", "dev", dev, "root", "handle", "1:", "htb", "default", "10")
+    _tc(ns, "class", "add", "dev", dev, "parent", "1:", "classid", "1:10", "htb", "rate", r, "ceil", r, "quantum", quantum)
+    leaf = "pfifo (default)"
+    if latency > 0 and netem:
+        _tc(ns, "qdisc", "add", "dev", dev, "parent", "1:10", "handle", "10:", "netem", "delay", f"{latency * 1e6:.0f}us", "limit", "10000")
+        leaf = f"netem {latency * 1e3:g}ms"
+    elif queue:
+        limit = max(30000, int(rate * queue))
+        _tc(ns, "qdisc", "add", "dev", dev, "parent", "1:10", "handle", "10:", "bfifo", "limit", str(limit))
+        leaf = f"bfifo {limit}B"
+    return {"ns": ns, "dev": dev, "rate": r, "leaf": leaf}
+
+
+FAIR_BUCKETS = 256
+
+
+def _shape_fair(ns: str, dev: str, rate: float) -> dict:
+    """HTB at ``rate`` shared max-min fairly among TCP flows (an SFQ built from what every
+    kernel with HTB and u32 has): flows hash on the low byte of the TCP source port into
+    256 HTB classes of equal quantum that borrow the whole rate from one parent, so active
+    flows share it round-robin instead of first-come in one FIFO."""
+    r = _rate(rate)
+    share = _rate(max(rate / FAIR_BUCKETS, 1000))
+    lines = [
+        f"qdisc replace dev {dev} root handle 1: htb default 100",
+        f"class add dev {dev} parent 1: classid 1:1 htb rate {r} ceil {r} quantum 60000",
+    ]
+    for i in range(FAIR_BUCKETS):
+        lines.append(f"class add dev {dev} parent 1:1 classid 1:{0x100 + i:x} htb rate {share} ceil {r} quantum 3028")
+    lines.append(f"filter add dev {dev} parent 1: prio 1 handle 2: protocol ip u32 divisor {FAIR_BUCKETS}")
+    for i in range(FAIR_BUCKETS):
+        lines.append(f"filter add dev {dev} parent 1: prio 1 protocol ip u32 ht 2:{i:x}: match u32 0 0 flowid 1:{0x100 + i:x}")
+    lines.append(f"filter add dev {dev} parent 1: prio 1 protocol ip u32 ht 800:: match ip protocol 6 0xff hashkey mask 0x00ff0000 at 20 link 2:")
+    r2 = subprocess.run(["tc", "-n", ns, "-batch", "-"], input="\n".join(lines) + "\n", capture_output=True, text=True)
+    if r2.returncode:
+        raise TestbedError(f"fair shaping on {ns}/{dev} failed: {r2.stderr.strip()[-300:]}", element="testbed")
+    return {"ns": ns, "dev": dev, "rate": r, "leaf": f"fair: {FAIR_BUCKETS} HTB classes hashed by TCP source port"}
+
+
+def _switch_forest_check(topo) -> None:
+    sw = set(topo.switches)
+    parent = {s: s for s in sw}
+
+    def find(x):
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for pl in topo.physical_links:
+        if pl.a in sw and pl.b in sw:
+            ra, rb = find(pl.a), find(pl.b)
+            if ra == rb:
+                raise TestbedError(
+                    f"switches {pl.a} and {pl.b} close a cycle: bridges would loop (the testbed needs the switch links to form a forest)",
+                    element="topology",
+                )
+            parent[ra] = rb
+
+
+def up(topology, *, name: str | None = None, spec: str | None = None, netem: bool | None = None, queue: float | None = None, congestion: str | None = None, fair: bool = False) -> TestbedState:
+    """Build ``topology`` on this machine and return its recorded state.
+
+    ``queue``: leaf queue of every shaped direction in seconds of its rate (bfifo; default:
+    the kernel's pfifo of txqueuelen packets); ``congestion``: TCP congestion control of
+    every host namespace (e.g. ``cubic``; default: the kernel's); ``fair``: share every
+    link direction fairly among TCP flows (see ``_shape_fair``) instead of one FIFO.
+    """
+    require_root()
+    topo = topology
+    name = name or "".join(c if c.isalnum() or c in "-_" else "-" for c in topo.name)[:40] or "testbed"
+    if state_path(name).exists():
+        raise TestbedError(f"testbed {name!r} is already up (topocast testbed down {name})", element="name")
+    _switch_forest_check(topo)
+    prefix = "tc" + secrets.token_hex(3)
+    st = TestbedState(name=name, prefix=prefix, topology_spec=spec or topo.name)
+    st.save()
+    try:
+        _build(topo, st, netem, queue, congestion, fair)
+    except BaseException:
+        down(st.name)
+        raise
+    st.complete = True
+    st.save()
+    return st
+
+
+def _build(topo, st: TestbedState, netem_wanted, queue=None, congestion=None, fair=False) -> None:
+    hosts = list(topo.hosts)
+    core = f"{st.prefix}-sw"
+    # step 1: namespaces (recorded before creation)
+    for i, h in enumerate(hosts):
+        ns = f"{st.prefix}-h{i}"
+        st.namespaces.append(ns)
+        st.host_ns[h] = ns
+        st.save()
+        _ip("netns", "add", ns)
+        _ip("-n", ns, "link", "set", "lo", "up")
+        if congestion:
+            _sysctl(ns, "net.ipv4.tcp_congestion_control", congestion)
+    if topo.switches:
+        st.namespaces.append(core)
+        st.save()
+        _ip("netns", "add", core)
+        _ip("-n", core, "link", "set", "lo", "up")
+    sw_ns = {s: core for s in topo.switches}
+    ns_of = {**st.host_ns, **sw_ns}
+    # step 2: bridges, one per switch
+    bridge = {}
+    for j, s in enumerate(topo.switches):
+        bridge[s] = f"br{j}"
+        _ip("-n", core, "link", "add", bridge[s], "type", "bridge", "stp_state", "0", "forward_delay", "0")
+        _ip("-n", core, "link", "set", bridge[s], "up")
+    # step 3: L2 segments = connected switch components
+    seg_of: dict[str, int] = {}
+    nseg = 0
+    sw = set(topo.switches)
+    for s in topo.switches:
+        if s in seg_of:
+            continue
+        stack = [s]
+        seg_of[s] = nseg
+        while stack:
+            x = stack.pop()
+            for y in topo.neighbors(x):
+                if y in sw and y not in seg_of:
+                    seg_of[y] = nseg
+                    stack.append(y)
+        nseg += 1
+    if nseg > 255:
+        raise TestbedError("more than 255 switch segments", element="topology")
+    seg_next = [1] * nseg
+    p2p_next = 0
+    nif = {h: 0 for h in hosts}
+    host_if: dict[str, list] = {h: [] for h in hosts}
+    attach: dict[tuple[str, str], tuple[str, str]] = {}  # (host, neighbour) -> (ifname, address)
+    seg_addr: dict[tuple[str, int], str] = {}  # (host, segment) -> first address there
+    netem = None
+    for p, pl in enumerate(topo.physical_links):
+        a, b = pl.a, pl.b
+        ends = []
+        for x in (a, b):
+            if x in sw:
+                ends.append(f"l{p}{'a' if x == a else 'b'}")
+            else:
+                ends.append(f"e{nif[x]}")
+                nif[x] += 1
+        if a == b or ns_of[a] == ns_of[b] and a not in sw:
+            raise TestbedError(f"link {a}-{b}: cannot join a node to itself", element="topology")
+        tmp_a, tmp_b = f"{st.prefix}t{p}a"[:15], f"{st.prefix}t{p}b"[:15]
+        # create with unique temporary names in the first namespace, then move and rename
+        _ip("-n", ns_of[a], "link", "add", tmp_a, "type", "veth", "peer", "name", tmp_b, "netns", ns_of[b])
+        _ip("-n", ns_of[a], "link", "set", tmp_a, "name", ends[0])
+        _ip("-n", ns_of[b], "link", "set", tmp_b, "name", ends[1])
+        for x, dev in ((a, ends[0]), (b, ends[1])):
+            if x in sw:
+                _ip("-n", core, "link", "set", dev, "master", bridge[x])
+            _ip("-n", ns_of[x], "link", "set", dev, "up")
+        # addresses
+        if a in sw and b in sw:
+            pass
+        elif a in sw or b in sw:
+            h, s, dev = (b, a, ends[1]) if a in sw else (a, b, ends[0])
+            k = seg_of[s]
+            if seg_next[k] > 253:
+                raise TestbedError(f"segment of switch {s} has more than 253 host interfaces", element="topology")
+            addr = str(SEGMENT_NET.network_address + 256 * k + seg_next[k])
+            seg_next[k] += 1
+            _ip("-n", ns_of[h], "addr", "add", f"{addr}/24", "dev", dev)
+            host_if[h].append([dev, f"{addr}/24", p])
+            attach[(h, s)] = (dev, addr)
+            seg_addr.setdefault((h, k), addr)
+        else:
+            base = P2P_NET.network_address + 4 * p2p_next
+            p2p_next += 1
+            if base + 3 not in P2P_NET:
+                raise TestbedError("too many host-to-host links", element="topology")
+            for x, dev, off in ((a, ends[0], 1), (b, ends[1], 2)):
+                addr = str(base + off)
+                _ip("-n", ns_of[x], "addr", "add", f"{addr}/30", "dev", dev)
+                host_if[x].append([dev, f"{addr}/30", p])
+                attach[(x, b if x == a else a)] = (dev, addr)
+        # shaping, both directions
+        if netem is None:
+            netem = netem_available(ns_of[a], ends[0]) if netem_wanted is not False else False
+            st.netem = netem
+        rec = {"a": a, "b": b, "index": p}
+        if fair:
+            rec["ab"] = _shape_fair(ns_of[a], ends[0], pl.bandwidth)
+            rec["ba"] = _shape_fair(ns_of[b], ends[1], pl.reverse_bandwidth)
+        else:
+            rec["ab"] = _shape(ns_of[a], ends[0], pl.bandwidth, pl.latency, netem, queue)
+            rec["ba"] = _shape(ns_of[b], ends[1], pl.reverse_bandwidth, pl.latency, netem, queue)
+        st.links.append(rec)
+        st.save()
+    if any(pl.latency > 0 for pl in topo.physical_links) and not st.netem:
+        st.warnings.append("this kernel has no sch_netem: link latency is NOT emulated (bandwidth only)")
+    # step 4: identities
+    idn = 1
+    for h in hosts:
+        if not host_if[h]:
+            raise TestbedError(f"host {h} has no link", element="topology")
+        if len(host_if[h]) == 1:
+            st.host_addr[h] = host_if[h][0][1].split("/")[0]
+        else:
+            addr = str(ID_NET.network_address + idn)
+            idn += 1
+            _ip("-n", st.host_ns[h], "addr", "add", f"{addr}/32", "dev", "lo")
+            st.host_addr[h] = addr
+        st.host_ifaces[h] = host_if[h]
+    # step 5: routes and forwarding
+    for h in hosts:
+        ns = st.host_ns[h]
+        if len(host_if[h]) > 1:
+            _sysctl(ns, "net.ipv4.ip_forward", "1")
+            _sysctl(ns, "net.ipv4.conf.all.rp_filter", "0")
+            _sysctl(ns, "net.ipv4.conf.default.rp_filter", "0")
+        for v in hosts:
+            if v == h:
+                continue
+            path = topo.route_nodes(h, v)
+            first = path[1]
+            dev, _ = attach[(h, first)]
+            nxt = next(x for x in path[1:] if x not in sw)  # first host on the path
+            if first in sw:
+                k = seg_of[first]
+                nh = seg_addr.get((nxt, k))
+            else:
+                nh = attach[(nxt, h)][1]
+            if nh is None:
+                raise TestbedError(f"route {h}->{v}: next hop {nxt} has no address on that segment", element="topology")
+            if nh == st.host_addr[v] and len(host_if[h]) == 1:
+                continue  # directly connected
+            args = ["-n", ns, "route", "replace", f"{st.host_addr[v]}/32", "via", nh, "dev", dev]
+            if len(host_if[h]) > 1:
+                args += ["src", st.host_addr[h]]
+            _ip(*args)
+    for h in hosts:
+        for dev, addr, _ in host_if[h]:
+            assert ipaddress.ip_interface(addr).ip in EMULATION_BLOCK
+    st.save()
+
+
+def _sysctl(ns: str, key: str, value: str) -> None:
+    r = subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-qw", f"{key}={value}"], capture_output=True, text=True)
+    if r.returncode:
+        path = "/proc/sys/" + key.replace(".", "/")
+        subprocess.run(["ip", "netns", "exec", ns, "sh", "-c", f"echo {value} > {path}"], capture_output=True)
+
+
+def down(name: str | None = None) -> list[str]:
+    """Delete every namespace the record of ``name`` lists, then the record. Returns them."""
+    require_root()
+    st = load_state(name)
+    removed = []
+    for ns in reversed(st.namespaces):
+        r = _ip("netns", "del", ns, check=False)
+        if r.returncode == 0:
+            removed.append(ns)
+    st.remove_file()
+    return removed
+
+
+def status(name: str | None = None) -> dict:
+    st = load_state(name)
+    existing = set(_ip("netns", "list", check=False).stdout.split())
+    return {
+        "name": st.name,
+        "topology": st.topology_spec,
+        "complete": st.complete,
+        "netem": st.netem,
+        "warnings": st.warnings,
+        "hosts": {h: {"namespace": st.host_ns[h], "address": st.host_addr.get(h), "up": st.host_ns[h] in existing, "interfaces": st.host_ifaces.get(h, [])} for h in st.host_ns},
+        "links": st.links,
+    }
+
+
+def exec_argv(st: TestbedState, host: str, argv: list[str]) -> list[str]:
+    return ["ip", "netns", "exec", st.namespace(host), *argv]
+
+
+def counters(st: TestbedState) -> dict:
+    """{host: {iface: {"rx": bytes, "tx": bytes}}} of every host's data interfaces."""
+    out = {}
+    for h, ifs in st.host_ifaces.items():
+        r = _ip("-n", st.host_ns[h], "-j", "-s", "link", "show", check=False)
+        try:
+            data = json.loads(r.stdout or "[]")
+        except json.JSONDecodeError:
+            data = []
+        names = {dev for dev, _, _ in ifs}
+        out[h] = {
+            d["ifname"]: {"rx": d["stats64"]["rx"]["bytes"], "tx": d["stats64"]["tx"]["bytes"]}
+            for d in data
+            if d.get("ifname") in names and "stats64" in d
+        }
+    return out
+
+
+if __name__ == "__main__":  # pragma: no cover
+    print(json.dumps(status(sys.argv[1] if len(sys.argv) > 1 else None), indent=1))

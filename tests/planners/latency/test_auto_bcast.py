@@ -1,0 +1,48 @@
+"""``auto`` broadcast: tries every registered planner, keeps the best, records why."""
+
+import pytest
+
+from topocast.check import check_plan
+from topocast.plan import Broadcast
+from topocast.planners import available_planners, get_planner
+from topocast.sim import simulate
+from topocast.topology import load_topology
+from topocast.topology.generators import two_cluster_grid
+
+
+def test_auto_picks_the_smallest_predicted_makespan():
+    topo = two_cluster_grid(4, wan_latency="10ms")
+    req = Broadcast("a0", 1 << 20)
+    plan = get_planner("broadcast", "auto")(topo, req)
+    check_plan(plan, topo)
+    notes = plan.notes
+    assert plan.planner == "auto" and notes["criterion"] == "makespan"
+    names = {i.name for i in available_planners("broadcast", include_selectors=False)}
+    assert set(notes["scores"]) | set(notes["skipped"]) == names
+    best = min(s["makespan"] for s in notes["scores"].values())
+    assert notes["scores"][notes["choice"]]["makespan"] == best
+    assert notes["runner_up"] != notes["choice"]
+    assert simulate(plan, topo).makespan == pytest.approx(best, rel=1e-12)
+
+
+def test_auto_by_aggregate_bandwidth_and_skipped_reasons(monkeypatch):
+    from topocast.errors import PlanError
+    from topocast.planners import registry
+
+    def broken(topology, request):
+        raise PlanError("needs two clusters (test)", element="test")
+
+    monkeypatch.setitem(registry._REGISTRY, ("broadcast", "broken_for_test"),
+                        registry.PlannerInfo("broadcast", "broken_for_test", broken, "test", "test"))
+    topo = load_topology("builtin:hetero-2switch")
+    plan = get_planner("broadcast", "auto")(topo, Broadcast(topo.hosts[0], 10**6), by="aggregate_bandwidth")
+    notes = plan.notes
+    best = max(s["aggregate_bandwidth"] for s in notes["scores"].values())
+    assert notes["scores"][notes["choice"]]["aggregate_bandwidth"] == best
+    assert "two clusters" in notes["skipped"]["broken_for_test"]
+
+
+def test_auto_candidates_option():
+    topo = two_cluster_grid(2)
+    plan = get_planner("broadcast", "auto")(topo, Broadcast("a0", 1000), candidates="binomial,essp")
+    assert set(plan.notes["scores"]) == {"binomial", "essp"}
