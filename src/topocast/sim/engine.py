@@ -85,7 +85,12 @@ class _Sim:
                 ids = np.asarray(links, dtype=np.int64)
                 res = link_res[ids]
                 fat = res < 0
-                cap = float(link_bw[ids[fat]].min()) if fat.any() else math.inf
+                bw = link_bw[ids]
+                # a flow is capped by fatpipe links and by any direction slower than the
+                # resource it shares (the slow direction of an asymmetric shared cable)
+                lim = fat.copy()
+                lim[~fat] = bw[~fat] < topology.resource_capacity[res[~fat]]
+                cap = float(bw[lim].min()) if lim.any() else math.inf
                 route = (res[~fat], float(link_lat[ids].sum()), cap)
                 route_cache[key] = route
             res, lat, cap = route
@@ -132,12 +137,24 @@ class _Sim:
         self.host_done: dict[str, float] = {}
         self.allreduce = plan.collective == "allreduce"
         incoming_bytes = defaultdict(float)
+        incoming_set: dict[str, IntervalSet] = defaultdict(IntervalSet)
         for i, t in enumerate(tr):
             incoming_bytes[t.dst] += self.size[i]
-        # Hosts that may be credited mid-transfer (they receive some bytes twice).
-        self.redundant = {
-            h for h in self.wanted if not self.allreduce and incoming_bytes[h] > self.wanted_bytes[h]
-        }
+            if t.dst in self.wanted:
+                incoming_set[t.dst].add_ranges(t.ranges)
+
+        def exact_once(h) -> bool:
+            # every byte h receives is wanted, arrives once and is not held from the start:
+            # then h completes exactly when its last incoming transfer does
+            inc = incoming_set[h]
+            if inc.total != incoming_bytes[h]:
+                return False
+            want, init = IntervalSet(self.wanted[h]), IntervalSet(plan.initial.get(h, ()))
+            return all(want.covers(a, b) and init.missing(a, b) == [(a, b)] for a, b in inc)
+
+        # Hosts that may be credited mid-transfer (bytes received twice, already held or
+        # not wanted).
+        self.redundant = {h for h in self.wanted if not self.allreduce and not exact_once(h)}
         self.waiting_data: dict[str, set[int]] = defaultdict(set)
         self.queue: dict[str, list[int]] = defaultdict(list)
         self.busy_senders: set[str] = set()  # senders with a non-empty queue
@@ -187,6 +204,10 @@ class _Sim:
         free = ~has | (self.status[uu] >= REDUCING)
         a = np.clip(self.sent[uu] - self.base[idx] - self.chunk, 0.0, size)
         return np.where(free, size, a)
+
+    def _lead(self, idx: np.ndarray, uu: np.ndarray) -> np.ndarray:
+        """How far the upstream is past ``base + chunk`` (bytes; < 0: nothing to send yet)."""
+        return self.sent[uu] - self.base[idx] - self.chunk + _REL * self.size[uu]
 
     def _activation(self, i: int) -> float:
         u = self.upstream[i]
@@ -351,7 +372,14 @@ class _Sim:
         uu = np.where(has, u, 0)
         av = self._avail_vec(flowing)
         size = self.size[flowing]
-        coupled = has & (self.status[uu] == FLOWING) & (av < size) & (self.sent[flowing] >= av - _REL * size)
+        live = has & (self.status[uu] == FLOWING)
+        coupled = live & (av < size) & (self.sent[flowing] >= av - _REL * size)
+        # upstream not yet one chunk past our first byte (a range shorter than a chunk):
+        # nothing to send yet, so no bandwidth until it is ("unblock" event)
+        blocked = coupled & (self._lead(flowing, uu) < 0)
+        if blocked.any():
+            caps = np.where(blocked, 0.0, caps)
+            coupled &= ~blocked
         children = None
         if coupled.any():
             pos = np.full(self.n, -1, dtype=np.int64)
@@ -394,6 +422,10 @@ class _Sim:
                     # the upstream passes the end of our bytes (plus one chunk): no longer bound
                     need = np.maximum(self.base[f] + size + self.chunk - self.sent[uu], 0.0)
                     groups.append((np.where(~free & (ru > 0), need / ru, np.inf), "free", f))
+                    # the upstream passes base + chunk: a blocked transfer gets data to send
+                    lead = self.sent[uu] - self.base[f] - self.chunk
+                    blocked = ~free & (self._lead(f, uu) < 0) & (ru > 0)
+                    groups.append((np.where(blocked, -lead / ru, np.inf), "unblock", f))
         if self.waiting_upstream:
             w = np.array(sorted(self.waiting_upstream), dtype=np.int64)
             u = self.upstream[w]
