@@ -8,10 +8,11 @@ import math
 
 import pytest
 
-from topocast import Broadcast, broadcast_bounds, check_plan, simulate
+from topocast import Broadcast, Topology, broadcast_bounds, check_plan, simulate
 from topocast.planners import available_planners
 from topocast.topology import load_topology
 from topocast.topology.generators import fat_tree, multi_cluster_tree, two_cluster_grid
+from topocast.topology.model import PhysicalLink as L
 
 BROADCAST = [p.name for p in available_planners("broadcast")]
 
@@ -23,6 +24,14 @@ def _topologies():
     yield "multi-cluster-asym-13", multi_cluster_tree(13, n_clusters=3, bandwidth="uniform-100-1000", asymmetric=True, seed=3)
     yield "two-cluster-grid-3x2", two_cluster_grid(3)
     yield "fat-tree-4", fat_tree(4)
+    # fatpipe links (SimGrid FATPIPE: no sharing): capacity-subtraction planners once looped
+    # forever on them (nothing was ever subtracted); every planner must terminate here
+    yield "fatpipe-star", Topology("fatpipe-star", ["h0", "h1", "h2"], ["s3"], [
+        L("h0", "s3", 100.0, 0, sharing="fatpipe"), L("s3", "h1", 10.0, 0, sharing="fatpipe"),
+        L("s3", "h2", 100.0, 0)])
+    yield "fatpipe-triangle", Topology("fatpipe-triangle", ["h0", "h1", "h2"], [], [
+        L("h0", "h1", 100.0, 0, sharing="fatpipe"), L("h1", "h2", 10.0, 0, sharing="fatpipe"),
+        L("h0", "h2", 100.0, 0, sharing="fatpipe")])
 
 
 TOPOLOGIES = dict(_topologies())

@@ -64,11 +64,20 @@ def unreachable_error(planner, info, dests):
 
 
 def resource_arrays(topology) -> tuple[np.ndarray, np.ndarray]:
-    """(resource id per directed link, capacity per resource) with fatpipe links mapped to an
-    extra resource of infinite capacity (so indexing never needs a special case)."""
+    """(resource id per directed link, capacity per resource in bytes/s).
+
+    [I, ours] A fatpipe link (SimGrid's FATPIPE: every flow may use its full bandwidth, no
+    sharing) is planned as a dedicated resource of its bandwidth per direction. The
+    simulator would let any number of parallel flows each take the full bandwidth, so a
+    planner that subtracted nothing from it would build the same tree forever; planning it as
+    one link is conservative (plans never rely on unlimited parallel flows) and keeps every
+    capacity finite, so each capacity-subtraction round saturates a resource and ends.
+    """
     res_of = topology.link_resource.copy()
-    cap = np.append(topology.resource_capacity.astype(float), np.inf)
-    res_of[res_of < 0] = len(cap) - 1
+    cap = topology.resource_capacity.astype(float)
+    fat = np.flatnonzero(res_of < 0)
+    res_of[fat] = len(cap) + np.arange(len(fat))
+    cap = np.append(cap, topology.link_bandwidth[fat].astype(float))
     return res_of, cap
 
 
