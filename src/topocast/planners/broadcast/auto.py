@@ -2,7 +2,8 @@
 simulator, keep the best.
 
 The criterion is the predicted makespan (``by="makespan"``, smallest wins) or the aggregate
-bandwidth (``by="aggregate_bandwidth"``, largest wins). Planners that fail on the input (for
+bandwidth (``by="aggregate_bandwidth"``, largest wins); ties (within 1e-6) go to the
+better other criterion, then to the name. Planners that fail on the input (for
 example ``gridmpi`` without two clusters) are skipped and the reason is recorded. The chosen
 plan comes back unchanged except that ``planner`` is ``"auto"`` and ``notes`` say what was
 chosen, the runner-up, every candidate's score and the skipped planners.
@@ -10,6 +11,7 @@ chosen, the runner-up, every candidate's score and the skipped planners.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from ...errors import InputError, TopocastError
@@ -44,11 +46,18 @@ def choose(collective: str, topology, request, *, by: str = "makespan", candidat
         except (ValueError, KeyError, ZeroDivisionError, NotImplementedError) as exc:  # planner limits
             skipped[info.name] = f"{type(exc).__name__}: {exc}"
             continue
-        score = result.makespan if by == "makespan" else -result.aggregate_bandwidth
-        scored.append((score, info.name, plan, result))
+        primary = result.makespan if by == "makespan" else -result.aggregate_bandwidth
+        secondary = -result.aggregate_bandwidth if by == "makespan" else result.makespan
+        scored.append(((primary, secondary), info.name, plan, result))
     if not scored:
         raise InputError(f"no {collective} planner could handle this input: {skipped}", element="algorithm")
-    scored.sort(key=lambda x: (x[0], x[1]))
+    # Plans whose primary score ties (within 1e-6, relative) are ranked by the other
+    # criterion, then by name: on a topology where one slow host sets every plan's makespan,
+    # the makespan alone cannot tell a plan at 9% of the bound from one at 93%.
+    best_primary = min(s[0][0] for s in scored)
+    tol = 1e-6 * abs(best_primary) if math.isfinite(best_primary) else 0.0
+    scored.sort(key=lambda x: (x[0][0] > best_primary + tol, x[0][0] if x[0][0] > best_primary + tol else 0.0,
+                               x[0][1], x[1]))
     best = scored[0]
     notes = {
         "criterion": by,
