@@ -212,13 +212,6 @@ def reference_simulate(plan, topo, chunk_size=None, max_events=100000):
                 if st[i] == PENDING and ready(i):
                     st[i] = QUEUED
                     changed = True
-            for i in range(n):  # plan order
-                if st[i] == QUEUED and busy_until[tr[i].src] <= now:
-                    d = _fr(topo.injection(tr[i].src, tr[i].dst))
-                    busy_until[tr[i].src] = now + d
-                    st[i] = LAT
-                    timer[i] = now + d + lat[i]
-                    changed = True
             for i in range(n):
                 if st[i] == LAT and timer[i] <= now:
                     st[i] = FLOW
@@ -238,6 +231,17 @@ def reference_simulate(plan, topo, chunk_size=None, max_events=100000):
                     st[i] = DONE
                     t_done[i] = now
                     held[tr[i].dst].extend((o, o + l) for o, l in tr[i].ranges)
+                    changed = True
+            if changed:
+                continue
+            # inject only once every transfer that becomes ready at `now` is known, so
+            # transfers ready at the same instant go in plan order
+            for i in range(n):  # plan order
+                if st[i] == QUEUED and busy_until[tr[i].src] <= now:
+                    d = _fr(topo.injection(tr[i].src, tr[i].dst))
+                    busy_until[tr[i].src] = now + d
+                    st[i] = LAT
+                    timer[i] = now + d + lat[i]
                     changed = True
         if all(s == DONE for s in st):
             break

@@ -213,8 +213,9 @@ class _Sim:
         u = self.upstream[i]
         return min(self.base[i] + min(self.chunk, self.size[i]), self.size[u])
 
-    def _inject(self) -> None:
-        """Let every free sender inject its queued transfers (plan order)."""
+    def _inject(self) -> bool:
+        """Let every free sender inject its queued transfers (plan order); True if any did."""
+        injected = False
         for src in sorted(self.busy_senders):
             q = self.queue[src]
             q.sort()
@@ -225,8 +226,10 @@ class _Sim:
                     self.sender_free[src] = start
                 self.status[i] = LATENCY
                 self.t_event[i] = start + self.latency[i]
+                injected = True
             if not q:
                 self.busy_senders.discard(src)
+        return injected
 
     # ----------------------------------------------------------------- completion
     def _complete(self, i: int) -> None:
@@ -303,7 +306,6 @@ class _Sim:
                     for i in todo:
                         self._consider(i)
                     changed = True
-                self._inject()
                 due = np.flatnonzero((self.status == LATENCY) & (self.t_event <= self.t * (1 + _REL)))
                 for i in due:
                     self.status[i] = FLOWING
@@ -317,7 +319,11 @@ class _Sim:
                 for i in due:
                     self._complete(int(i))
                     changed = True
-                if not changed and not self.to_check:
+                if changed or self.to_check:
+                    continue
+                # Inject only once every transfer that becomes ready at this instant is
+                # known, so that transfers ready at the same time go in plan order.
+                if not self._inject():
                     break
             if (self.status == DONE).all():
                 break
