@@ -60,6 +60,22 @@ def test_plan_then_simulate_round_trip(capsys, tmp_path):
     assert data["algorithm"] == "depth_first" and data["size_bytes"] == 1_000_000
 
 
+def test_allreduce_plan_then_simulate(capsys, tmp_path):
+    f = tmp_path / "ar.json"
+    code, _, err = run(capsys, "plan", "builtin:two-clusters", "--collective", "allreduce", "-a", "ring",
+                       "--size", "8MB", "--destinations", "s,a1,b1", "-o", str(f))
+    assert code == 0, err
+    plan = json.loads(f.read_text())
+    assert plan["collective"] == "allreduce"
+    assert {t["src"] for t in plan["transfers"]} == {"s", "a1", "b1"}
+    code, out, err = run(capsys, "simulate", "builtin:two-clusters", "--plan", str(f), "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert set(data["per_host"]) == {"s", "a1", "b1"} and data["makespan"] > 0
+    code, _, err = run(capsys, "plan", "builtin:two-clusters", "--collective", "allreduce", "-a", "stable")
+    assert code == 2 and "valid planners" in err and "ring" in err
+
+
 def test_planners_listing_has_references(capsys):
     code, out, _ = run(capsys, "planners", "--json")
     assert code == 0

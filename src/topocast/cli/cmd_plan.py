@@ -1,4 +1,5 @@
-"""``topocast plan``: make a broadcast plan and write it as JSON (input of simulate and run)."""
+"""``topocast plan``: make a broadcast or allreduce plan and write it as JSON (input of
+``simulate`` and, for broadcasts, ``run``)."""
 
 from __future__ import annotations
 
@@ -12,12 +13,15 @@ from .common import add_topology_args, load_topology_arg, size_arg
 
 
 def register(sub) -> None:
-    p = sub.add_parser("plan", help="make a broadcast plan with one algorithm and write it as JSON")
+    p = sub.add_parser("plan", help="make a broadcast or allreduce plan with one algorithm and write it as JSON")
     add_topology_args(p)
+    p.add_argument("--collective", choices=("broadcast", "allreduce"), default="broadcast",
+                   help="default broadcast; allreduce: every host (or --destinations) contributes --size bytes")
     p.add_argument("--algorithm", "-a", required=True, help="planner name (see `topocast planners`)")
-    p.add_argument("--source", help="source host (default: the first host)")
+    p.add_argument("--source", help="broadcast source host (default: the first host)")
     p.add_argument("--size", type=size_arg, default=size_arg("1GB"))
-    p.add_argument("--destinations", help="comma-separated destination hosts (default: all other hosts)")
+    p.add_argument("--destinations", help="comma-separated destination hosts (default: all other hosts); "
+                   "for allreduce, the participating hosts (default: all hosts)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--output", "-o", help="file to write (default: standard output)")
     p.set_defaults(func=run)
@@ -25,10 +29,15 @@ def register(sub) -> None:
 
 def run(args) -> int:
     topology = load_topology_arg(args)
-    source = resolve_source(topology, args.source)
     dests = tuple(d.strip() for d in args.destinations.split(",")) if args.destinations else None
-    info = get_planner("broadcast", args.algorithm)
-    plan = plan_with(info, topology, Broadcast(source, args.size, dests), args.seed)
+    info = get_planner(args.collective, args.algorithm)
+    if args.collective == "allreduce":
+        from ..planners.allreduce import Allreduce
+
+        request = Allreduce(args.size, dests)
+    else:
+        request = Broadcast(resolve_source(topology, args.source), args.size, dests)
+    plan = plan_with(info, topology, request, args.seed)
     check_plan(plan, topology)
     text = plan.dumps()
     if args.output:
