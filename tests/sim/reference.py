@@ -119,13 +119,14 @@ def reference_simulate(plan, topo, chunk_size=None, max_events=100000):
                 b = _fr(link.bandwidth)
                 cap = b if cap is None else min(cap, b)
             elif link.sharing == "shared":
-                # one capacity for the cable (its declared bandwidth); each direction is
-                # also limited by its own bandwidth (asymmetric cable)
+                # one capacity for the cable (its declared bandwidth); the flows of each
+                # direction together are also limited by that direction's bandwidth
                 r = ("cable", link.physical)
                 capacity[r] = _fr(pl.bandwidth)
                 res.append(r)
-                b = _fr(link.bandwidth)
-                cap = b if cap is None else min(cap, b)
+                r = ("dir", x, y)
+                capacity[r] = _fr(link.bandwidth)
+                res.append(r)
             else:
                 r = ("dir", x, y)
                 capacity[r] = _fr(link.bandwidth)

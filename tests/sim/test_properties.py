@@ -297,6 +297,20 @@ def test_asymmetric_shared_cable_caps_each_direction():
     assert close(r.per_host["b"].time, 1000 / 15 + 0 * 1.0, 1e-12)
 
 
+def test_asymmetric_shared_cable_slow_direction_is_shared_by_its_flows():
+    """Two flows b->a on a shared cable 25 / 10 B/s share the slow direction's 10 B/s (5 each),
+    they do not take 10 each (a per-flow cap let stable's two trees give a host 20 B/s over a
+    10 B/s direction, twice its max-flow bound; found by CI's hypothesis run)."""
+    topo = Topology("t", ["a", "b"], [], [L("a", "b", 25.0, bandwidth_ba=10.0, sharing="shared")])
+    plan = Plan(
+        "redistribute", 2000, (Transfer.of("b", "a", 0, 1000), Transfer.of("b", "a", 1000, 1000)),
+        {"b": [(0, 2000)]}, {"a": [(0, 2000)]},
+    )
+    r = assert_agree(plan, topo)
+    assert close(r.per_host["a"].time, 200.0, 1e-12)
+    assert r.per_host["a"].rate <= broadcast_bounds(topo, "b").per_host_rate["a"] * (1 + 1e-12)
+
+
 def test_host_that_holds_part_of_its_bytes_is_credited_at_first_arrival():
     """h1 holds [0, 3) and wants [0, 6); one transfer sends [3, 6) then [0, 3) again. h1 is
     complete after 3 bytes (0.3 s at 10 B/s), not when the transfer ends (0.6 s). The engine

@@ -85,13 +85,11 @@ class _Sim:
                 ids = np.asarray(links, dtype=np.int64)
                 res = link_res[ids]
                 fat = res < 0
-                bw = link_bw[ids]
-                # a flow is capped by fatpipe links and by any direction slower than the
-                # resource it shares (the slow direction of an asymmetric shared cable)
-                lim = fat.copy()
-                lim[~fat] = bw[~fat] < topology.resource_capacity[res[~fat]]
-                cap = float(bw[lim].min()) if lim.any() else math.inf
-                route = (res[~fat], float(link_lat[ids].sum()), cap)
+                # fatpipe links cap each flow; the slow direction of an asymmetric shared
+                # cable is a resource of its own (Topology.link_direction_resource)
+                cap = float(link_bw[ids[fat]].min()) if fat.any() else math.inf
+                extra = topology.link_direction_resource[ids]
+                route = (np.concatenate((res[~fat], extra[extra >= 0])), float(link_lat[ids].sum()), cap)
                 route_cache[key] = route
             res, lat, cap = route
             self.res_of.append(res)

@@ -196,7 +196,16 @@ class Topology:
             else:
                 resource[i] = len(capacity)
                 capacity.append(l.bandwidth)
+        # The slow direction of an asymmetric shared cable is one more resource: its flows
+        # share the cable with the other direction AND, together, stay within their own
+        # direction's bandwidth (a per-flow cap would let two flows take twice that).
+        extra = np.full(n_links, -1, dtype=np.int64)
+        for i, l in enumerate(directed):
+            if l.sharing == "shared" and l.bandwidth < capacity[resource[i]]:
+                extra[i] = len(capacity)
+                capacity.append(l.bandwidth)
         s(self, "link_resource", resource)
+        s(self, "link_direction_resource", extra)
         s(self, "resource_capacity", np.asarray(capacity, dtype=float))
 
         adj: list[list[int]] = [[] for _ in nodes]  # outgoing directed link ids per node
