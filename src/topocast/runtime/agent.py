@@ -183,6 +183,7 @@ class Agent:
         self.dead: set[str] = set()
         self.failure_seen = False
         self.t0 = None
+        self.started = threading.Event()  # set when "start" (and t0) arrived
         self.reported_complete = False
         self.repair_needed = IntervalSet()
         self.repair_event = threading.Event()
@@ -199,8 +200,13 @@ class Agent:
         except OSError:
             self.stop.set()
 
-    def now(self) -> float:
-        return time.monotonic() - self.t0 if self.t0 is not None else 0.0
+    def now(self, wait: bool = True) -> float:
+        """Seconds since the run's start. Data can arrive before this agent has read its own
+        "start" (the coordinator starts agents one by one): such a stamp waits for t0 rather
+        than reading 0 (a host that completed "at 0 s" had an infinite measured rate)."""
+        if self.t0 is None and wait:
+            self.started.wait(30)
+        return max(0.0, time.monotonic() - self.t0) if self.t0 is not None else 0.0
 
     def run(self) -> int:
         self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -263,6 +269,7 @@ class Agent:
         if kind == "start":
             # one clock for all agents when they share this machine's monotonic clock
             self.t0 = float(msg["t0"]) if msg.get("t0") is not None else time.monotonic()
+            self.started.set()
             ru = resource.getrusage(resource.RUSAGE_SELF)
             self.cpu0 = ru.ru_utime + ru.ru_stime
             for t in self.out:
@@ -292,7 +299,7 @@ class Agent:
                 self.holder_cond.notify_all()
         elif kind == "shutdown":
             ru = resource.getrusage(resource.RUSAGE_SELF)
-            self.send({"type": "stats", "cpu": ru.ru_utime + ru.ru_stime - getattr(self, "cpu0", 0.0), "wall": self.now()})
+            self.send({"type": "stats", "cpu": ru.ru_utime + ru.ru_stime - getattr(self, "cpu0", 0.0), "wall": self.now(wait=False)})
 
     # ------------------------------------------------------------------ completion
     def check_progress(self, t_arrival: float | None = None) -> None:

@@ -317,6 +317,8 @@ def perform(
         if h in done:
             t = done[h]
             rate = nbytes / t if t > 0 else math.inf
+            if t <= 0:  # only without a shared clock (ssh): bytes arrived before "start"
+                warnings.append(f"{h}: completed before its clock started; its rate cannot be measured")
             per_host[h] = HostResult(t, rate)
             if math.isfinite(rate):
                 aggregate += rate
