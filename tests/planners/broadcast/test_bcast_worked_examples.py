@@ -177,3 +177,22 @@ def test_general_graph_planners_use_explicit_paths():
         bound = broadcast_bounds(topo, "s")
         for h, r in res.per_host.items():
             assert r.rate <= bound.per_host_rate[h] * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("plan_fn", [plan_stable, plan_optimal, plan_fpfr])
+def test_slow_direction_of_a_shared_cable_is_planned_at_its_own_rate(plan_fn):
+    """Source h2 behind a shared cable of 20 B/s (h0->h2) / 10 B/s (h2->h0), h0 relays to four
+    10 B/s hosts: every host's bound is 10. Planned at the cable's 20 B/s, stable sent two
+    trees through the 10 B/s direction and the other hosts got 6.7 B/s."""
+    from topocast import Topology
+    from topocast.topology.model import PhysicalLink as L
+
+    topo = Topology("t", ["h0", "h1", "h2", "h3", "h4", "h5"], [], [
+        L("h0", "h1", 10.0, 0), L("h0", "h2", 20.0, 0, bandwidth_ba=10.0, sharing="shared"),
+        L("h0", "h3", 10.0, 0), L("h0", "h4", 10.0, 0), L("h0", "h5", 10.0, 0)])
+    plan = plan_fn(topo, Broadcast("h2", 1000))
+    check_plan(plan, topo)
+    result = simulate(plan, topo)
+    bound = broadcast_bounds(topo, "h2")
+    for h, r in result.per_host.items():
+        assert r.rate == pytest.approx(bound.per_host_rate[h], rel=1e-9), h

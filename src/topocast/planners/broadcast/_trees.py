@@ -72,9 +72,15 @@ def resource_arrays(topology) -> tuple[np.ndarray, np.ndarray]:
     planner that subtracted nothing from it would build the same tree forever; planning it as
     one link is conservative (plans never rely on unlimited parallel flows) and keeps every
     capacity finite, so each capacity-subtraction round saturates a resource and ends.
+    Each directed link maps to one resource, so the slow direction of an asymmetric shared
+    cable maps to its own (direction) resource.
     """
     res_of = topology.link_resource.copy()
     cap = topology.resource_capacity.astype(float)
+    # [I] the slow direction of an asymmetric shared cable is planned on its own resource
+    # (its tighter limit); the coupling with the other direction is left to the simulator
+    slow = topology.link_direction_resource >= 0
+    res_of[slow] = topology.link_direction_resource[slow]
     fat = np.flatnonzero(res_of < 0)
     res_of[fat] = len(cap) + np.arange(len(fat))
     cap = np.append(cap, topology.link_bandwidth[fat].astype(float))
