@@ -298,7 +298,7 @@ def real_topology_table(data_dir: Path, out: Path, *, default_bandwidth=125e6, m
                 row[name] = res.aggregate_bandwidth / bound.aggregate_bandwidth
             except Exception as exc:  # noqa: BLE001
                 row[name] = float("nan")
-                failed.append({"file": f.name, "reason": f"{name}: {str(exc)[:150]}"})
+                failed.append({"file": f.name, "reason": f"{name}: {str(exc)[:240]}"})
         rows.append(row)
         if progress:
             progress.advance(task)
