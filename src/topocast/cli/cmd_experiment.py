@@ -25,6 +25,10 @@ def register(sub) -> None:
     sb.add_argument("--default-bandwidth", type=bandwidth_arg, default=bandwidth_arg("1Gbps"), metavar="BW",
                     help="bandwidth of Topology Zoo links without a speed (default 1Gbps)")
     sb.add_argument("--skip-study", action="store_true", help="with --data: only the real-topology table")
+    sb.add_argument("--topology-seed", type=int, default=0, metavar="N",
+                    help="seed of the generated study topologies (default 0)")
+    sb.add_argument("--clusters", type=int, default=10, metavar="N",
+                    help="clusters (switches) of the generated 200-host study topologies (default 10)")
     sb.set_defaults(func=run_stable_broadcast)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
@@ -40,7 +44,12 @@ def run_stable_broadcast(args) -> int:
     with Progress(*cols, console=console) as progress:
         summary = None
         if not args.skip_study:
-            summary = run_experiment(args.out, quick=args.quick, progress=progress)
+            if args.clusters < 1:
+                from ..errors import InputError
+
+                raise InputError(f"--clusters must be >= 1, got {args.clusters}", element="clusters")
+            summary = run_experiment(args.out, quick=args.quick, progress=progress,
+                                     topology_seed=args.topology_seed, n_clusters=args.clusters)
         if args.data is not None:
             real_topology_table(args.data, args.out, default_bandwidth=args.default_bandwidth, progress=progress)
     if summary is not None:

@@ -196,3 +196,20 @@ def test_slow_direction_of_a_shared_cable_is_planned_at_its_own_rate(plan_fn):
     bound = broadcast_bounds(topo, "h2")
     for h, r in result.per_host.items():
         assert r.rate == pytest.approx(bound.per_host_rate[h], rel=1e-9), h
+
+
+def test_one_way_route_graph_gives_a_clear_plan_error():
+    # A SimGrid-style route graph: every link one-way, no link has its reverse, so no
+    # depth-first pipeline can walk back up a tree link. stable refuses with a PlanError;
+    # optimal (which starts from stable) used to pass an empty column list to scipy's
+    # linprog and fail with "c must be a 1-D array" (seen on simgrid/small_platform.xml).
+    from topocast import Topology
+    from topocast.errors import PlanError
+    from topocast.topology.model import PhysicalLink as L
+
+    topo = Topology("oneway", ["s", "a", "b"], ["x"], [
+        L("s", "x", 10.0, directed=True), L("x", "a", 5.0, directed=True), L("x", "b", 5.0, directed=True),
+        L("a", "s", 5.0, directed=True), L("b", "s", 5.0, directed=True)])
+    for planner in (plan_stable, plan_optimal):
+        with pytest.raises(PlanError, match="cannot be reached"):
+            planner(topo, Broadcast("s", 10**6))

@@ -67,6 +67,8 @@ def _solve(cols, _unused, dests, floors, res_of, cap):
     from scipy.optimize import linprog
     from scipy.sparse import coo_matrix, vstack
 
+    if not cols:  # linprog rejects an empty objective
+        return None
     n_res = len(cap)
     finite = np.isfinite(cap)
     scale = float(cap[finite].max()) if finite.any() else 1.0
@@ -149,6 +151,11 @@ def plan_optimal(topology, request: Broadcast, *, seed=None, max_rounds: int = 3
     agg_stable = float(sum(r_stable.values()))
     params = {"max_rounds": max_rounds, "max_sets": max_sets}
     notes = {"bound_aggregate_bandwidth": bound.aggregate_bandwidth, "stable_aggregate_bandwidth": agg_stable}
+    if not pipes:
+        # no two-way depth-first pipeline leaves the source (e.g. a one-way SimGrid route
+        # graph): the LP's columns walk the same links, so there is nothing to improve on;
+        # plan_from_nested raises stable's PlanError naming the unreachable destinations
+        return plan_from_nested(topology, request, dests, pipes, info, planner="optimal", params=params, notes=notes)
     if not math.isfinite(bound.aggregate_bandwidth) or agg_stable >= bound.aggregate_bandwidth * (1 - 1e-9):
         notes.update(method="stable reaches the max-flow bound", gap_to_bound=max(0.0, 1 - agg_stable / bound.aggregate_bandwidth)
                      if math.isfinite(bound.aggregate_bandwidth) and bound.aggregate_bandwidth > 0 else 0.0, rounds=0)

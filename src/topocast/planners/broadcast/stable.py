@@ -55,7 +55,8 @@ def plan_from_nested(topology, request: Broadcast, destinations, pipelines, info
     if missing:
         from ...errors import PlanError
 
-        raise PlanError(f"{planner}: destinations {missing[:5]} cannot be reached with positive bandwidth",
+        raise PlanError(f"{planner}: destinations {missing[:5]} cannot be reached with positive bandwidth "
+                        "by depth-first pipelines over two-way links",
                         element="destinations")
     return Plan.broadcast(request.source, size, destinations, transfers, planner=planner, params=params, notes=n)
 
