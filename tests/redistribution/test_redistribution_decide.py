@@ -29,6 +29,26 @@ def test_fig2_predictions_and_simulator():
         check_plan(by[a].plan, topo)
 
 
+@pytest.mark.parametrize("k", [2, 3, 4, 8])
+def test_fig2_generalised_to_k(k):
+    """k unit messages and one of 2 units on disjoint pairs: brute force 2 + 1/k, schedules 2."""
+    r = fig2_pattern(unit=10**7, k=k)
+    assert r.k == k and r.matrix.shape == (k + 1, k + 1) and int(r.matrix.sum()) == (k + 2) * 10**7
+    topo = two_cluster_topology(k + 1, k + 1, nic=NIC, k=k, senders=r.senders, receivers=r.receivers)
+    by = {p.approach: p for p in predict(topo, r)[0]}
+    unit = 10**7 / NIC
+    assert by["brute_force"].model == pytest.approx((2 + 1 / k) * unit)
+    assert by["brute_force"].simulated == pytest.approx((2 + 1 / k) * unit)
+    for a in ("ggp", "oggp"):
+        assert by[a].model == pytest.approx(2 * unit) and by[a].simulated == pytest.approx(2 * unit)
+
+
+def test_fig2_default_is_the_paper_figure():
+    r = fig2_pattern(unit=5)
+    assert r.k == 2 and r.senders == ("a1", "a2", "a3") and r.receivers == ("b1", "b2", "b3")
+    assert np.array_equal(r.matrix, np.diag([5, 5, 10]))
+
+
 def test_decide_gain_and_beta():
     r = fig2_pattern(unit=10**7)
     d = decide(_fig2_topo(r), r)

@@ -311,10 +311,27 @@ def dense_pattern(n1: int, n2: int, x: float = 80 * MB, *, low: float = 10 * MB,
     return Redistribution(m, _names("a", n1), _names("b", n2), k=k, beta=beta)
 
 
-def fig2_pattern(unit: int = 10 * MB, *, beta: float = 0.0) -> Redistribution:
-    """The paper's Fig. 2 (k = 2): 1->1' and 2->2' of weight 1, 3->3' of weight 2 (``unit`` bytes)."""
-    m = np.diag([unit, unit, 2 * unit]).astype(np.int64)
-    return Redistribution(m, ("a1", "a2", "a3"), ("b1", "b2", "b3"), k=2, beta=beta)
+def fig2_pattern(unit: int = 10 * MB, *, beta: float = 0.0, k: int = 2) -> Redistribution:
+    """The paper's Fig. 2 (k = 2): 1->1' and 2->2' of weight 1, 3->3' of weight 2 (``unit`` bytes).
+
+    [I] ``k > 2`` generalises it to a backbone of ``k`` NICs: ``k`` disjoint messages of
+    weight 1 and one of weight 2 on ``k + 1`` pairs. Brute force shares the backbone among
+    the ``k + 1`` flows (``k / (k + 1)`` each): the short ones end at ``(k + 1) / k``, the long
+    one has 1 left, total ``2 + 1/k`` (2.5 for k = 2, 2.25 for k = 4); a schedule takes the
+    long message and ``k - 1`` short ones, then the last short one beside the long one's
+    second half: 2 = the lower bound ``W`` (for ``k >= 2``; with ``k = 1`` nothing is gained:
+    both take 3).
+    """
+    if int(k) != k or k < 1:
+        raise InputError(f"k must be a whole number >= 1, got {k!r}", element="k")
+    k = int(k)
+    m = np.diag([unit] * k + [2 * unit]).astype(np.int64)
+    return Redistribution(m, _names_from("a", k + 1), _names_from("b", k + 1), k=k, beta=beta)
+
+
+def _names_from(prefix: str, n: int) -> tuple[str, ...]:
+    """``prefix1 .. prefixN`` (the paper numbers Fig. 2's hosts from 1)."""
+    return tuple(f"{prefix}{i + 1}" for i in range(n))
 
 
 # ---------------------------------------------------------------------------- platform

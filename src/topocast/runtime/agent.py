@@ -41,7 +41,7 @@ import time
 import traceback
 
 from ..intervals import IntervalSet
-from .data import generate, safe_destination
+from .data import generate_range, safe_destination
 from .protocol import (
     T_DATA,
     T_END,
@@ -259,10 +259,11 @@ class Agent:
                     data = fh.read()
                 if len(data) != self.size:
                     raise ValueError(f"{src['file']}: expected {self.size} bytes, found {len(data)}")
-            else:
-                data = generate(int(src["seed"]), self.size)
-            for off, length in initial:
-                self.store.put(off, memoryview(data)[off : off + length])
+                for off, length in initial:
+                    self.store.put(off, memoryview(data)[off : off + length])
+            else:  # only our own ranges: a block holder need not build the whole message
+                for off, length in initial:
+                    self.store.put(off, generate_range(int(src["seed"]), off, length))
 
     def on_control(self, msg: dict) -> None:
         kind = msg.get("type")

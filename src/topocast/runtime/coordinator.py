@@ -50,7 +50,8 @@ class RunOutcome:
     cpu: dict = field(default_factory=dict)  # host -> agent CPU seconds
     wall: float = 0.0
     cpu_bound: str = ""  # non-empty when the CPU, not the links, likely set the pace
-    cpu_busy: float | None = None  # fraction of all cores busy during the run (whole machine)
+    cpu_busy: float | None = None  # fraction of all cores busy during the run (whole machine, niced work excluded)
+    cpu_niced: float | None = None  # fraction of all cores running niced (nice > 0) processes during the run
 
 
 def _wanted_total(ranges) -> int:
@@ -328,19 +329,33 @@ def perform(
             makespan = math.inf
     ttimes = tuple(transfer_times.get(i, (math.nan, math.nan)) for i in range(len(plan.transfers)))
     result = Result(plan.planner or "plan", per_host, makespan, aggregate, kind="measured", transfer_times=ttimes)
-    cpu_bound = _cpu_verdict(cpu, wall, _busy(stat0, stat1))
-    return RunOutcome(result, {h: r.reason for h, r in per_host.items() if not r.completed}, warnings, cpu, wall, cpu_bound, _busy(stat0, stat1))
+    busy, niced = _busy(stat0, stat1), _niced(stat0, stat1)
+    cpu_bound = _cpu_verdict(cpu, wall, busy, niced)
+    return RunOutcome(result, {h: r.reason for h, r in per_host.items() if not r.completed}, warnings, cpu, wall, cpu_bound, busy, niced)
 
 
 def _cpu_times():
-    """(busy, total) jiffies of all CPUs from /proc/stat, or None."""
+    """(busy, total, niced) jiffies of all CPUs from /proc/stat, or None.
+
+    ``busy`` excludes the ``nice`` column: processes at nice > 0 (background jobs started
+    with ``nice -n 19``) get a tiny share of a core next to the agents (weight 15 vs 1024
+    at nice 19), so they do not set the run's pace; counting them made every run on a
+    machine with niced background work look CPU-bound."""
     try:
         with open("/proc/stat") as fh:
-            f = [int(x) for x in fh.readline().split()[1:]]
-    except (OSError, ValueError):
+            return _parse_stat(fh.readline())
+    except (OSError, ValueError, IndexError):
         return None
+
+
+def _parse_stat(line: str):
+    """(busy, total, niced) from the ``cpu`` line of /proc/stat (see ``_cpu_times``)."""
+    f = [int(x) for x in line.split()[1:]]
     idle = f[3] + (f[4] if len(f) > 4 else 0)
-    return sum(f) - idle, sum(f)
+    nice = f[1] if len(f) > 1 else 0
+    guest = sum(f[8:10]) if len(f) > 9 else 0  # guest time is already counted in user/nice
+    total = sum(f) - guest
+    return total - idle - nice, total, nice
 
 
 def _busy(a, b):
@@ -349,10 +364,17 @@ def _busy(a, b):
     return (b[0] - a[0]) / (b[1] - a[1])
 
 
-def _cpu_verdict(cpu: dict, wall: float, busy: float | None = None) -> str:
+def _niced(a, b):
+    if not a or not b or b[1] <= a[1]:
+        return None
+    return (b[2] - a[2]) / (b[1] - a[1])
+
+
+def _cpu_verdict(cpu: dict, wall: float, busy: float | None = None, niced: float | None = None) -> str:
     """Say when the CPU, not the links, may have set the pace: an agent that kept a core
     busy, or a machine whose cores were (nearly) all busy during the run (agents, the
-    kernel's shaping and forwarding, and anything else running)."""
+    kernel's shaping and forwarding, and anything else running at nice <= 0; niced
+    background work yields to the run and is reported beside, not counted)."""
     if wall <= 0:
         return ""
     ncpu = os.cpu_count() or 1
@@ -363,7 +385,8 @@ def _cpu_verdict(cpu: dict, wall: float, busy: float | None = None) -> str:
             msgs.append(f"agent {busiest} used {busiest_cpu / wall:.0%} of a core")
     if busy is not None and busy > 0.9 and wall >= 1.0:
         share = sum(cpu.values()) / (wall * ncpu) if cpu else 0.0
-        msgs.append(f"the {ncpu} cores were {busy:.0%} busy during the run (agents {share:.0%}, load average {os.getloadavg()[0]:.1f})")
+        bg = f", niced background work {niced:.0%}" if niced else ""
+        msgs.append(f"the {ncpu} cores were {busy:.0%} busy during the run (agents {share:.0%}{bg}, load average {os.getloadavg()[0]:.1f})")
     return "; ".join(msgs)
 
 

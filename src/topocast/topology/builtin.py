@@ -122,6 +122,23 @@ def grid_long_fast() -> Topology:
     return two_cluster_grid(8, nic="1Gbps", wan="10Gbps", wan_latency="10ms", name="grid-long-fast")
 
 
+def redistribution_2x8() -> Topology:
+    """The redistribution experiment's platform: 2 x 8 hosts, 100 Mbit/s NICs, 400 Mbit/s backbone (k = 4)::
+
+          a0 ... a7                          b0 ... b7
+        100 \\ ... / 100                 100 \\ ... / 100
+              swA ====== backbone 400 ====== swB
+
+    Senders ``a0..a7``, receivers ``b0..b7`` (the names ``topocast redistribute --pattern``
+    generates); the backbone carries k = 400 / 100 = 4 transfers without contention
+    (Jeannot & Wagner, AINA 2006, scaled to an emulated network on one machine).
+    """
+    hosts = [f"a{i}" for i in range(8)] + [f"b{i}" for i in range(8)]
+    links = [_L(h, "swA" if h[0] == "a" else "swB", 100) for h in hosts]
+    links.append(_L("swA", "swB", 400, name="backbone"))
+    return Topology("redistribution-2x8", hosts, ["swA", "swB"], links)
+
+
 BUILTINS: dict[str, Callable[[], Topology]] = {
     "stable-example": stable_example,
     "two-clusters": two_clusters,
@@ -131,6 +148,7 @@ BUILTINS: dict[str, Callable[[], Topology]] = {
     "multi-cluster": multi_cluster,
     "multi-cluster-asym": multi_cluster_asym,
     "grid-long-fast": grid_long_fast,
+    "redistribution-2x8": redistribution_2x8,
 }
 
 

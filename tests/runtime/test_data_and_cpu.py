@@ -1,0 +1,52 @@
+"""Message generation (a block holder generates only its block) and the CPU verdict (niced background work excluded)."""
+
+import random
+
+import pytest
+
+from topocast.runtime.data import generate, generate_range
+
+
+@pytest.mark.parametrize("size", [1, 7, 8, 9, 1000, 100_003])
+def test_generate_range_matches_whole_message(size):
+    full = bytes(generate(5, size))
+    rnd = random.Random(size)
+    cases = [(0, size), (0, 0), (size, 0), (size - 1, 1)]
+    cases += [(o, rnd.randrange(0, size - o + 1)) for o in (rnd.randrange(0, size) for _ in range(50))]
+    for off, length in cases:
+        assert generate_range(5, off, length) == full[off : off + length], (off, length)
+
+
+def test_generate_range_other_seed_differs():
+    assert generate_range(1, 100, 64) != generate_range(2, 100, 64)
+
+
+def test_generate_range_rejects_negative():
+    with pytest.raises(ValueError):
+        generate_range(1, -1, 4)
+
+
+# --------------------------------------------------------------- CPU verdict
+from topocast.runtime.coordinator import _busy, _cpu_verdict, _niced, _parse_stat  # noqa: E402
+
+
+def test_niced_background_work_is_not_a_cpu_bound_verdict():
+    # two cores fully busy for 1 s: 190 jiffies nice (background `nice -n 19` jobs), 10 system
+    a = _parse_stat("cpu  1000 5000 300 9000 10 0 5 0 0 0")
+    b = _parse_stat("cpu  1000 5190 310 9000 10 0 5 0 0 0")
+    assert _busy(a, b) == pytest.approx(0.05) and _niced(a, b) == pytest.approx(0.95)
+    assert _cpu_verdict({"a0": 0.05}, 1.0, _busy(a, b), _niced(a, b)) == ""
+    # the same time at nice 0: the verdict says the CPU may have set the pace
+    c = _parse_stat("cpu  1190 5000 310 9000 10 0 5 0 0 0")
+    assert _busy(a, c) == pytest.approx(1.0) and _niced(a, c) == 0
+    assert "busy" in _cpu_verdict({"a0": 0.05}, 1.0, _busy(a, c), _niced(a, c))
+
+
+def test_guest_time_not_counted_twice():
+    a = _parse_stat("cpu  100 0 0 100 0 0 0 0 0 0")
+    b = _parse_stat("cpu  200 0 0 100 0 0 0 0 100 0")  # 100 jiffies of guest, already in user
+    assert _busy(a, b) == pytest.approx(1.0)
+
+
+def test_an_agent_using_a_core_is_reported():
+    assert "agent a0 used 95% of a core" in _cpu_verdict({"a0": 0.95, "b0": 0.1}, 1.0, 0.5, 0.0)
