@@ -315,9 +315,13 @@ def run_mode(links: str, topo, args, chunk: int) -> dict:
     plat = resolve_platform(Redistribution(np.ones((len(senders), len(receivers)), dtype=np.int64), senders, receivers), topo_eff)
     mode = {"links": links, "topology": topo.name, "goodput": args.goodput, "chunk_size": chunk, "nic_eff": plat.nic, "k": plat.k,
             "runs": [], "patterns": []}
-    name = f"{args.name}-{links}"
+    name = f"{args.name}-{links}"  # testbed names: letters, digits, - and _
     print(f"[{links}] testbed up: {name}", file=sys.stderr, flush=True)
-    st = up(topo, name=name, fair=(links == "fair"))
+    queue = args.queue if links == "fifo" else None
+    mode["queue"] = queue
+    if queue:
+        mode["links"] = links = f"fifo, {queue * 1e3:g} ms queues"
+    st = up(topo, name=name, fair=(links == "fair"), queue=queue)
     try:
         for w in st.warnings:
             print(f"warning: {w}", file=sys.stderr)
@@ -360,6 +364,9 @@ def main(argv=None) -> int:
     ap.add_argument("--links", nargs="+", choices=("fifo", "fair"), default=["fifo"],
                     help="fifo: one FIFO per link direction (default); fair: per-flow fair links (testbed --fair)")
     ap.add_argument("--fair", action="store_true", help="same as --links fair")
+    ap.add_argument("--queue", type=float, default=None, metavar="SECONDS",
+                    help="fifo links: leaf queue of every link direction in seconds of its rate (bfifo; default: the "
+                         "kernel's pfifo of txqueuelen packets). Shallow queues (switch-like buffers) drop packets")
     ap.add_argument("--x", type=float, nargs="+", default=[20, 50, 80], help="the paper's x (MB): sizes U[10, x] MB before --scale")
     ap.add_argument("--scale", type=float, default=0.25, help="multiply the paper's sizes by this (default 0.25: a run takes seconds)")
     ap.add_argument("--messages", type=int, default=24, help="messages per random pattern (default 24 on 8 x 8 hosts)")
