@@ -51,6 +51,17 @@ def test_after_and_store_and_forward_are_respected():
     (s1, e1), (s2, e2) = out.result.transfer_times[1], out.result.transfer_times[2]
     assert s1 >= ta - 0.01 and s2 >= ta - 0.01
     assert out.result.per_host["b"].time >= ta
+    # the senders' side: when each transfer could start and when its connection was ready
+    assert set(out.send_times) == {0, 1, 2}
+    e0 = out.result.transfer_times[0][1]
+    for i, (ready, connected) in out.send_times.items():
+        assert 0 <= ready <= connected, (i, out.send_times)
+        if not out.warnings:  # (a repaired transfer may complete before its own connection)
+            assert connected <= out.result.transfer_times[i][0], (i, out.send_times, out.result.transfer_times)
+    assert out.send_times[1][0] >= e0  # released by the relayed completion of transfer 0
+    # released by a's store when the last byte landed, a few microseconds before a stamps
+    # transfer 0's completion
+    assert out.send_times[2][0] >= e0 - 0.01
 
 
 def test_slow_child_does_not_stall_siblings():

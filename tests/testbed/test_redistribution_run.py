@@ -45,3 +45,7 @@ def test_ggp_plan_runs_on_the_testbed(testbed_factory):
         prev_end = max(b for (a, b), x in zip(r.transfer_times, step) if x == s - 1)
         start = min(a for (a, b), x in zip(r.transfer_times, step) if x == s)
         assert start >= prev_end, (s, start, prev_end)
+        # ... and no sender of step s + 1 was released before (relayed completions)
+        ready = min(out.send_times[i][0] for i, x in enumerate(step) if x == s)
+        assert ready >= prev_end, (s, ready, prev_end)
+    assert set(out.send_times) == set(range(len(plan.transfers)))

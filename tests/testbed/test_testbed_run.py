@@ -103,3 +103,19 @@ def test_link_down_before_the_start(testbed_factory):
     assert "unreachable" in out.failed["b1"] or "missing" in out.failed["b1"]
     for h in ("a1", "b2", "b3", "b4"):
         assert out.result.per_host[h].completed
+
+
+def test_shallow_queues_still_carry_data(testbed_factory):
+    """`--queue 0.002` (a 30 kB bfifo at 100 Mbit/s, smaller than one 64 KiB GSO packet):
+    data must still flow near the link rate (it stalled every transfer before the links were
+    set to one segment per packet)."""
+    from topocast.redistribution import two_cluster_topology
+
+    topo = two_cluster_topology(1, 1, nic=100e6 / 8, backbone=100e6 / 8)
+    st = testbed_factory(topo, queue=0.002)
+    assert all("gso_max_segs 1" in rec["ab"]["leaf"] for rec in st.links)
+    size = 2_500_000  # 0.2 s at 100 Mbit/s
+    plan = Plan.broadcast("a0", size, ["b0"], [Transfer.of("a0", "b0", 0, size)], planner="one")
+    out = perform(plan, topo, launcher=TestbedLauncher(st), chunk_size=64 * 1024, timeout=30)
+    assert out.failed == {}
+    assert out.result.per_host["b0"].time < 2 * size / (100e6 / 8)

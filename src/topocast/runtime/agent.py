@@ -352,9 +352,13 @@ class Agent:
                 while not self.store.wait_covers(a, b, 0.5):
                     if self.stop.is_set() or dst in self.dead:
                         return
+            t_ready = self.now()  # `after` satisfied and (store-and-forward) every byte held
             addr, port = self.peers[dst]
             conn = connect(f"tcp:{addr}:{port}", self.secret, timeout=5, user_timeout=self.stall + 4)
             conn.send_json({"type": "push", "transfer": i, "from": self.host})
+            # when this transfer could start and when its connection was ready: lets a run
+            # split a barrier's cost into relay/wake-up, connection set-up and data
+            self.send({"type": "tsend", "transfer": i, "ready": t_ready, "connected": self.now()})
             bucket = TokenBucket(t.get("rate_cap"), 2 * self.chunk)
             last = time.monotonic()
             for a, b in _chunks(ranges, self.chunk):

@@ -52,6 +52,9 @@ class RunOutcome:
     cpu_bound: str = ""  # non-empty when the CPU, not the links, likely set the pace
     cpu_busy: float | None = None  # fraction of all cores busy during the run (whole machine, niced work excluded)
     cpu_niced: float | None = None  # fraction of all cores running niced (nice > 0) processes during the run
+    # transfer index -> (ready, connected): when the sender could start it (its `after` done,
+    # its bytes held) and when its data connection was authenticated (run clock, seconds)
+    send_times: dict = field(default_factory=dict)
 
 
 def _wanted_total(ranges) -> int:
@@ -219,6 +222,7 @@ def perform(
         holdings: dict[str, IntervalSet] = {h: IntervalSet(plan.initial.get(h, ())) for h in hosts}
         held_bytes: dict[str, int] = {h: holdings[h].total for h in hosts}
         transfer_times: dict[int, tuple[float, float]] = {}
+        send_times: dict[int, tuple[float, float]] = {}
         cpu: dict[str, float] = {}
         broken_notes: dict[str, list] = {}
         last_cb = 0.0
@@ -256,6 +260,11 @@ def perform(
                         for o in hosts:
                             if o not in dead and o != h:
                                 _send(conns[o], {"type": "tdone", "transfer": i})
+                    elif kind == "tsend":
+                        try:
+                            send_times[int(msg["transfer"])] = (float(msg["ready"]), float(msg["connected"]))
+                        except (KeyError, TypeError, ValueError):
+                            pass
                     elif kind == "complete":
                         if msg.get("digest") == digests.get(h):
                             done[h] = float(msg["time"])
@@ -331,7 +340,7 @@ def perform(
     result = Result(plan.planner or "plan", per_host, makespan, aggregate, kind="measured", transfer_times=ttimes)
     busy, niced = _busy(stat0, stat1), _niced(stat0, stat1)
     cpu_bound = _cpu_verdict(cpu, wall, busy, niced)
-    return RunOutcome(result, {h: r.reason for h, r in per_host.items() if not r.completed}, warnings, cpu, wall, cpu_bound, busy, niced)
+    return RunOutcome(result, {h: r.reason for h, r in per_host.items() if not r.completed}, warnings, cpu, wall, cpu_bound, busy, niced, send_times)
 
 
 def _cpu_times():

@@ -82,8 +82,13 @@ def _shape(ns: str, dev: str, rate: float, latency: float, netem: bool, queue: f
         leaf = f"netem {latency * 1e3:g}ms"
     elif queue:
         limit = max(30000, int(rate * queue))
+        # A byte-limited queue must hold packets, not GSO super-packets: TCP hands veth skbs
+        # of up to 64 KiB, and a bfifo smaller than one drops every one of them (a 2 ms queue
+        # at 100 Mbit/s, 30 kB, stalled every transfer). One segment per skb makes the limit
+        # mean what a switch buffer means.
+        _ip("-n", ns, "link", "set", "dev", dev, "gso_max_segs", "1")
         _tc(ns, "qdisc", "add", "dev", dev, "parent", "1:10", "handle", "10:", "bfifo", "limit", str(limit))
-        leaf = f"bfifo {limit}B"
+        leaf = f"bfifo {limit}B, gso_max_segs 1"
     return {"ns": ns, "dev": dev, "rate": r, "leaf": leaf}
 
 

@@ -187,29 +187,73 @@ def _bottleneck(E: np.ndarray, mate_r: np.ndarray, mate_c: np.ndarray, cap=None)
         mate_c[:] = mc
         return True
 
-    # the upper end is usually the answer: test it before building the candidate list
+    # the upper end is usually the answer: test it before looking at the other weights
     if probe(hi):
         return int(hi)
-    cand = np.unique(E[(E > lo) & (E < hi)])
-    a, b = -1, len(cand) - 1  # cand[a] feasible (a = -1: lo); search for the largest feasible
-    # gallop down from the top (the answer is typically a few candidates below hi), then bisect
+    # Candidates: the distinct weights strictly between lo and hi. The search below walks
+    # them from the top (ranks 1, 2, 4, ... below hi, then bisects between the last two), so
+    # it rarely needs more than the few largest: they come from a partial sort
+    # (:class:`_TopDistinct`), not a full ``np.unique`` of ~10^4 weights per peel. The
+    # probes made, and so the matchings adopted, are exactly those of a search over the
+    # sorted list of all candidates (index ``L - rank``); tests compare with that search.
+    top = _TopDistinct(E[(E > lo) & (E < hi)])
+    a_r = None  # rank of the best feasible candidate found (None: none yet, i.e. lo)
+    b_r = 1  # candidates of rank < b_r are infeasible
     step = 1
-    while a < b:
-        mid = len(cand) - step
-        if mid <= a:
+    while top.has(step):  # gallop down from the top (stops below the last candidate)
+        if probe(top.get(step)):
+            a_r = step
             break
-        if probe(cand[mid]):
-            a = mid
-            break
-        b = mid - 1
+        b_r = step + 1
         step *= 2
-    while a < b:
-        mid = (a + b + 1) // 2
-        if probe(cand[mid]):
-            a = mid
+    if a_r is None:
+        if not top.has(b_r):
+            return int(lo)  # every candidate failed
+        a_r = top.count() + 1  # lo (rank L + 1) is feasible: bisect over the rest
+    while a_r > b_r:
+        mid = (a_r + b_r) // 2
+        if probe(top.get(mid)):
+            a_r = mid
         else:
-            b = mid - 1
-    return int(lo if a < 0 else cand[a])
+            b_r = mid + 1
+    return int(top.get(a_r)) if top.has(a_r) else int(lo)  # rank L + 1 is lo
+
+
+class _TopDistinct:
+    """The distinct values of ``vals`` from the largest down (rank 1 = largest), computed
+    lazily: the ``n`` largest elements (``np.partition``, O(len)) hold the largest distinct
+    values down to the smallest among them, so a short prefix costs no full sort."""
+
+    def __init__(self, vals: np.ndarray):
+        self.vals = vals
+        self.n = 0
+        self.desc = np.empty(0, dtype=vals.dtype)
+        self.complete = vals.size == 0
+
+    def _grow(self) -> None:
+        self.n = max(64, 4 * self.n)
+        if self.n >= self.vals.size:
+            self.desc = np.unique(self.vals)[::-1]
+            self.complete = True
+        else:
+            part = np.partition(self.vals, self.vals.size - self.n)[self.vals.size - self.n:]
+            self.desc = np.unique(part)[::-1]
+
+    def has(self, rank: int) -> bool:
+        """Are there at least ``rank`` distinct values?"""
+        while rank > self.desc.size and not self.complete:
+            self._grow()
+        return rank <= self.desc.size
+
+    def get(self, rank: int):
+        if not self.has(rank):
+            raise IndexError(rank)
+        return self.desc[rank - 1]
+
+    def count(self) -> int:
+        while not self.complete:
+            self._grow()
+        return int(self.desc.size)
 
 
 def peel_schedule(matrix, k: int, *, unit: int = 1, bottleneck: bool = False, merge: bool = True, algorithm: str = "ggp") -> Schedule:
