@@ -306,8 +306,32 @@ def report(mode: dict, out=sys.stdout) -> None:
     con.print(g)
 
 
+def summary_markdown(everything: dict) -> str:
+    """One row per (links, pattern): predictions and the median (min-max) of the measured times."""
+    out = ["| links | pattern | lower bound | brute force: model η_o = fluid sim | measured | GGP: model Σ m_i (β = 0) | with β̂ | measured | OGGP measured "
+           "| gain measured (GGP) | gain model (β = 0) | gain model (β̂) |",
+           "|---" * 12 + "|"]
+    for mode in everything["modes"]:
+        by: dict = {}
+        for r in mode["runs"]:
+            by.setdefault(r["pattern"], {}).setdefault(r["schedule"], []).append(r)
+        for pat, d in by.items():
+            def meas(s):
+                xs = sorted(x["run"]["measured"] for x in d.get(s, ()))
+                if not xs:
+                    return "-", None
+                return f"**{statistics.median(xs):.2f}** ({xs[0]:.2f}–{xs[-1]:.2f})", statistics.median(xs)
+            bf, g, og = meas("brute_force"), meas("ggp"), meas("oggp")
+            pb, pg = d["brute_force"][0]["predicted"], d["ggp"][0]["predicted"]
+            gm = (bf[1] - g[1]) / bf[1] if bf[1] and g[1] else None
+            out.append(f"| {mode['links']} | {pat} | {pb['lower_bound']:.2f} | {pb['model']:.2f} = {pb['simulated']:.2f} | {bf[0]} | {pg['model']:.2f} | "
+                       f"{_f(pg.get('model_beta_hat'))} | {g[0]} | {og[0]} | {_f(gm, '{:+.1%}')} | {(pb['model'] - pg['model']) / pb['model']:+.1%} | "
+                       f"{_f(pg.get('model_beta_hat') and (pb['model'] - pg['model_beta_hat']) / pb['model'], '{:+.1%}')} |")
+    return "\n".join(out)
+
+
 def render_markdown(everything: dict) -> str:
-    out = []
+    out = [summary_markdown(everything), ""]
     for mode in everything["modes"]:
         out.append(f"**{mode['topology']}, {mode['links']} links** (chunk {mode['chunk_size'] // 1024} KiB, predictions at goodput "
                    f"{mode['goodput']} x link rate = {mode['nic_eff'] * 8 / 1e6:.2f} Mbit/s per NIC, k = {mode['k']}, planning beta = {everything['beta']:g} s)\n")
