@@ -35,6 +35,7 @@ with normalisation the cost stays below ``8/3 (eta + beta s(G))`` (the journal's
 from __future__ import annotations
 
 import math
+from heapq import heappop, heappush
 
 import numpy as np
 from scipy.sparse import csr_matrix
@@ -141,119 +142,257 @@ def _augment(S: np.ndarray, mate_r: np.ndarray, mate_c: np.ndarray, r0: int) -> 
     return False
 
 
-def _csr(S: np.ndarray) -> csr_matrix:
-    """CSR of a dense boolean matrix, built without scipy's generic (slow) conversion."""
-    n, m = S.shape
-    flat = np.flatnonzero(S)
-    indptr = np.zeros(n + 1, dtype=np.int32)
-    np.cumsum(S.sum(axis=1), out=indptr[1:])
-    return csr_matrix((np.ones(flat.size, dtype=np.int8), (flat % m).astype(np.int32), indptr), shape=(n, m))
+def _flip_forward(c, par_f, mr, mc) -> None:
+    """Augment along forward parents from column ``c`` back to a free row."""
+    while c >= 0:
+        r = par_f[c]
+        nxt = mr[r]
+        mr[r] = c
+        mc[c] = r
+        c = nxt
 
 
-def _bottleneck(E: np.ndarray, mate_r: np.ndarray, mate_c: np.ndarray, cap=None) -> int:
-    """Turn the perfect matching into one whose smallest weight is as large as possible
-    (threshold binary search over the weights, re-augmenting incrementally; OGGP).
+def _flip_backward(r, par_b, mr, mc) -> None:
+    """Augment along backward parents from row ``r`` on to a free column."""
+    while r >= 0:
+        c = par_b[r]
+        nxt = mc[c]
+        mc[c] = r
+        mr[r] = c
+        r = nxt
 
-    ``cap``: a known upper bound — the previous peel's bottleneck: weights only decrease, so
-    the bottleneck never increases. It is usually the answer (95 % of the peels of a dense
-    100 x 100 matrix), so the search tests the upper end first. Returns the bottleneck.
+
+def _widest(t, free_r, free_c, rip, rcol, rw, cip, crow, cw, mr, mc, N):
+    """Complete the matching ``mr``/``mc`` (Python lists) by threshold descent.
+
+    Every matched edge weighs at least ``t``. Repeatedly searches an augmenting path from the
+    free rows (forward) and the free columns (backward) at once over the candidate edges
+    (``rip``/``rcol``/``rw``: by row, ``cip``/``crow``/``cw``: by column, each row's/column's
+    edges by decreasing weight), always expanding the side that has done less work. When one
+    side has no edge of weight >= ``t`` left, its set is closed in ``E >= t``: no augmenting
+    path exists there, nor for any threshold above its best remaining (boundary) edge, so
+    ``t`` drops to that edge's weight and the search goes on. Returns ``(t, True)`` with a
+    perfect matching of edges >= ``t``, or ``(t, False)`` if a side ran out of candidate
+    edges (the answer lies below the candidates: the caller widens them and calls again).
+    """
+    fq, bq = free_r, free_c
+    while fq:
+        par_f = [-1] * N  # column -> the row it was reached from (forward)
+        par_b = [-1] * N  # row -> the column it was reached from (backward)
+        in_f = [False] * N  # rows reached forward (free rows and mates of reached columns)
+        in_b = [False] * N  # columns reached backward
+        for r in fq:
+            in_f[r] = True
+        for c in bq:
+            in_b[c] = True
+        roots_r, roots_c = fq, bq
+        fq, bq = list(fq), list(bq)
+        fi = bi = 0
+        fpend: list = []  # per reached row: (-w, position) of its best edge below t
+        bpend: list = []
+        meet_c = meet_r = -1
+        while meet_c < 0 and meet_r < 0:
+            if fi <= bi:
+                if fi < len(fq):
+                    r = fq[fi]
+                    fi += 1
+                    for j in range(rip[r], rip[r + 1]):
+                        if rw[j] < t:
+                            heappush(fpend, (-rw[j], j, r))
+                            break
+                        c = rcol[j]
+                        if par_f[c] < 0:
+                            par_f[c] = r
+                            if in_b[c]:
+                                meet_c = c
+                                break
+                            in_f[mc[c]] = True
+                            fq.append(mc[c])
+                    continue
+                while True:  # forward side closed at t: take its best remaining edge
+                    if not fpend:
+                        return t, False
+                    nw, j, r = heappop(fpend)
+                    if j + 1 < rip[r + 1]:
+                        heappush(fpend, (-rw[j + 1], j + 1, r))
+                    c = rcol[j]
+                    if par_f[c] < 0:
+                        break
+                t = min(t, -nw)
+                par_f[c] = r
+                if in_b[c]:
+                    meet_c = c
+                else:
+                    in_f[mc[c]] = True
+                    fq.append(mc[c])
+            else:
+                if bi < len(bq):
+                    c = bq[bi]
+                    bi += 1
+                    for j in range(cip[c], cip[c + 1]):
+                        if cw[j] < t:
+                            heappush(bpend, (-cw[j], j, c))
+                            break
+                        r = crow[j]
+                        if par_b[r] < 0:
+                            par_b[r] = c
+                            if in_f[r]:
+                                meet_r = r
+                                break
+                            in_b[mr[r]] = True
+                            bq.append(mr[r])
+                    continue
+                while True:  # backward side closed at t
+                    if not bpend:
+                        return t, False
+                    nw, j, c = heappop(bpend)
+                    if j + 1 < cip[c + 1]:
+                        heappush(bpend, (-cw[j + 1], j + 1, c))
+                    r = crow[j]
+                    if par_b[r] < 0:
+                        break
+                t = min(t, -nw)
+                par_b[r] = c
+                if in_f[r]:
+                    meet_r = r
+                else:
+                    in_b[mr[r]] = True
+                    bq.append(mr[r])
+        if meet_c >= 0:  # forward path to meet_c, then the backward path from its mate
+            r1 = mc[meet_c]
+            _flip_forward(meet_c, par_f, mr, mc)
+            if r1 >= 0:
+                _flip_backward(r1, par_b, mr, mc)
+        else:
+            c1 = mr[meet_r]
+            _flip_backward(meet_r, par_b, mr, mc)
+            if c1 >= 0:
+                _flip_forward(c1, par_f, mr, mc)
+        fq = [r for r in roots_r if mr[r] < 0]
+        bq = [c for c in roots_c if mc[c] < 0]
+    return t, True
+
+
+def _sorted_by(group, w, hi, lo):
+    """Order of the edges grouped by ``group`` (ascending), each group by decreasing ``w``."""
+    span = hi - lo + 1
+    if group.size and span * (int(group[-1] if group[-1] > group[0] else group[0]) + 1) < 2**62:
+        return np.argsort(group * span + (hi - np.minimum(w, hi)), kind="stable")
+    return np.lexsort((-np.minimum(w, hi), group))
+
+
+_HK_GRAPH: dict = {}
+
+
+def _hopcroft_karp(N: int, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """Maximum matching (column of each row, -1 if free) of the edges ``(rows, cols)``
+    (``rows`` ascending): scipy's Hopcroft-Karp on a reused CSR object (its constructor's
+    validation costs more than the matching itself on these small graphs)."""
+    A = _HK_GRAPH.get(N)
+    if A is None:
+        A = _HK_GRAPH[N] = csr_matrix((N, N), dtype=np.int8)
+    A.data = np.ones(rows.size, dtype=np.int8)
+    A.indices = cols.astype(np.int32)
+    A.indptr = np.searchsorted(rows, np.arange(N + 1)).astype(np.int32)
+    return np.asarray(maximum_bipartite_matching(A, perm_type="column"), dtype=np.int64)
+
+
+def _bottleneck(E: np.ndarray, mate_r: np.ndarray, mate_c: np.ndarray, cap=None, work: dict | None = None) -> int:
+    """Turn the matching into a *bottleneck* perfect matching of ``E`` (one whose smallest
+    weight is as large as possible; OGGP) and return that weight.
+
+    ``mate_r``/``mate_c`` (updated in place): a matching of the support (``-1``: free; edges
+    that dropped to zero are allowed, they are replaced). ``cap``: a known upper bound — the
+    previous peel's bottleneck (weights only decrease, so the bottleneck never increases).
+    ``work``: a dict kept between the peels of one schedule (the candidate edges).
+
+    The search (exact, threshold descent):
+
+    1. ``hi`` = ``cap`` (or the smallest row/column maximum): no perfect matching uses only
+       edges > ``hi``. Matched edges < ``hi`` are dropped.
+    2. Candidates: the edges >= a level ``L`` a little below ``hi`` (few hundred of the
+       ~36,000 of a 100 x 100 matrix), kept between peels (edges only decrease, so the
+       survivors of the previous candidates are exactly the edges still >= ``L``).
+    3. If many rows are free, one maximum matching of ``E >= hi`` (scipy's Hopcroft-Karp,
+       from scratch). Perfect: the answer is ``hi``.
+    4. Otherwise :func:`_widest` augments the free rows one at a time, lowering the
+       threshold ``t`` only when the alternating search is closed at ``t`` (Berge: the
+       matching is then maximum in ``E >= t'`` for every ``t'`` above the best edge leaving
+       the closed set, so no perfect matching exists there), to exactly that edge's weight.
+       When every row is matched, all matched edges are >= ``t`` and no perfect matching
+       exists above ``t``: ``t`` is the bottleneck. If the answer lies below ``L``, ``L``
+       is lowered (down to 1, the whole support) and the search resumes.
     """
     N = E.shape[0]
     ar = np.arange(N)
-    lo = E[ar, mate_r].min()
-    hi = min(E.max(axis=1).min(), E.max(axis=0).min())
-    if cap is not None:
-        hi = min(hi, cap)
-    if hi <= lo:
-        return int(lo)
+    if cap is None:
+        hi = int(min(E.max(axis=1).min(), E.max(axis=0).min()))
+    else:
+        hi = int(cap)
+    drop = np.flatnonzero((mate_r < 0) | (E[ar, mate_r] < hi))  # (-1 reads the last column: masked)
+    if drop.size == 0:
+        return hi
+    gone = mate_r[drop]
+    mate_c[gone[gone >= 0]] = -1
+    mate_r[drop] = -1
+    flat = E.reshape(-1)
+    work = {} if work is None else work
+    band = max(1, hi >> _BAND_SHIFT)
+    L = work.get("L")
+    if L is not None and work.get("N") == N and hi - 2 * band <= L <= hi:
+        C = work["C"]
+        C = C[flat[C] >= L]
+    else:
+        L = max(1, hi - band)
+        C = np.flatnonzero(flat >= L)
+    t = hi
+    first = True
+    while True:
+        w = flat[C]
+        rows, cols = np.divmod(C, N)
+        if first and drop.size > _HK_MIN_FREE:
+            m = w >= hi
+            mr = _hopcroft_karp(N, rows[m], cols[m])
+            ok = mr >= 0
+            mate_r[:] = mr
+            mate_c[:] = -1
+            mate_c[mr[ok]] = ar[ok]
+            if ok.all():
+                work.update(L=L, C=C, N=N)
+                return hi
+        first = False
+        o_r = _sorted_by(rows, w, hi, L)
+        o_c = _sorted_by(cols, w, hi, L)
+        bounds = np.arange(N + 1)
+        mr_l = mate_r.tolist()
+        mc_l = mate_c.tolist()
+        t, done = _widest(
+            t,
+            np.flatnonzero(mate_r < 0).tolist(),
+            np.flatnonzero(mate_c < 0).tolist(),
+            np.searchsorted(rows, bounds).tolist(),
+            cols[o_r].tolist(),
+            w[o_r].tolist(),
+            np.searchsorted(cols[o_c], bounds).tolist(),
+            rows[o_c].tolist(),
+            w[o_c].tolist(),
+            mr_l,
+            mc_l,
+            N,
+        )
+        mate_r[:] = mr_l
+        mate_c[:] = mc_l
+        if done:
+            work.update(L=L, C=C, N=N)
+            return int(t)
+        if L == 1:
+            raise RuntimeError("no perfect matching in the support (bug)")
+        L = max(1, min(L - 1, hi - 16 * max(hi - L, band)))
+        C = np.flatnonzero(flat >= L)
 
-    def probe(t) -> bool:
-        """Is there a perfect matching within the weights >= t? If so, adopt it."""
-        S = E >= t
-        mr, mc = mate_r.copy(), mate_c.copy()
-        bad = np.flatnonzero(E[ar, mr] < t)
-        if bad.size > 4:  # many edges lost: one Hopcroft-Karp run (C) beats many augments
-            mr = np.asarray(maximum_bipartite_matching(_csr(S), perm_type="column"), dtype=np.int64)
-            if not (mr >= 0).all():
-                return False
-            mc[mr] = ar
-        else:
-            mc[mr[bad]] = -1
-            mr[bad] = -1
-            for r in bad:
-                if not _augment(S, mr, mc, int(r)):
-                    return False
-        mate_r[:] = mr
-        mate_c[:] = mc
-        return True
 
-    # the upper end is usually the answer: test it before looking at the other weights
-    if probe(hi):
-        return int(hi)
-    # Candidates: the distinct weights strictly between lo and hi. The search below walks
-    # them from the top (ranks 1, 2, 4, ... below hi, then bisects between the last two), so
-    # it rarely needs more than the few largest: they come from a partial sort
-    # (:class:`_TopDistinct`), not a full ``np.unique`` of ~10^4 weights per peel. The
-    # probes made, and so the matchings adopted, are exactly those of a search over the
-    # sorted list of all candidates (index ``L - rank``); tests compare with that search.
-    top = _TopDistinct(E[(E > lo) & (E < hi)])
-    a_r = None  # rank of the best feasible candidate found (None: none yet, i.e. lo)
-    b_r = 1  # candidates of rank < b_r are infeasible
-    step = 1
-    while top.has(step):  # gallop down from the top (stops below the last candidate)
-        if probe(top.get(step)):
-            a_r = step
-            break
-        b_r = step + 1
-        step *= 2
-    if a_r is None:
-        if not top.has(b_r):
-            return int(lo)  # every candidate failed
-        a_r = top.count() + 1  # lo (rank L + 1) is feasible: bisect over the rest
-    while a_r > b_r:
-        mid = (a_r + b_r) // 2
-        if probe(top.get(mid)):
-            a_r = mid
-        else:
-            b_r = mid + 1
-    return int(top.get(a_r)) if top.has(a_r) else int(lo)  # rank L + 1 is lo
-
-
-class _TopDistinct:
-    """The distinct values of ``vals`` from the largest down (rank 1 = largest), computed
-    lazily: the ``n`` largest elements (``np.partition``, O(len)) hold the largest distinct
-    values down to the smallest among them, so a short prefix costs no full sort."""
-
-    def __init__(self, vals: np.ndarray):
-        self.vals = vals
-        self.n = 0
-        self.desc = np.empty(0, dtype=vals.dtype)
-        self.complete = vals.size == 0
-
-    def _grow(self) -> None:
-        self.n = max(64, 4 * self.n)
-        if self.n >= self.vals.size:
-            self.desc = np.unique(self.vals)[::-1]
-            self.complete = True
-        else:
-            part = np.partition(self.vals, self.vals.size - self.n)[self.vals.size - self.n:]
-            self.desc = np.unique(part)[::-1]
-
-    def has(self, rank: int) -> bool:
-        """Are there at least ``rank`` distinct values?"""
-        while rank > self.desc.size and not self.complete:
-            self._grow()
-        return rank <= self.desc.size
-
-    def get(self, rank: int):
-        if not self.has(rank):
-            raise IndexError(rank)
-        return self.desc[rank - 1]
-
-    def count(self) -> int:
-        while not self.complete:
-            self._grow()
-        return int(self.desc.size)
+_BAND_SHIFT = 5  # candidates: edges >= hi - hi / 32 (then wider if the answer is lower)
+_HK_MIN_FREE = 5  # Hopcroft-Karp first when more rows than this are free
 
 
 def peel_schedule(matrix, k: int, *, unit: int = 1, bottleneck: bool = False, merge: bool = True, algorithm: str = "ggp") -> Schedule:
@@ -291,9 +430,10 @@ def peel_schedule(matrix, k: int, *, unit: int = 1, bottleneck: bool = False, me
     rows_real = ar[:n1]
     peels = 0
     cap = None
+    work: dict = {}
     while left > 0:
         if bottleneck:
-            cap = _bottleneck(E, mate_r, mate_c, cap)
+            cap = _bottleneck(E, mate_r, mate_c, cap, work)
         vals = E[ar, mate_r]
         s = int(vals.min())
         peels += 1
@@ -312,6 +452,8 @@ def peel_schedule(matrix, k: int, *, unit: int = 1, bottleneck: bool = False, me
             raw_steps.append((rr, cc, sl))
         # subtract s along the matching; drop edges that reach zero and re-augment
         E[ar, mate_r] = vals - s
+        if bottleneck:
+            continue  # the next _bottleneck replaces the edges that reached zero
         zero = np.flatnonzero(vals == s)
         zc = mate_r[zero]
         S[zero, zc] = False
