@@ -162,34 +162,33 @@ def _flip_backward(r, par_b, mr, mc) -> None:
         r = nxt
 
 
-def _widest(t, free_r, free_c, rip, rcol, rw, cip, crow, cw, mr, mc, N):
+def _widest(t, roots_r, roots_c, rip, rcol, rw, cip, crow, cw, mr, mc, N):
     """Complete the matching ``mr``/``mc`` (Python lists) by threshold descent.
 
     Every matched edge weighs at least ``t``. Repeatedly searches an augmenting path from the
     free rows (forward) and the free columns (backward) at once over the candidate edges
-    (``rip``/``rcol``/``rw``: by row, ``cip``/``crow``/``cw``: by column, each row's/column's
-    edges by decreasing weight), always expanding the side that has done less work. When one
-    side has no edge of weight >= ``t`` left, its set is closed in ``E >= t``: no augmenting
-    path exists there, nor for any threshold above its best remaining (boundary) edge, so
+    (``rip``/``rcol``/``rw``: grouped by row, ``cip``/``crow``/``cw``: by column), always
+    expanding the side that has done less work (one side is usually small). Edges below
+    ``t`` met on the way wait in a max-heap per side. When a side has nothing left to
+    expand at ``t`` and its best waiting edge is below ``t``, its set is closed in
+    ``E >= t``: no augmenting path exists there, nor for any threshold above that edge, so
     ``t`` drops to that edge's weight and the search goes on. Returns ``(t, True)`` with a
     perfect matching of edges >= ``t``, or ``(t, False)`` if a side ran out of candidate
     edges (the answer lies below the candidates: the caller widens them and calls again).
     """
-    fq, bq = free_r, free_c
-    while fq:
+    while roots_r:
         par_f = [-1] * N  # column -> the row it was reached from (forward)
         par_b = [-1] * N  # row -> the column it was reached from (backward)
         in_f = [False] * N  # rows reached forward (free rows and mates of reached columns)
-        in_b = [False] * N  # columns reached backward
-        for r in fq:
+        in_b = [False] * N  # columns reached backward (free columns and mates of reached rows)
+        for r in roots_r:
             in_f[r] = True
-        for c in bq:
+        for c in roots_c:
             in_b[c] = True
-        roots_r, roots_c = fq, bq
-        fq, bq = list(fq), list(bq)
+        fq, bq = list(roots_r), list(roots_c)
         fi = bi = 0
-        fpend: list = []  # per reached row: (-w, position) of its best edge below t
-        bpend: list = []
+        fpend: list = []  # (-w, column, row): edges below t leaving the forward set
+        bpend: list = []  # (-w, row, column): edges below t entering the backward set
         meet_c = meet_r = -1
         while meet_c < 0 and meet_r < 0:
             if fi <= bi:
@@ -197,28 +196,26 @@ def _widest(t, free_r, free_c, rip, rcol, rw, cip, crow, cw, mr, mc, N):
                     r = fq[fi]
                     fi += 1
                     for j in range(rip[r], rip[r + 1]):
-                        if rw[j] < t:
-                            heappush(fpend, (-rw[j], j, r))
-                            break
                         c = rcol[j]
-                        if par_f[c] < 0:
-                            par_f[c] = r
-                            if in_b[c]:
-                                meet_c = c
-                                break
-                            in_f[mc[c]] = True
-                            fq.append(mc[c])
+                        if par_f[c] >= 0:
+                            continue
+                        w = rw[j]
+                        if w < t:
+                            heappush(fpend, (-w, c, r))
+                            continue
+                        par_f[c] = r
+                        if in_b[c]:
+                            meet_c = c
+                            break
+                        in_f[mc[c]] = True
+                        fq.append(mc[c])
                     continue
-                while True:  # forward side closed at t: take its best remaining edge
-                    if not fpend:
-                        return t, False
-                    nw, j, r = heappop(fpend)
-                    if j + 1 < rip[r + 1]:
-                        heappush(fpend, (-rw[j + 1], j + 1, r))
-                    c = rcol[j]
-                    if par_f[c] < 0:
-                        break
-                t = min(t, -nw)
+                while fpend and par_f[fpend[0][1]] >= 0:
+                    heappop(fpend)
+                if not fpend:
+                    return t, False
+                nw, c, r = heappop(fpend)
+                t = min(t, -nw)  # the forward set is closed at t (or -nw >= t: a tie)
                 par_f[c] = r
                 if in_b[c]:
                     meet_c = c
@@ -230,28 +227,26 @@ def _widest(t, free_r, free_c, rip, rcol, rw, cip, crow, cw, mr, mc, N):
                     c = bq[bi]
                     bi += 1
                     for j in range(cip[c], cip[c + 1]):
-                        if cw[j] < t:
-                            heappush(bpend, (-cw[j], j, c))
-                            break
                         r = crow[j]
-                        if par_b[r] < 0:
-                            par_b[r] = c
-                            if in_f[r]:
-                                meet_r = r
-                                break
-                            in_b[mr[r]] = True
-                            bq.append(mr[r])
+                        if par_b[r] >= 0:
+                            continue
+                        w = cw[j]
+                        if w < t:
+                            heappush(bpend, (-w, r, c))
+                            continue
+                        par_b[r] = c
+                        if in_f[r]:
+                            meet_r = r
+                            break
+                        in_b[mr[r]] = True
+                        bq.append(mr[r])
                     continue
-                while True:  # backward side closed at t
-                    if not bpend:
-                        return t, False
-                    nw, j, c = heappop(bpend)
-                    if j + 1 < cip[c + 1]:
-                        heappush(bpend, (-cw[j + 1], j + 1, c))
-                    r = crow[j]
-                    if par_b[r] < 0:
-                        break
-                t = min(t, -nw)
+                while bpend and par_b[bpend[0][1]] >= 0:
+                    heappop(bpend)
+                if not bpend:
+                    return t, False
+                nw, r, c = heappop(bpend)
+                t = min(t, -nw)  # the backward set is closed at t
                 par_b[r] = c
                 if in_f[r]:
                     meet_r = r
@@ -268,33 +263,28 @@ def _widest(t, free_r, free_c, rip, rcol, rw, cip, crow, cw, mr, mc, N):
             _flip_backward(meet_r, par_b, mr, mc)
             if c1 >= 0:
                 _flip_forward(c1, par_f, mr, mc)
-        fq = [r for r in roots_r if mr[r] < 0]
-        bq = [c for c in roots_c if mc[c] < 0]
+        roots_r = [r for r in roots_r if mr[r] < 0]
+        roots_c = [c for c in roots_c if mc[c] < 0]
     return t, True
 
 
-def _sorted_by(group, w, hi, lo):
-    """Order of the edges grouped by ``group`` (ascending), each group by decreasing ``w``."""
-    span = hi - lo + 1
-    if group.size and span * (int(group[-1] if group[-1] > group[0] else group[0]) + 1) < 2**62:
-        return np.argsort(group * span + (hi - np.minimum(w, hi)), kind="stable")
-    return np.lexsort((-np.minimum(w, hi), group))
+_HK_GRAPH: dict = {}  # N -> (CSR object reused, row ends)
+_HK_ONES = [np.ones(1024, dtype=np.int8)]  # the CSR data (all ones), grown on demand
 
 
-_HK_GRAPH: dict = {}
-
-
-def _hopcroft_karp(N: int, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-    """Maximum matching (column of each row, -1 if free) of the edges ``(rows, cols)``
-    (``rows`` ascending): scipy's Hopcroft-Karp on a reused CSR object (its constructor's
-    validation costs more than the matching itself on these small graphs)."""
-    A = _HK_GRAPH.get(N)
-    if A is None:
-        A = _HK_GRAPH[N] = csr_matrix((N, N), dtype=np.int8)
-    A.data = np.ones(rows.size, dtype=np.int8)
-    A.indices = cols.astype(np.int32)
-    A.indptr = np.searchsorted(rows, np.arange(N + 1)).astype(np.int32)
-    return np.asarray(maximum_bipartite_matching(A, perm_type="column"), dtype=np.int64)
+def _hopcroft_karp(N: int, idx: np.ndarray) -> np.ndarray:
+    """Maximum matching (column of each row, -1 if free) of the edges of flat indices ``idx``
+    (ascending) of an ``N x N`` matrix: scipy's Hopcroft-Karp on a reused CSR object (its
+    constructor's validation costs more than the matching itself on these small graphs)."""
+    if N not in _HK_GRAPH:
+        _HK_GRAPH[N] = (csr_matrix((N, N), dtype=np.int8), np.arange(N + 1) * N)
+    A, ends = _HK_GRAPH[N]
+    if _HK_ONES[0].size < idx.size:
+        _HK_ONES[0] = np.ones(2 * idx.size, dtype=np.int8)
+    A.data = _HK_ONES[0][: idx.size]
+    A.indices = (idx % N).astype(np.int32)
+    A.indptr = np.searchsorted(idx, ends).astype(np.int32)
+    return maximum_bipartite_matching(A, perm_type="column")
 
 
 def _bottleneck(E: np.ndarray, mate_r: np.ndarray, mate_c: np.ndarray, cap=None, work: dict | None = None) -> int:
@@ -340,55 +330,61 @@ def _bottleneck(E: np.ndarray, mate_r: np.ndarray, mate_c: np.ndarray, cap=None,
     band = max(1, hi >> _BAND_SHIFT)
     L = work.get("L")
     if L is not None and work.get("N") == N and hi - 2 * band <= L <= hi:
-        C = work["C"]
+        C, CT = work["C"], work["CT"]  # edges only decrease: keep those still >= L
         C = C[flat[C] >= L]
+        CT = CT[flat[CT] >= L]
     else:
         L = max(1, hi - band)
-        C = np.flatnonzero(flat >= L)
+        C, CT = _candidates(flat, L, N)
     t = hi
     first = True
+    bounds = np.arange(N + 1)
     while True:
-        w = flat[C]
-        rows, cols = np.divmod(C, N)
         if first and drop.size > _HK_MIN_FREE:
-            m = w >= hi
-            mr = _hopcroft_karp(N, rows[m], cols[m])
-            ok = mr >= 0
+            mr = _hopcroft_karp(N, C[flat[C] >= hi])
             mate_r[:] = mr
+            if mr.min() >= 0:
+                mate_c[mr] = ar
+                work.update(L=L, C=C, CT=CT, N=N)
+                return hi
+            ok = mr >= 0
             mate_c[:] = -1
             mate_c[mr[ok]] = ar[ok]
-            if ok.all():
-                work.update(L=L, C=C, N=N)
-                return hi
         first = False
-        o_r = _sorted_by(rows, w, hi, L)
-        o_c = _sorted_by(cols, w, hi, L)
-        bounds = np.arange(N + 1)
-        mr_l = mate_r.tolist()
-        mc_l = mate_c.tolist()
-        t, done = _widest(
-            t,
-            np.flatnonzero(mate_r < 0).tolist(),
-            np.flatnonzero(mate_c < 0).tolist(),
-            np.searchsorted(rows, bounds).tolist(),
-            cols[o_r].tolist(),
-            w[o_r].tolist(),
-            np.searchsorted(cols[o_c], bounds).tolist(),
-            rows[o_c].tolist(),
-            w[o_c].tolist(),
-            mr_l,
-            mc_l,
-            N,
-        )
+        # one conversion to Python lists: row groups, column groups, mates
+        n, nt = C.size, CT.size
+        rc, ct = np.divmod(CT, N)
+        free_r = np.flatnonzero(mate_r < 0)
+        free_c = np.flatnonzero(mate_c < 0)
+        nf = free_r.size
+        packed = np.concatenate((
+            free_r, free_c, np.searchsorted(C, bounds * N), C % N, flat[C],
+            np.searchsorted(ct, bounds), rc, flat[CT], mate_r, mate_c,
+        )).tolist()
+        args = (packed[:nf], packed[nf:2 * nf])  # as many free columns as free rows
+        packed = packed[2 * nf:]
+        o = N + 1
+        args += (packed[:o], packed[o:o + n], packed[o + n:o + 2 * n])
+        o += 2 * n
+        args += (packed[o:o + N + 1], packed[o + N + 1:o + N + 1 + nt], packed[o + N + 1 + nt:o + N + 1 + 2 * nt])
+        o += N + 1 + 2 * nt
+        mr_l, mc_l = packed[o:o + N], packed[o + N:]
+        t, done = _widest(t, *args, mr_l, mc_l, N)
         mate_r[:] = mr_l
         mate_c[:] = mc_l
         if done:
-            work.update(L=L, C=C, N=N)
+            work.update(L=L, C=C, CT=CT, N=N)
             return int(t)
         if L == 1:
             raise RuntimeError("no perfect matching in the support (bug)")
         L = max(1, min(L - 1, hi - 16 * max(hi - L, band)))
-        C = np.flatnonzero(flat >= L)
+        C, CT = _candidates(flat, L, N)
+
+
+def _candidates(flat: np.ndarray, L: int, N: int):
+    """Flat indices of the edges >= ``L``, by row (row-major) and by column."""
+    C = np.flatnonzero(flat >= L)
+    return C, C[np.argsort(C % N, kind="stable")]
 
 
 _BAND_SHIFT = 5  # candidates: edges >= hi - hi / 32 (then wider if the answer is lower)
