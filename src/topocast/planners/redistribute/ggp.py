@@ -169,7 +169,8 @@ def _widest(t, roots_r, roots_c, rip, rcol, rw, cip, crow, cw, mr, mc, N):
     free rows (forward) and the free columns (backward) at once over the candidate edges
     (``rip``/``rcol``/``rw``: grouped by row, ``cip``/``crow``/``cw``: by column), always
     expanding the side that has done less work (one side is usually small). Edges below
-    ``t`` met on the way wait in a max-heap per side. When a side has nothing left to
+    ``t`` met on the way wait in a max-heap per side (one entry per reached row/column: its
+    best such edge; the next one is found when it is taken). When a side has nothing left to
     expand at ``t`` and its best waiting edge is below ``t``, its set is closed in
     ``E >= t``: no augmenting path exists there, nor for any threshold above that edge, so
     ``t`` drops to that edge's weight and the search goes on. Returns ``(t, True)`` with a
@@ -187,21 +188,23 @@ def _widest(t, roots_r, roots_c, rip, rcol, rw, cip, crow, cw, mr, mc, N):
             in_b[c] = True
         fq, bq = list(roots_r), list(roots_c)
         fi = bi = 0
-        fpend: list = []  # (-w, column, row): edges below t leaving the forward set
-        bpend: list = []  # (-w, row, column): edges below t entering the backward set
+        fpend: list = []  # (-w, -j, row): per reached row, its best edge j below t (forward)
+        bpend: list = []  # (-w, -j, column): the same per column reached backward
         meet_c = meet_r = -1
         while meet_c < 0 and meet_r < 0:
             if fi <= bi:
                 if fi < len(fq):
                     r = fq[fi]
                     fi += 1
+                    bw = bj = -1  # the row's best edge below t (to an unreached column)
                     for j in range(rip[r], rip[r + 1]):
                         c = rcol[j]
                         if par_f[c] >= 0:
                             continue
                         w = rw[j]
                         if w < t:
-                            heappush(fpend, (-w, c, r))
+                            if w >= bw:
+                                bw, bj = w, j
                             continue
                         par_f[c] = r
                         if in_b[c]:
@@ -209,13 +212,26 @@ def _widest(t, roots_r, roots_c, rip, rcol, rw, cip, crow, cw, mr, mc, N):
                             break
                         in_f[mc[c]] = True
                         fq.append(mc[c])
+                    else:
+                        if bj >= 0:
+                            heappush(fpend, (-bw, -bj, r))
                     continue
-                while fpend and par_f[fpend[0][1]] >= 0:
-                    heappop(fpend)
-                if not fpend:
-                    return t, False
-                nw, c, r = heappop(fpend)
-                t = min(t, -nw)  # the forward set is closed at t (or -nw >= t: a tie)
+                while True:  # the best waiting edge; its row's next one takes its place
+                    if not fpend:
+                        return t, False
+                    nw, nj, r = heappop(fpend)
+                    w0, j0 = -nw, -nj
+                    bw = bj = -1
+                    for j in range(rip[r], rip[r + 1]):
+                        w = rw[j]
+                        if (w < w0 or (w == w0 and j < j0)) and w >= bw and par_f[rcol[j]] < 0:
+                            bw, bj = w, j
+                    if bj >= 0:
+                        heappush(fpend, (-bw, -bj, r))
+                    c = rcol[j0]
+                    if par_f[c] < 0:
+                        break
+                t = min(t, w0)  # the forward set is closed at t (or w0 >= t: a tie)
                 par_f[c] = r
                 if in_b[c]:
                     meet_c = c
@@ -226,13 +242,15 @@ def _widest(t, roots_r, roots_c, rip, rcol, rw, cip, crow, cw, mr, mc, N):
                 if bi < len(bq):
                     c = bq[bi]
                     bi += 1
+                    bw = bj = -1
                     for j in range(cip[c], cip[c + 1]):
                         r = crow[j]
                         if par_b[r] >= 0:
                             continue
                         w = cw[j]
                         if w < t:
-                            heappush(bpend, (-w, r, c))
+                            if w >= bw:
+                                bw, bj = w, j
                             continue
                         par_b[r] = c
                         if in_f[r]:
@@ -240,13 +258,26 @@ def _widest(t, roots_r, roots_c, rip, rcol, rw, cip, crow, cw, mr, mc, N):
                             break
                         in_b[mr[r]] = True
                         bq.append(mr[r])
+                    else:
+                        if bj >= 0:
+                            heappush(bpend, (-bw, -bj, c))
                     continue
-                while bpend and par_b[bpend[0][1]] >= 0:
-                    heappop(bpend)
-                if not bpend:
-                    return t, False
-                nw, r, c = heappop(bpend)
-                t = min(t, -nw)  # the backward set is closed at t
+                while True:
+                    if not bpend:
+                        return t, False
+                    nw, nj, c = heappop(bpend)
+                    w0, j0 = -nw, -nj
+                    bw = bj = -1
+                    for j in range(cip[c], cip[c + 1]):
+                        w = cw[j]
+                        if (w < w0 or (w == w0 and j < j0)) and w >= bw and par_b[crow[j]] < 0:
+                            bw, bj = w, j
+                    if bj >= 0:
+                        heappush(bpend, (-bw, -bj, c))
+                    r = crow[j0]
+                    if par_b[r] < 0:
+                        break
+                t = min(t, w0)  # the backward set is closed at t
                 par_b[r] = c
                 if in_f[r]:
                     meet_r = r
