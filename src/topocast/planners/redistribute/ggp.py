@@ -350,12 +350,16 @@ def _bottleneck(E: np.ndarray, mate_r: np.ndarray, mate_c: np.ndarray, cap=None,
         hi = int(min(E.max(axis=1).min(), E.max(axis=0).min()))
     else:
         hi = int(cap)
-    drop = np.flatnonzero((mate_r < 0) | (E[ar, mate_r] < hi))  # (-1 reads the last column: masked)
-    if drop.size == 0:
+    bad = E[ar, mate_r] < hi
+    bad |= mate_r < 0  # (-1 read the last column)
+    n_bad = int(np.count_nonzero(bad))
+    if n_bad == 0:
         return hi
-    gone = mate_r[drop]
-    mate_c[gone[gone >= 0]] = -1
-    mate_r[drop] = -1
+    if n_bad <= _HK_MIN_FREE:  # keep the rest of the matching (else Hopcroft-Karp restarts)
+        drop = np.flatnonzero(bad)
+        gone = mate_r[drop]
+        mate_c[gone[gone >= 0]] = -1
+        mate_r[drop] = -1
     flat = E.reshape(-1)
     work = {} if work is None else work
     band = max(1, hi >> _BAND_SHIFT)
@@ -371,7 +375,7 @@ def _bottleneck(E: np.ndarray, mate_r: np.ndarray, mate_c: np.ndarray, cap=None,
     first = True
     bounds = np.arange(N + 1)
     while True:
-        if first and drop.size > _HK_MIN_FREE:
+        if first and n_bad > _HK_MIN_FREE:
             mr = _hopcroft_karp(N, C[flat[C] >= hi])
             mate_r[:] = mr
             if mr.min() >= 0:
