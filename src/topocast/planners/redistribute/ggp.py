@@ -162,7 +162,7 @@ def _flip_backward(r, par_b, mr, mc) -> None:
         r = nxt
 
 
-def _widest(t, roots_r, roots_c, rip, rcol, rw, cip, crow, cw, mr, mc, N):
+def _widest(t, L, roots_r, roots_c, rip, rcol, rw, cip, crow, cw, mr, mc, N):
     """Complete the matching ``mr``/``mc`` (Python lists) by threshold descent.
 
     Every matched edge weighs at least ``t``. Repeatedly searches an augmenting path from the
@@ -175,7 +175,8 @@ def _widest(t, roots_r, roots_c, rip, rcol, rw, cip, crow, cw, mr, mc, N):
     ``E >= t``: no augmenting path exists there, nor for any threshold above that edge, so
     ``t`` drops to that edge's weight and the search goes on. Returns ``(t, True)`` with a
     perfect matching of edges >= ``t``, or ``(t, False)`` if a side ran out of candidate
-    edges (the answer lies below the candidates: the caller widens them and calls again).
+    edges >= ``L`` (the candidates hold every edge >= ``L``, maybe a few below: the answer
+    lies below ``L``; the caller widens them and calls again).
     """
     while roots_r:
         par_f = [-1] * N  # column -> the row it was reached from (forward)
@@ -231,6 +232,8 @@ def _widest(t, roots_r, roots_c, rip, rcol, rw, cip, crow, cw, mr, mc, N):
                     c = rcol[j0]
                     if par_f[c] < 0:
                         break
+                if w0 < L:  # (an edge that dropped below L since the candidates were taken)
+                    return t, False
                 t = min(t, w0)  # the forward set is closed at t (or w0 >= t: a tie)
                 par_f[c] = r
                 if in_b[c]:
@@ -277,6 +280,8 @@ def _widest(t, roots_r, roots_c, rip, rcol, rw, cip, crow, cw, mr, mc, N):
                     r = crow[j0]
                     if par_b[r] < 0:
                         break
+                if w0 < L:
+                    return t, False
                 t = min(t, w0)  # the backward set is closed at t
                 par_b[r] = c
                 if in_f[r]:
@@ -365,61 +370,64 @@ def _bottleneck(E: np.ndarray, mate_r: np.ndarray, mate_c: np.ndarray, cap=None,
     band = max(1, hi >> _BAND_SHIFT)
     L = work.get("L")
     if L is not None and work.get("N") == N and hi - 2 * band <= L <= hi:
-        C, CT = work["C"], work["CT"]  # edges only decrease: keep those still >= L
-        C = C[flat[C] >= L]
-        CT = CT[flat[CT] >= L]
+        cand = work["cand"]  # still a superset of the edges >= L: weights only decrease
     else:
         L = max(1, hi - band)
-        C, CT = _candidates(flat, L, N)
+        cand = _candidates(flat, L, N)
     t = hi
     first = True
-    bounds = np.arange(N + 1)
     while True:
+        C, CT, structure = cand
         if first and n_bad > _HK_MIN_FREE:
             mr = _hopcroft_karp(N, C[flat[C] >= hi])
             mate_r[:] = mr
             if mr.min() >= 0:
                 mate_c[mr] = ar
-                work.update(L=L, C=C, CT=CT, N=N)
+                work.update(L=L, cand=cand, N=N)
                 return hi
             ok = mr >= 0
             mate_c[:] = -1
             mate_c[mr[ok]] = ar[ok]
         first = False
-        # one conversion to Python lists: row groups, column groups, mates
-        n, nt = C.size, CT.size
-        rc, ct = np.divmod(CT, N)
+        # one conversion to Python lists: free rows and columns, current weights, mates
         free_r = np.flatnonzero(mate_r < 0)
         free_c = np.flatnonzero(mate_c < 0)
-        nf = free_r.size
-        packed = np.concatenate((
-            free_r, free_c, np.searchsorted(C, bounds * N), C % N, flat[C],
-            np.searchsorted(ct, bounds), rc, flat[CT], mate_r, mate_c,
-        )).tolist()
-        args = (packed[:nf], packed[nf:2 * nf])  # as many free columns as free rows
-        packed = packed[2 * nf:]
-        o = N + 1
-        args += (packed[:o], packed[o:o + n], packed[o + n:o + 2 * n])
-        o += 2 * n
-        args += (packed[o:o + N + 1], packed[o + N + 1:o + N + 1 + nt], packed[o + N + 1 + nt:o + N + 1 + 2 * nt])
-        o += N + 1 + 2 * nt
+        nf, n = free_r.size, C.size
+        packed = np.concatenate((free_r, free_c, flat[C], flat[CT], mate_r, mate_c)).tolist()
+        o = 2 * nf + 2 * n
         mr_l, mc_l = packed[o:o + N], packed[o + N:]
-        t, done = _widest(t, *args, mr_l, mc_l, N)
+        rip, rcol, cip, crow = structure
+        t, done = _widest(
+            t, L, packed[:nf], packed[nf:2 * nf],  # as many free columns as free rows
+            rip, rcol, packed[2 * nf:2 * nf + n], cip, crow, packed[2 * nf + n:o], mr_l, mc_l, N,
+        )
         mate_r[:] = mr_l
         mate_c[:] = mc_l
         if done:
-            work.update(L=L, C=C, CT=CT, N=N)
+            work.update(L=L, cand=cand, N=N)
             return int(t)
         if L == 1:
             raise RuntimeError("no perfect matching in the support (bug)")
         L = max(1, min(L - 1, hi - 16 * max(hi - L, band)))
-        C, CT = _candidates(flat, L, N)
+        cand = _candidates(flat, L, N)
 
 
 def _candidates(flat: np.ndarray, L: int, N: int):
-    """Flat indices of the edges >= ``L``, by row (row-major) and by column."""
+    """The edges >= ``L``: flat indices by row (row-major) and by column, and their
+    structure as Python lists (row starts, columns; column starts, rows). Kept for a few
+    peels: edges that drop below ``L`` stay listed, :func:`_widest` ignores them."""
     C = np.flatnonzero(flat >= L)
-    return C, C[np.argsort(C % N, kind="stable")]
+    rows, cols = np.divmod(C, N)
+    o = np.argsort(cols, kind="stable")
+    CT = C[o]
+    bounds = np.arange(N + 1)
+    structure = (
+        np.searchsorted(rows, bounds).tolist(),
+        cols.tolist(),
+        np.searchsorted(cols[o], bounds).tolist(),
+        rows[o].tolist(),
+    )
+    return C, CT, structure
 
 
 _BAND_SHIFT = 5  # candidates: edges >= hi - hi / 32 (then wider if the answer is lower)
