@@ -168,7 +168,7 @@ def _widest(t, L, roots_r, roots_c, rip, rcol, rw, cip, crow, cw, mr, mc, N):
     Every matched edge weighs at least ``t``. Repeatedly searches an augmenting path from the
     free rows (forward) and the free columns (backward) at once over the candidate edges
     (``rip``/``rcol``/``rw``: grouped by row, ``cip``/``crow``/``cw``: by column), always
-    expanding the side that has done less work (one side is usually small). Edges below
+    expanding the side with fewer nodes waiting (one side is usually small). Edges below
     ``t`` met on the way wait in a max-heap per side (one entry per reached row/column: its
     best such edge; the next one is found when it is taken). When a side has nothing left to
     expand at ``t`` and its best waiting edge is below ``t``, its set is closed in
@@ -193,7 +193,7 @@ def _widest(t, L, roots_r, roots_c, rip, rcol, rw, cip, crow, cw, mr, mc, N):
         bpend: list = []  # (-w, -j, column): the same per column reached backward
         meet_c = meet_r = -1
         while meet_c < 0 and meet_r < 0:
-            if fi <= bi:
+            if len(fq) - fi <= len(bq) - bi:  # the side with less waiting to expand
                 if fi < len(fq):
                     r = fq[fi]
                     fi += 1
