@@ -429,16 +429,19 @@ def _bottleneck(E: np.ndarray, mate_r: np.ndarray, mate_c: np.ndarray, cap=None,
             t, L, packed[:nf], packed[nf:2 * nf],  # as many free columns as free rows
             rip, rcol, packed[2 * nf:2 * nf + n], cip, crow, packed[2 * nf + n:o], mr_l, mc_l, N,
         )
-        mate_r[:] = mr_l
-        mate_c[:] = mc_l
         if done:
             work.update(L=L, cand=cand, N=N, gap=hi - t)
             if t < hi:  # step 5: tie-break
                 mr = _hopcroft_karp(N, C[flat[C] >= t])
-                if mr.min() >= 0:
+                if mr.min() >= 0:  # (always: the search found a perfect matching there)
                     mate_r[:] = mr
                     mate_c[mr] = ar
+                    return int(t)
+            mate_r[:] = mr_l
+            mate_c[:] = mc_l
             return int(t)
+        mate_r[:] = mr_l
+        mate_c[:] = mc_l
         if L == 1:
             raise RuntimeError("no perfect matching in the support (bug)")
         L = max(1, min(L - 1, hi - 4 * max(hi - L, band)))
