@@ -44,8 +44,9 @@ then no augmenting path, hence (Berge) no perfect matching, exists above the bes
 leaving the closed set, and ``t`` drops to exactly that weight. When every row is matched,
 ``t`` is the bottleneck: a perfect matching within ``E >= t`` exists and none above. The
 matching then adopted is a fresh Hopcroft-Karp matching of ``E >= t`` (a tie-break that
-keeps the peel counts of the earlier probe-based search). About one probe-equivalent per
-peel instead of ~5 Hopcroft-Karp probes (dense 100 x 100, k = 10, beta = 0: 5.7 s -> ~1.3 s).
+keeps the peel counts of the earlier probe-based search). About two Hopcroft-Karp runs per
+peel instead of ~5 probes (dense 100 x 100, k = 10, beta = 0, loaded shared machine:
+4.9-6.6 s -> 1.4-1.8 s; docs/experiments/redistribution.md, notes/oggp-speed.md).
 """
 
 from __future__ import annotations
@@ -353,8 +354,9 @@ def _bottleneck(E: np.ndarray, mate_r: np.ndarray, mate_c: np.ndarray, cap=None,
     1. ``hi`` = the smaller of ``cap`` and the smallest row/column maximum (the latter
        skipped while it does not bind): no perfect matching has a smallest weight above
        ``hi``. Matched edges < ``hi`` are dropped.
-    2. Candidates: the edges >= a level ``L`` a little below ``hi`` (``hi / 32``; a few
-       hundred of the ~36,000 of the benchmark's 190 x 190 ``E``), kept for the next peels
+    2. Candidates: the edges >= a level ``L`` a little below ``hi`` (by ``hi / 32`` or twice
+       the last drop; a few hundred of the ~36,000 of the benchmark's 190 x 190 ``E``),
+       kept for the next peels
        while ``hi`` stays within two bands of ``L`` (weights only decrease, so they remain a
        superset of the edges >= ``L``).
     3. If more than ``_HK_MIN_FREE`` rows are free, one maximum matching of ``E >= hi``
