@@ -32,7 +32,6 @@ checked; the destination file must stay inside ``dest_dir``.
 from __future__ import annotations
 
 import json
-import math
 import os
 import resource
 import socket
@@ -43,7 +42,7 @@ import traceback
 
 from ..intervals import IntervalSet
 from .data import generate_range, safe_destination
-from .pacing import Pacer, max_min
+from .pacing import DOWN_HEADROOM, Pacer, down_caps
 from .protocol import (
     T_DATA,
     T_END,
@@ -394,7 +393,7 @@ class Agent:
             self.send({"type": "tsend", "transfer": i, "ready": t_ready, "connected": self.now()})
             bucket = TokenBucket(t.get("rate_cap"), 2 * self.chunk)
             if tp:
-                self.pace_join(i, bucket)
+                self.pace_join(i, bucket, pacer)
             try:
                 for a, b in _chunks(ranges, self.chunk):
                     while not self.store.wait_covers(a, b, HEARTBEAT_EVERY):
@@ -408,7 +407,7 @@ class Agent:
                     conn.send_data(a, self.store.view[a:b])
             finally:
                 if tp:
-                    self.pace_leave(i)
+                    self.pace_leave(i, pacer)
             conn.send_simple(T_END)
             conn.settimeout(self.stall + 5)
             try:
@@ -420,13 +419,17 @@ class Agent:
             # a failure like any other: every agent's watchdog starts repairing stalled hosts
             self.send({"type": "broken", "reason": f"transfer {i} to {dst} failed on the sending side: {exc or type(exc).__name__}"})
 
-    def pace_join(self, i: int, bucket: TokenBucket) -> None:
+    def pace_join(self, i: int, bucket: TokenBucket, pacer: Pacer | None) -> None:
+        if pacer is not None:
+            pacer.join(i)
         with self.pace_lock:
             self.buckets[i] = bucket
             self.active_down.add(i)
             self._pace_update()
 
-    def pace_leave(self, i: int) -> None:
+    def pace_leave(self, i: int, pacer: Pacer | None) -> None:
+        if pacer is not None:
+            pacer.leave(i)
         with self.pace_lock:
             self.active_down.discard(i)
             self.buckets.pop(i, None)
@@ -441,10 +444,9 @@ class Agent:
         for i in self.active_down:
             own = [c for c in (self.rate_caps.get(i), tps[str(i)].get("cap")) if c]
             caps[i] = min(own) if own else None
-        shares = max_min(flows, self.pacing["capacity"], caps)
+        shares = down_caps(flows, self.pacing["capacity"], caps, float(self.pacing.get("headroom", DOWN_HEADROOM)))
         for i in self.active_down:
-            r = shares.get(i, math.inf)
-            self.buckets[i].set_rate(r if math.isfinite(r) else None)
+            self.buckets[i].set_rate(shares.get(i))
 
     # ------------------------------------------------------------------ receiving
     def accept_loop(self) -> None:

@@ -29,7 +29,9 @@ import threading
 import time
 from collections import deque
 
-__all__ = ["RoundRobin", "Pacer", "max_min", "pacing_config"]
+DOWN_HEADROOM = 0.98  # caps on shared links after the first hop stay this far below their goodput
+
+__all__ = ["DOWN_HEADROOM", "RoundRobin", "Pacer", "max_min", "down_caps", "pacing_config"]
 
 
 class RoundRobin:
@@ -84,16 +86,32 @@ class RoundRobin:
 
 class Pacer:
     """Thread-safe :class:`RoundRobin`: ``acquire(tid, n, stop)`` blocks until ``tid`` may
-    send ``n`` bytes (False when ``stop`` was set first)."""
+    send ``n`` bytes (False when ``stop`` was set first). Transfers ``join`` when they start
+    sending and ``leave`` when done."""
 
     def __init__(self, rate: float, burst: float, clock=time.monotonic):
         self.clock = clock
         self.core = RoundRobin(rate, burst, clock())
         self.cond = threading.Condition()
         self.granted: set = set()
+        self.members: set = set()  # transfers currently sending over this link
+
+    def join(self, tid) -> None:
+        with self.cond:
+            self.members.add(tid)
+
+    def leave(self, tid) -> None:
+        with self.cond:
+            self.members.discard(tid)
+            self.core.withdraw(tid)
+            self.cond.notify_all()
 
     def acquire(self, tid, nbytes: int, stop: threading.Event) -> bool:
+        """Wait for ``tid``'s turn. A transfer alone on the link does not wait: there is
+        nobody to share with, and TCP alone reaches the link's goodput."""
         with self.cond:
+            if len(self.members) <= 1 and not self.core.queue:
+                return True
             self.core.ready(tid, nbytes)
             while True:
                 if tid in self.granted:
@@ -109,6 +127,28 @@ class Pacer:
                         self.cond.notify_all()
                     continue
                 self.cond.wait(min(wait, 0.25))
+
+
+def down_caps(flows: dict, capacity: dict, own: dict, headroom: float = DOWN_HEADROOM) -> dict:
+    """Cap of every active flow on the links after its first hop: its max-min share among
+    this agent's active ``flows`` (flow -> resources after the first hop), with its ``own``
+    cap (rate cap, fatpipe) as a bound. A resource that two or more of the flows share
+    counts ``headroom`` x its capacity. A flow that shares no such resource with another
+    gets only its own cap (None when it has none): capping it at its links' goodput would
+    protect no sibling and could only slow it."""
+    count: dict = {}
+    for res in flows.values():
+        for r in set(res):
+            count[r] = count.get(r, 0) + 1
+    cap = {r: c * (headroom if count.get(r, 0) >= 2 else 1.0) for r, c in capacity.items()}
+    shares = max_min(flows, cap, own)
+    out = {}
+    for f, res in flows.items():
+        if any(count[r] >= 2 for r in res):
+            out[f] = shares[f] if math.isfinite(shares[f]) else None
+        else:
+            out[f] = own.get(f)
+    return out
 
 
 def max_min(flows: dict, capacity: dict, caps: dict | None = None) -> dict:
@@ -152,7 +192,7 @@ def max_min(flows: dict, capacity: dict, caps: dict | None = None) -> dict:
     return rate
 
 
-def pacing_config(plan, topology, goodput: float, sndbuf: int) -> dict:
+def pacing_config(plan, topology, goodput: float, sndbuf: int, headroom: float = DOWN_HEADROOM) -> dict:
     """Per host, what its agent needs to pace its outgoing transfers: ``{host: {"sndbuf",
     "capacity": {resource: bytes/s}, "transfers": {index: {"uplink", "down", "cap"}}}}``.
 
@@ -179,6 +219,7 @@ def pacing_config(plan, topology, goodput: float, sndbuf: int) -> dict:
         down = [r for r in res[1:] if r >= 0] + [int(x) for x in extra[ids] if x >= 0]
         down = [r for r in dict.fromkeys(down) if r != uplink]
         h = out.setdefault(t.src, {"sndbuf": int(sndbuf), "capacity": {}, "transfers": {}})
+        h["headroom"] = headroom
         for r in ([uplink] if uplink is not None else []) + down:
             h["capacity"][str(r)] = float(cap_of[r]) * goodput
         h["transfers"][str(i)] = {
