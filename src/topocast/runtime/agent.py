@@ -42,7 +42,7 @@ import traceback
 
 from ..intervals import IntervalSet
 from .data import generate_range, safe_destination
-from .pacing import DOWN_HEADROOM, Pacer, down_caps
+from .pacing import HEADROOM, Pacer, down_caps
 from .protocol import (
     T_DATA,
     T_END,
@@ -275,7 +275,7 @@ class Agent:
             for tp in self.pacing["transfers"].values():
                 u = tp.get("uplink")
                 if u is not None and u not in self.pacers:
-                    self.pacers[u] = Pacer(float(cap[u]), 2 * self.chunk)
+                    self.pacers[u] = Pacer(float(cap[u]), 2 * self.chunk, float(self.pacing.get("headroom", HEADROOM)))
         initial = [tuple(r) for r in cfg["initial"]]
         if initial:
             src = cfg["data"]
@@ -421,7 +421,9 @@ class Agent:
 
     def pace_join(self, i: int, bucket: TokenBucket, pacer: Pacer | None) -> None:
         if pacer is not None:
-            pacer.join(i)
+            tp = self.pacing["transfers"][str(i)]
+            own = [c for c in (self.rate_caps.get(i), tp.get("cap")) if c]
+            pacer.join(i, min(own) if own else None)
         with self.pace_lock:
             self.buckets[i] = bucket
             self.active_down.add(i)
@@ -444,7 +446,7 @@ class Agent:
         for i in self.active_down:
             own = [c for c in (self.rate_caps.get(i), tps[str(i)].get("cap")) if c]
             caps[i] = min(own) if own else None
-        shares = down_caps(flows, self.pacing["capacity"], caps, float(self.pacing.get("headroom", DOWN_HEADROOM)))
+        shares = down_caps(flows, self.pacing["capacity"], caps, float(self.pacing.get("headroom", HEADROOM)))
         for i in self.active_down:
             self.buckets[i].set_rate(shares.get(i))
 

@@ -29,9 +29,9 @@ import threading
 import time
 from collections import deque
 
-DOWN_HEADROOM = 0.98  # caps on shared links after the first hop stay this far below their goodput
+HEADROOM = 0.98  # a link shared by several of an agent's transfers is paced this far below its goodput
 
-__all__ = ["DOWN_HEADROOM", "RoundRobin", "Pacer", "max_min", "down_caps", "pacing_config"]
+__all__ = ["HEADROOM", "RoundRobin", "Pacer", "max_min", "down_caps", "pacing_config"]
 
 
 class RoundRobin:
@@ -85,41 +85,58 @@ class RoundRobin:
 
 
 class Pacer:
-    """Thread-safe :class:`RoundRobin`: ``acquire(tid, n, stop)`` blocks until ``tid`` may
-    send ``n`` bytes (False when ``stop`` was set first). Transfers ``join`` when they start
-    sending and ``leave`` when done."""
+    """Thread-safe :class:`RoundRobin` for one link of capacity ``capacity`` (bytes/s of
+    goodput), paced at ``capacity x headroom``: ``acquire(tid, n, stop)`` blocks until
+    ``tid`` may send ``n`` bytes (False when ``stop`` was set first). Transfers ``join`` (with
+    their own cap, if any) when they start sending and ``leave`` when done.
 
-    def __init__(self, rate: float, burst: float, clock=time.monotonic):
+    The pacer stands aside (no waiting) when there is nothing to share: one transfer alone on
+    the link (TCP alone reaches the goodput), or transfers whose own caps - the plan's rate
+    caps - fit in the link together (the plan already decided the shares, as ``stable`` does).
+    Otherwise it paces ``headroom`` below the goodput: paced at exactly the goodput, any
+    slack (the goodput factor varies by a few tenths of a percent) builds a standing queue,
+    and the kernel FIFO decides the shares again."""
+
+    def __init__(self, capacity: float, burst: float, headroom: float = HEADROOM, clock=time.monotonic):
         self.clock = clock
-        self.core = RoundRobin(rate, burst, clock())
+        self.capacity = float(capacity)
+        self.core = RoundRobin(capacity * headroom, burst, clock())
         self.cond = threading.Condition()
         self.granted: set = set()
-        self.members: set = set()  # transfers currently sending over this link
+        self.members: dict = {}  # transfers sending over this link now -> own cap or None
 
-    def join(self, tid) -> None:
+    def join(self, tid, cap: float | None = None) -> None:
         with self.cond:
-            self.members.add(tid)
+            self.members[tid] = cap
+            self.cond.notify_all()
 
     def leave(self, tid) -> None:
         with self.cond:
-            self.members.discard(tid)
+            self.members.pop(tid, None)
             self.core.withdraw(tid)
             self.cond.notify_all()
 
+    def free(self) -> bool:
+        """True when there is nothing to share (see the class notes); call with the lock."""
+        if len(self.members) <= 1:
+            return True
+        caps = list(self.members.values())
+        return all(c is not None for c in caps) and sum(caps) <= self.capacity * (1 + 1e-9)
+
     def acquire(self, tid, nbytes: int, stop: threading.Event) -> bool:
-        """Wait for ``tid``'s turn. A transfer alone on the link does not wait: there is
-        nobody to share with, and TCP alone reaches the link's goodput."""
+        """Wait for ``tid``'s turn (round-robin among the transfers waiting now)."""
         with self.cond:
-            if len(self.members) <= 1 and not self.core.queue:
+            if self.free() and not self.core.queue:
                 return True
             self.core.ready(tid, nbytes)
             while True:
                 if tid in self.granted:
                     self.granted.discard(tid)
                     return True
-                if stop.is_set():
+                if stop.is_set() or self.free():
                     self.core.withdraw(tid)
-                    return False
+                    self.cond.notify_all()
+                    return not stop.is_set()
                 got, wait = self.core.poll(self.clock())
                 if got is not None:
                     self.granted.add(got)
@@ -129,22 +146,32 @@ class Pacer:
                 self.cond.wait(min(wait, 0.25))
 
 
-def down_caps(flows: dict, capacity: dict, own: dict, headroom: float = DOWN_HEADROOM) -> dict:
+def down_caps(flows: dict, capacity: dict, own: dict, headroom: float = HEADROOM) -> dict:
     """Cap of every active flow on the links after its first hop: its max-min share among
     this agent's active ``flows`` (flow -> resources after the first hop), with its ``own``
-    cap (rate cap, fatpipe) as a bound. A resource that two or more of the flows share
-    counts ``headroom`` x its capacity. A flow that shares no such resource with another
-    gets only its own cap (None when it has none): capping it at its links' goodput would
-    protect no sibling and could only slow it."""
-    count: dict = {}
-    for res in flows.values():
+    cap (rate cap, fatpipe) as a bound.
+
+    Only *contended* resources count: two or more of the flows cross it and their own caps
+    do not already fit in it together (then the plan decided the shares). A contended
+    resource counts ``headroom`` x its capacity (see :class:`Pacer`), the others their whole
+    capacity (they still bound their flow, which leaves more to the flows it shares a
+    contended resource with). A flow that crosses no
+    contended resource gets only its own cap (None when it has none): capping it at its
+    links' goodput would protect no sibling and could only slow it."""
+    users: dict = {}
+    for f, res in flows.items():
         for r in set(res):
-            count[r] = count.get(r, 0) + 1
-    cap = {r: c * (headroom if count.get(r, 0) >= 2 else 1.0) for r, c in capacity.items()}
+            users.setdefault(r, []).append(f)
+    contended = set()
+    for r, fs in users.items():
+        caps = [own.get(f) for f in fs]
+        if len(fs) >= 2 and not (all(c is not None for c in caps) and sum(caps) <= capacity[r] * (1 + 1e-9)):
+            contended.add(r)
+    cap = {r: c * (headroom if r in contended else 1.0) for r, c in capacity.items()}
     shares = max_min(flows, cap, own)
     out = {}
     for f, res in flows.items():
-        if any(count[r] >= 2 for r in res):
+        if any(r in contended for r in res):
             out[f] = shares[f] if math.isfinite(shares[f]) else None
         else:
             out[f] = own.get(f)
@@ -192,7 +219,7 @@ def max_min(flows: dict, capacity: dict, caps: dict | None = None) -> dict:
     return rate
 
 
-def pacing_config(plan, topology, goodput: float, sndbuf: int, headroom: float = DOWN_HEADROOM) -> dict:
+def pacing_config(plan, topology, goodput: float, sndbuf: int, headroom: float = HEADROOM) -> dict:
     """Per host, what its agent needs to pace its outgoing transfers: ``{host: {"sndbuf",
     "capacity": {resource: bytes/s}, "transfers": {index: {"uplink", "down", "cap"}}}}``.
 
