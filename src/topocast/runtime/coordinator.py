@@ -100,7 +100,7 @@ def perform(
     ``fair_uplink`` (needs ``topology``): every agent shares its links among its own
     transfers max-min, as the simulator does (``runtime.pacing``): one round-robin pacer per
     access link at its bandwidth x ``goodput``, caps on the links further on, send buffers of
-    ``sndbuf`` bytes (default two chunks). Meant for runs whose topology is the real network
+    ``sndbuf`` bytes (default four chunks). Meant for runs whose topology is the real network
     (the testbed): the agents pace to the topology's bandwidths.
     """
     if any(t.reduce for t in plan.transfers):
@@ -113,7 +113,7 @@ def perform(
             raise RunError("fair_uplink needs the topology (the agents pace to its link bandwidths)")
         from .pacing import pacing_config
 
-        pacing = pacing_config(plan, topology, goodput, sndbuf or 2 * chunk_size)
+        pacing = pacing_config(plan, topology, goodput, sndbuf or 4 * chunk_size)
     # step 1: the message and the digest every receiver must reach
     if file is not None:
         try:
