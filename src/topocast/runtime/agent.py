@@ -16,6 +16,11 @@ Data plane (DESIGN.md "Performing plans"):
   pipelined one sends each chunk as soon as it is held (so it trails its upstream and never
   gets ahead of it); ``after`` waits for the listed transfers to complete anywhere (the
   coordinator relays completions); ``rate_cap`` is a token bucket;
+* fair uplink (``pacing``, when the coordinator sends a pacing configuration): the transfers
+  leaving over one link take chunk-sized turns round-robin from one pacer per link (only the
+  ready ones: a transfer waiting for bytes, for its cap or for socket-buffer space holds no
+  turn), each is capped at its max-min share of the contended links further on, and data
+  sockets get small send buffers, so the link's FIFO queue does not re-decide the shares;
 * every received chunk is checked (xxh3) before it is stored; a relay forwards only from
   what it stored; when the agent holds everything it wants it checks the whole-message
   digest and only then reports success;
