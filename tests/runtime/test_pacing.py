@@ -171,6 +171,26 @@ def test_pacing_config_hetero_flat():
     assert h["capacity"][ab.pop()] == pytest.approx(40 * MBIT * 0.95)
     assert len(h["transfers"]["6"]["down"]) == 2  # b4: A-B and its own 10 Mbit/s link
     assert all(tp["cap"] is None for tp in h["transfers"].values())
+    assert all(tp["sndbuf"] == 4 * CHUNK for tp in h["transfers"].values())  # they share s's link
+
+
+def test_pacing_config_small_send_buffers_only_where_shared():
+    topo = two_switch()
+    size = 1 << 20
+    # a chain (depth_first): every sender has one transfer: nothing to share
+    hosts = ["s", "a1", "a2", "b1"]
+    chain = [Transfer.of(x, y, 0, size, pipelined=True) for x, y in zip(hosts, hosts[1:])]
+    cfg = pacing_config(Plan.broadcast("s", size, hosts[1:], chain), topo, 0.95, 4 * CHUNK)
+    assert all(tp["sndbuf"] is None for h in cfg.values() for tp in h["transfers"].values())
+    # stable's three capped transfers s -> a1 whose caps fill the link exactly: nothing to share
+    caps = [10 * MBIT * 0.95, 30 * MBIT * 0.95, 160 * MBIT * 0.95]
+    tr = [Transfer.of("s", "a1", 0, size, rate_cap=c, pipelined=True) for c in caps]
+    cfg = pacing_config(Plan.broadcast("s", size, ["a1"], tr), topo, 0.95, 4 * CHUNK)
+    assert all(tp["sndbuf"] is None for tp in cfg["s"]["transfers"].values())
+    # one more uncapped transfer over s's link: they share
+    tr.append(Transfer.of("s", "a2", 0, size))
+    cfg = pacing_config(Plan.broadcast("s", size, ["a1", "a2"], tr), topo, 0.95, 4 * CHUNK)
+    assert all(tp["sndbuf"] == 4 * CHUNK for tp in cfg["s"]["transfers"].values())
 
 
 def test_loopback_run_with_fair_uplink_completes():

@@ -387,9 +387,9 @@ class Agent:
             conn = connect(f"tcp:{addr}:{port}", self.secret, timeout=5, user_timeout=self.stall + 4)
             tp = (self.pacing or {}).get("transfers", {}).get(str(i))
             pacer = self.pacers.get(tp.get("uplink")) if tp else None
-            if tp:  # small send buffer: the pacer, not the kernel's FIFO, decides the shares
+            if tp and tp.get("sndbuf"):  # small send buffer: the pacer, not the kernel's FIFO, decides the shares
                 try:
-                    conn.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, int(self.pacing["sndbuf"]))
+                    conn.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, int(tp["sndbuf"]))
                 except OSError:
                     pass
             conn.send_json({"type": "push", "transfer": i, "from": self.host})

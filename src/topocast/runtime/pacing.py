@@ -221,7 +221,9 @@ def max_min(flows: dict, capacity: dict, caps: dict | None = None) -> dict:
 
 def pacing_config(plan, topology, goodput: float, sndbuf: int, headroom: float = HEADROOM) -> dict:
     """Per host, what its agent needs to pace its outgoing transfers: ``{host: {"sndbuf",
-    "capacity": {resource: bytes/s}, "transfers": {index: {"uplink", "down", "cap"}}}}``.
+    "headroom", "capacity": {resource: bytes/s}, "transfers": {index: {"uplink", "down",
+    "cap", "sndbuf"}}}}`` (a transfer's ``sndbuf`` is None when it shares no link with
+    another transfer of its sender: it keeps the kernel's autotuned send buffer).
 
     Resources are the simulator's (``Topology.link_resource``: one per link direction, one
     per cable for shared links, plus the slow direction of an asymmetric shared cable);
@@ -253,5 +255,23 @@ def pacing_config(plan, topology, goodput: float, sndbuf: int, headroom: float =
             "uplink": None if uplink is None else str(uplink),
             "down": [str(r) for r in down],
             "cap": min(fat) * goodput if fat else None,
+            "own": min([c for c in (t.rate_cap, min(fat) * goodput if fat else None) if c] or [0.0]) or None,
         }
+    # Small send buffers only where the agent may have to share: a transfer that crosses a
+    # link with another transfer of the same sender (whose own caps do not already fit in
+    # it). Elsewhere the kernel's autotuned buffer stays: a small one makes a lone 200 Mbit/s
+    # relay sensitive to being descheduled for a few ms on a busy machine.
+    for h in out.values():
+        users: dict = {}
+        for k, tp in h["transfers"].items():
+            for r in ([tp["uplink"]] if tp["uplink"] is not None else []) + tp["down"]:
+                users.setdefault(r, []).append(k)
+        shared = set()
+        for r, ks in users.items():
+            caps = [h["transfers"][k]["own"] for k in ks]
+            if len(ks) >= 2 and not (all(c is not None for c in caps) and sum(caps) <= h["capacity"][r] * (1 + 1e-9)):
+                shared.update(ks)
+        for k, tp in h["transfers"].items():
+            tp["sndbuf"] = h["sndbuf"] if k in shared else None
+            del tp["own"]
     return out
