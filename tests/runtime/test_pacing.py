@@ -213,3 +213,21 @@ def test_fair_uplink_needs_the_topology():
 
     with pytest.raises(RunError):
         perform(Plan.broadcast("s", 10, ["a"], [Transfer.of("s", "a", 0, 10)]), launcher=make_launcher("local"), fair_uplink=True)
+
+
+def test_token_bucket_rate_change_releases_a_waiting_take():
+    """fair uplink changes a transfer's cap from another thread while it waits for tokens:
+    a cap that goes away ends the wait (it used to divide by None and kill the sender)."""
+    from topocast.runtime.agent import TokenBucket
+
+    b = TokenBucket(1.0, CHUNK)  # 1 byte/s
+    b.take(CHUNK, threading.Event())  # the initial burst
+    th = threading.Thread(target=b.take, args=(CHUNK, threading.Event()), daemon=True)
+    th.start()
+    th.join(0.3)
+    assert th.is_alive()  # waiting for ~18 h of tokens
+    b.set_rate(None)
+    th.join(5)
+    assert not th.is_alive()
+    b.set_rate(1e9)
+    b.take(CHUNK, threading.Event())

@@ -142,35 +142,44 @@ class Store:
 
 
 class TokenBucket:
-    """Pace to ``rate`` bytes/s with a burst of ``burst`` bytes (``rate=None``: no pacing)."""
+    """Pace to ``rate`` bytes/s with a burst of ``burst`` bytes (``rate=None``: no pacing).
+
+    ``set_rate`` may be called from another thread (fair uplink: when transfers start or
+    end) while ``take`` waits: both work under a lock and ``take`` reads the rate afresh on
+    every round, so a rate that becomes None ends the wait."""
 
     def __init__(self, rate: float | None, burst: int):
         self.rate = rate
         self.burst = float(burst)
         self.tokens = float(burst)
         self.t = time.monotonic()
+        self.lock = threading.Lock()
 
     def set_rate(self, rate: float | None) -> None:
         """Change the rate from now on (tokens earned so far are kept)."""
-        now = time.monotonic()
-        if self.rate:
-            self.tokens = min(self.burst, self.tokens + (now - self.t) * self.rate)
-        else:
-            self.tokens = self.burst
-        self.t = now
-        self.rate = rate
+        with self.lock:
+            now = time.monotonic()
+            if self.rate:
+                self.tokens = min(self.burst, self.tokens + (now - self.t) * self.rate)
+            else:
+                self.tokens = self.burst
+            self.t = now
+            self.rate = rate
 
     def take(self, n: int, stop: threading.Event) -> None:
-        if not self.rate:
-            return
         while True:
-            now = time.monotonic()
-            self.tokens = min(self.burst, self.tokens + (now - self.t) * self.rate)
-            self.t = now
-            if self.tokens >= n or (self.tokens >= self.burst and n > self.burst):
-                self.tokens -= n
-                return
-            if stop.wait(min(1.0, (n - self.tokens) / self.rate)):
+            with self.lock:
+                rate = self.rate
+                if not rate:
+                    return
+                now = time.monotonic()
+                self.tokens = min(self.burst, self.tokens + (now - self.t) * rate)
+                self.t = now
+                if self.tokens >= n or (self.tokens >= self.burst and n > self.burst):
+                    self.tokens -= n
+                    return
+                wait = min(1.0, (n - self.tokens) / rate)
+            if stop.wait(min(wait, 0.1)):
                 return
 
 
@@ -423,6 +432,9 @@ class Agent:
         except (OSError, ProtocolError) as exc:
             # a failure like any other: every agent's watchdog starts repairing stalled hosts
             self.send({"type": "broken", "reason": f"transfer {i} to {dst} failed on the sending side: {exc or type(exc).__name__}"})
+        except Exception as exc:  # a bug must not pass for a network failure: say what it was
+            self.send({"type": "broken", "reason": f"transfer {i} to {dst}: sender error {type(exc).__name__}: {exc}"})
+            traceback.print_exc()
 
     def pace_join(self, i: int, bucket: TokenBucket, pacer: Pacer | None) -> None:
         if pacer is not None:
