@@ -7,16 +7,20 @@ FIFO links, while every planner was within 10 % on per-flow fair links). An agen
 the topology the coordinator hands it, the links its own transfers cross; it then
 
 * paces all its transfers that leave over one access link (the first hop, its *uplink*)
-  together at that link's goodput and hands out chunk-sized turns **round-robin among the
+  together at ``HEADROOM`` x that link's goodput and hands out chunk-sized turns
+  **round-robin among the
   transfers that are ready** (:class:`RoundRobin`, :class:`Pacer`). A transfer that is not
   ready - waiting for bytes from upstream, for its own rate cap, or blocked in ``send``
   because its (small, ``SO_SNDBUF``) socket buffer is full since a link further on is
   slower - holds no turn, so the others take its share: max-min, not an equal split;
-* caps each transfer at its max-min share of the links *after* the first hop, computed over
-  this agent's own active transfers (:func:`max_min`), because a FIFO further on (the
+* caps each transfer at its max-min share of the contended links *after* the first hop,
+  computed over this agent's own active transfers (:func:`down_caps`), because a FIFO further on (the
   inter-switch link of ``hetero-2switch``) would otherwise split unevenly as well. Only this
   agent's transfers are counted: where other senders share such a link the cap is loose and
-  TCP decides, as before.
+  TCP decides, as before;
+* stands aside where there is nothing to share (a transfer alone on its link, or the plan's
+  own rate caps already fit in it), and sets small send buffers only on transfers that share
+  a link with a sibling (:func:`pacing_config`).
 
 Everything here is pure scheduling logic (clock passed in) except :class:`Pacer`, the
 thread-safe wrapper the agent's sender threads call.
