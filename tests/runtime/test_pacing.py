@@ -8,7 +8,7 @@ import pytest
 
 from topocast.plan import Plan, Transfer
 from topocast.runtime import make_launcher, perform
-from topocast.runtime.pacing import HEADROOM, Pacer, RoundRobin, down_caps, max_min, pacing_config
+from topocast.runtime.pacing import HEADROOM, Pacer, RoundRobin, down_caps, max_min, pacer_burst, pacing_config
 
 from .helpers import MBIT, two_switch
 
@@ -231,3 +231,8 @@ def test_token_bucket_rate_change_releases_a_waiting_take():
     assert not th.is_alive()
     b.set_rate(1e9)
     b.take(CHUNK, threading.Event())
+
+
+def test_pacer_burst_is_two_chunks_or_20_ms():
+    assert pacer_burst(1e6, CHUNK) == 2 * CHUNK  # 20 ms at 1 MB/s is less than two chunks
+    assert pacer_burst(200 * MBIT, CHUNK) == pytest.approx(200 * MBIT * 0.02)

@@ -47,7 +47,7 @@ import traceback
 
 from ..intervals import IntervalSet
 from .data import generate_range, safe_destination
-from .pacing import HEADROOM, Pacer, down_caps
+from .pacing import HEADROOM, Pacer, down_caps, pacer_burst
 from .protocol import (
     T_DATA,
     T_END,
@@ -289,7 +289,8 @@ class Agent:
             for tp in self.pacing["transfers"].values():
                 u = tp.get("uplink")
                 if u is not None and u not in self.pacers:
-                    self.pacers[u] = Pacer(float(cap[u]), 2 * self.chunk, float(self.pacing.get("headroom", HEADROOM)))
+                    head = float(self.pacing.get("headroom", HEADROOM))
+                    self.pacers[u] = Pacer(float(cap[u]), pacer_burst(float(cap[u]) * head, self.chunk), head)
         initial = [tuple(r) for r in cfg["initial"]]
         if initial:
             src = cfg["data"]
