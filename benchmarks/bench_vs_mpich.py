@@ -56,18 +56,19 @@ def rx_bytes(before, after) -> dict:
     return {h: sum(after[h][i]["rx"] - before[h][i]["rx"] for i in after[h]) for h in after}
 
 
-def run_topocast(topo, st, name, size, chunk, goodput, timeout):
+def run_topocast(topo, st, name, size, chunk, goodput, timeout, fair_uplink=True):
     plan = get_planner("broadcast", name)(topo, Broadcast(topo.hosts[0] if "s" not in topo.hosts else "s", size))
     check_plan(plan, topo)
     plan = scale_caps(plan, goodput).with_chunk_size(chunk)
     predicted = simulate(plan, scale_topology(topo, goodput), chunk_size=chunk)
     ld = load()
     c0 = counters(st)
-    out = perform(plan, topo, launcher=TestbedLauncher(st), chunk_size=chunk, timeout=timeout)
+    out = perform(plan, topo, launcher=TestbedLauncher(st), chunk_size=chunk, timeout=timeout, fair_uplink=fair_uplink, goodput=goodput)
     c1 = counters(st)
     return {
         "algorithm": name,
         "kind": "topocast",
+        "fair_uplink": fair_uplink,
         "load_before": ld,
         "load_after": load(),
         "measured": _res(out.result),
@@ -290,6 +291,13 @@ def main(argv=None) -> int:
     ap.add_argument("--no-mpich", action="store_true")
     ap.add_argument("--json", default=None, help="write all numbers here")
     ap.add_argument("--fair", action="store_true", help="testbed links share fairly among TCP flows (see topocast.testbed.net._shape_fair)")
+    ap.add_argument(
+        "--no-fair-uplink",
+        dest="fair_uplink",
+        action="store_false",
+        help="leave the sharing of each link among a sender's transfers to TCP and the links' queues "
+        "(default: agents pace their transfers max-min, topocast.runtime.pacing)",
+    )
     ap.add_argument("--probe-goodput", default=None, metavar="SIZE", help="first measure single-transfer goodput with SIZE bytes")
     ap.add_argument("--render", default=None, metavar="JSON", help="only print the markdown tables of an earlier --json file")
     args = ap.parse_args(argv)
@@ -307,7 +315,7 @@ def main(argv=None) -> int:
     for p in wanted:
         if p not in registered:
             print(f"bench_vs_mpich: planner {p!r} is not registered here; skipped", file=sys.stderr)
-    everything = {"fair_links": args.fair, "size_bytes": size, "chunk_size": chunk, "goodput_factor": args.goodput, "topologies": []}
+    everything = {"fair_links": args.fair, "fair_uplink": args.fair_uplink, "size_bytes": size, "chunk_size": chunk, "goodput_factor": args.goodput, "topologies": []}
     for spec in args.topology or ["builtin:hetero-2switch", "builtin:uniform-2switch"]:
         topo = load_topology(spec)
         source = "s" if "s" in topo.hosts else topo.hosts[0]
@@ -324,7 +332,7 @@ def main(argv=None) -> int:
                 print(f"[{topo.name}] goodput / bottleneck bandwidth, one transfer alone: " + ", ".join(f"{h} {x:.3f}" for h, x in probe.items()))
             for p in planners:
                 print(f"[{topo.name}] topocast {p} ...", file=sys.stderr, flush=True)
-                runs.append(run_topocast(topo, st, p, size, chunk, args.goodput, timeout))
+                runs.append(run_topocast(topo, st, p, size, chunk, args.goodput, timeout, args.fair_uplink))
             if not args.no_mpich:
                 print(f"[{topo.name}] MPICH MPI_Bcast ...", file=sys.stderr, flush=True)
                 r = run_mpich(topo, st, source, size, timeout)

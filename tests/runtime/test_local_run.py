@@ -167,6 +167,21 @@ def test_cli_run_topology_with_algorithm_table(capsys):
     assert "verified" in out and "b4" in out and "730.0" in out  # the bound, in Mbit/s
 
 
+def test_cli_run_fair_uplink_switch(tmp_path, capsys):
+    from topocast.cli.main import main
+
+    base = ["run", "builtin:hetero-2switch", "--algorithm", "flat", "--source", "s", "--size", "200kB", "--json"]
+    assert main(base) == 0
+    assert json.loads(capsys.readouterr().out)["fair_uplink"] is False  # off on loopback by default
+    assert main(base + ["--fair-uplink"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["fair_uplink"] is True and not data["failed"]
+    p = tmp_path / "plan.json"
+    p.write_text(chain_plan(1000).dumps())
+    assert main(["run", str(p), "--fair-uplink"]) == 2  # no topology to pace to
+    assert "--fair-uplink" in capsys.readouterr().err
+
+
 def test_cli_run_bad_input_is_one_line(capsys):
     from topocast.cli.main import main
 

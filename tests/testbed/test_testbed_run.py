@@ -92,6 +92,11 @@ def test_cli_run_on_testbed_json(testbed_factory, capsys):
     assert data["predicted"] is not None and data["bound"]["aggregate_bandwidth"] == pytest.approx(7 * 200e6 / 8)
     for h, r in data["measured"]["per_host"].items():
         assert r["rate"] < data["bound"]["per_host_rate"][h]  # nobody beats the shaped links
+    assert data["fair_uplink"] is True  # on by default on the testbed
+    args = ["run", "builtin:uniform-2switch", "-a", "flat", "-s", "s", "--size", "1MiB", "--launcher", "testbed", "--testbed", st.name, "--json"]
+    assert main(args + ["--no-fair-uplink"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["fair_uplink"] is False and not data["failed"]
 
 
 def test_link_down_before_the_start(testbed_factory):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import sys
@@ -39,6 +40,15 @@ def register(sub) -> None:
         default=None,
         help=f"TCP goodput as a fraction of link bandwidth, applied to the prediction and to rate caps "
         f"(default {GOODPUT_TESTBED} on the testbed, 1 otherwise)",
+    )
+    p.add_argument(
+        "--fair-uplink",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="agents share each link among their own transfers max-min (round-robin pacer at the link's "
+        "bandwidth x goodput, caps further on, small send buffers), as the simulator does, instead of "
+        "leaving it to TCP in the links' FIFO queues (default: on with --launcher testbed, where the "
+        "topology is the real network; off otherwise)",
     )
     p.add_argument("--timeout", type=float, default=None, help="give up after this many seconds")
     p.add_argument("--ssh-hosts", default=None, help="YAML/JSON: host -> '[user@]address[:port]'")
@@ -177,6 +187,11 @@ def run(args) -> int:
             raise InputError(f"hosts {', '.join(missing)} are not in testbed {launcher.state.name!r}", element="--testbed")
         for w in launcher.state.warnings:
             print(f"topocast: warning: {w}", file=sys.stderr)
+    fair_uplink = args.fair_uplink if args.fair_uplink is not None else (args.launcher == "testbed")
+    if fair_uplink and topo is None:
+        if args.fair_uplink:
+            raise InputError("--fair-uplink needs the topology (give --topology)", element="--fair-uplink")
+        fair_uplink = False
     predicted = predict(plan, topo, chunk, goodput) if topo is not None else None
     bound = broadcast_bounds(topo, plan.source, plan.destinations) if (topo is not None and plan.collective == "broadcast") else None
 
@@ -196,7 +211,18 @@ def run(args) -> int:
             progress.update(tasks[h], completed=n)
 
     with progress:
-        outcome = perform(plan, topo, launcher=launcher, file=args.file, chunk_size=chunk, dest_dir=args.dest_dir, timeout=args.timeout, on_progress=on_progress)
+        outcome = perform(
+            plan,
+            topo,
+            launcher=launcher,
+            file=args.file,
+            chunk_size=chunk,
+            dest_dir=args.dest_dir,
+            timeout=args.timeout,
+            on_progress=on_progress,
+            fair_uplink=fair_uplink,
+            goodput=goodput,
+        )
     measured = outcome.result
     if args.json:
         print_json(
@@ -208,6 +234,7 @@ def run(args) -> int:
                 "launcher": args.launcher,
                 "chunk_size": chunk,
                 "goodput_factor": goodput,
+                "fair_uplink": fair_uplink,
                 "bound": bound.to_json() if bound else None,
                 "predicted": _res_json(predicted),
                 "measured": _res_json(measured),

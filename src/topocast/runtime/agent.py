@@ -16,6 +16,11 @@ Data plane (DESIGN.md "Performing plans"):
   pipelined one sends each chunk as soon as it is held (so it trails its upstream and never
   gets ahead of it); ``after`` waits for the listed transfers to complete anywhere (the
   coordinator relays completions); ``rate_cap`` is a token bucket;
+* fair uplink (``pacing``, when the coordinator sends a pacing configuration): the transfers
+  leaving over one link take chunk-sized turns round-robin from one pacer per link (only the
+  ready ones: a transfer waiting for bytes, for its cap or for socket-buffer space holds no
+  turn), each is capped at its max-min share of the contended links further on, and data
+  sockets get small send buffers, so the link's FIFO queue does not re-decide the shares;
 * every received chunk is checked (xxh3) before it is stored; a relay forwards only from
   what it stored; when the agent holds everything it wants it checks the whole-message
   digest and only then reports success;
@@ -42,6 +47,7 @@ import traceback
 
 from ..intervals import IntervalSet
 from .data import generate_range, safe_destination
+from .pacing import HEADROOM, Pacer, down_caps, pacer_burst
 from .protocol import (
     T_DATA,
     T_END,
@@ -136,25 +142,44 @@ class Store:
 
 
 class TokenBucket:
-    """Pace to ``rate`` bytes/s with a burst of ``burst`` bytes (``rate=None``: no pacing)."""
+    """Pace to ``rate`` bytes/s with a burst of ``burst`` bytes (``rate=None``: no pacing).
+
+    ``set_rate`` may be called from another thread (fair uplink: when transfers start or
+    end) while ``take`` waits: both work under a lock and ``take`` reads the rate afresh on
+    every round, so a rate that becomes None ends the wait."""
 
     def __init__(self, rate: float | None, burst: int):
         self.rate = rate
         self.burst = float(burst)
         self.tokens = float(burst)
         self.t = time.monotonic()
+        self.lock = threading.Lock()
+
+    def set_rate(self, rate: float | None) -> None:
+        """Change the rate from now on (tokens earned so far are kept)."""
+        with self.lock:
+            now = time.monotonic()
+            if self.rate:
+                self.tokens = min(self.burst, self.tokens + (now - self.t) * self.rate)
+            else:
+                self.tokens = self.burst
+            self.t = now
+            self.rate = rate
 
     def take(self, n: int, stop: threading.Event) -> None:
-        if not self.rate:
-            return
         while True:
-            now = time.monotonic()
-            self.tokens = min(self.burst, self.tokens + (now - self.t) * self.rate)
-            self.t = now
-            if self.tokens >= n or (self.tokens >= self.burst and n > self.burst):
-                self.tokens -= n
-                return
-            if stop.wait(min(1.0, (n - self.tokens) / self.rate)):
+            with self.lock:
+                rate = self.rate
+                if not rate:
+                    return
+                now = time.monotonic()
+                self.tokens = min(self.burst, self.tokens + (now - self.t) * rate)
+                self.t = now
+                if self.tokens >= n or (self.tokens >= self.burst and n > self.burst):
+                    self.tokens -= n
+                    return
+                wait = min(1.0, (n - self.tokens) / rate)
+            if stop.wait(min(wait, 0.1)):
                 return
 
 
@@ -240,6 +265,7 @@ class Agent:
         self.repair_timeout = float(cfg.get("repair_timeout", 30.0))
         self.peers = {h: (str(a), int(p)) for h, (a, p) in cfg["peers"].items()}
         self.out = [dict(t) for t in cfg["outgoing"]]
+        self.rate_caps = {int(t["index"]): t.get("rate_cap") for t in self.out}
         self.inc = {int(t["index"]): dict(t) for t in cfg["incoming"]}
         self.wanted = [tuple(r) for r in cfg["wanted"]]
         self.digest = cfg.get("digest")
@@ -251,6 +277,20 @@ class Agent:
             self.dest_path = safe_destination(self.dest_dir, self.host, self.dest_name or "message.bin")
         self.part_path = self.dest_path.with_name(self.dest_path.name + ".part") if self.dest_path else None
         self.store = Store(self.size, self.part_path)
+        # fair uplink (pacing.py): one round-robin pacer per first-hop link, and caps on the
+        # links further on from max-min over this agent's active transfers
+        self.pacing = cfg.get("pacing") or None
+        self.pacers: dict[str, Pacer] = {}
+        self.buckets: dict[int, TokenBucket] = {}
+        self.active_down: set[int] = set()
+        self.pace_lock = threading.Lock()
+        if self.pacing:
+            cap = self.pacing["capacity"]
+            for tp in self.pacing["transfers"].values():
+                u = tp.get("uplink")
+                if u is not None and u not in self.pacers:
+                    head = float(self.pacing.get("headroom", HEADROOM))
+                    self.pacers[u] = Pacer(float(cap[u]), pacer_burst(float(cap[u]) * head, self.chunk), head)
         initial = [tuple(r) for r in cfg["initial"]]
         if initial:
             src = cfg["data"]
@@ -355,22 +395,34 @@ class Agent:
             t_ready = self.now()  # `after` satisfied and (store-and-forward) every byte held
             addr, port = self.peers[dst]
             conn = connect(f"tcp:{addr}:{port}", self.secret, timeout=5, user_timeout=self.stall + 4)
+            tp = (self.pacing or {}).get("transfers", {}).get(str(i))
+            pacer = self.pacers.get(tp.get("uplink")) if tp else None
+            if tp and tp.get("sndbuf"):  # small send buffer: the pacer, not the kernel's FIFO, decides the shares
+                try:
+                    conn.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, int(tp["sndbuf"]))
+                except OSError:
+                    pass
             conn.send_json({"type": "push", "transfer": i, "from": self.host})
             # when this transfer could start and when its connection was ready: lets a run
             # split a barrier's cost into relay/wake-up, connection set-up and data
             self.send({"type": "tsend", "transfer": i, "ready": t_ready, "connected": self.now()})
             bucket = TokenBucket(t.get("rate_cap"), 2 * self.chunk)
-            last = time.monotonic()
-            for a, b in _chunks(ranges, self.chunk):
-                while not self.store.wait_covers(a, b, HEARTBEAT_EVERY):
-                    if self.stop.is_set() or dst in self.dead:
-                        conn.close()
-                        return
-                    conn.send_simple(T_HEARTBEAT)
-                bucket.take(b - a, self.stop)
-                conn.send_data(a, self.store.view[a:b])
-                now = time.monotonic()
-                last = now
+            if tp:
+                self.pace_join(i, bucket, pacer)
+            try:
+                for a, b in _chunks(ranges, self.chunk):
+                    while not self.store.wait_covers(a, b, HEARTBEAT_EVERY):
+                        if self.stop.is_set() or dst in self.dead:
+                            conn.close()
+                            return
+                        conn.send_simple(T_HEARTBEAT)
+                    bucket.take(b - a, self.stop)
+                    if pacer is not None:
+                        pacer.acquire(i, b - a, self.stop)
+                    conn.send_data(a, self.store.view[a:b])
+            finally:
+                if tp:
+                    self.pace_leave(i, pacer)
             conn.send_simple(T_END)
             conn.settimeout(self.stall + 5)
             try:
@@ -378,10 +430,43 @@ class Agent:
             except (OSError, ProtocolError):
                 pass
             conn.close()
-            del last
         except (OSError, ProtocolError) as exc:
             # a failure like any other: every agent's watchdog starts repairing stalled hosts
             self.send({"type": "broken", "reason": f"transfer {i} to {dst} failed on the sending side: {exc or type(exc).__name__}"})
+        except Exception as exc:  # a bug must not pass for a network failure: say what it was
+            self.send({"type": "broken", "reason": f"transfer {i} to {dst}: sender error {type(exc).__name__}: {exc}"})
+            traceback.print_exc()
+
+    def pace_join(self, i: int, bucket: TokenBucket, pacer: Pacer | None) -> None:
+        if pacer is not None:
+            tp = self.pacing["transfers"][str(i)]
+            own = [c for c in (self.rate_caps.get(i), tp.get("cap")) if c]
+            pacer.join(i, min(own) if own else None)
+        with self.pace_lock:
+            self.buckets[i] = bucket
+            self.active_down.add(i)
+            self._pace_update()
+
+    def pace_leave(self, i: int, pacer: Pacer | None) -> None:
+        if pacer is not None:
+            pacer.leave(i)
+        with self.pace_lock:
+            self.active_down.discard(i)
+            self.buckets.pop(i, None)
+            self._pace_update()
+
+    def _pace_update(self) -> None:
+        """Cap every active transfer at its max-min share of the links after its first hop
+        (among this agent's active transfers), and at its own rate cap."""
+        tps = self.pacing["transfers"]
+        flows = {i: tps[str(i)]["down"] for i in self.active_down}
+        caps = {}
+        for i in self.active_down:
+            own = [c for c in (self.rate_caps.get(i), tps[str(i)].get("cap")) if c]
+            caps[i] = min(own) if own else None
+        shares = down_caps(flows, self.pacing["capacity"], caps, float(self.pacing.get("headroom", HEADROOM)))
+        for i in self.active_down:
+            self.buckets[i].set_rate(shares.get(i))
 
     # ------------------------------------------------------------------ receiving
     def accept_loop(self) -> None:

@@ -86,6 +86,9 @@ def perform(
     repair_timeout: float = 30.0,
     on_progress=None,
     on_start=None,
+    fair_uplink: bool = False,
+    goodput: float = 1.0,
+    sndbuf: int | None = None,
 ) -> RunOutcome:
     """Perform ``plan`` with one agent per host started by ``launcher``.
 
@@ -93,11 +96,24 @@ def perform(
     generates ``plan.size`` pseudo-random bytes. ``on_progress(held: {host: bytes}, agents)``
     is called about ten times a second; ``on_start(agents)`` once the data starts moving
     (``agents`` maps host -> process handle, for tests that kill one).
+
+    ``fair_uplink`` (needs ``topology``): every agent shares its links among its own
+    transfers max-min, as the simulator does (``runtime.pacing``): one round-robin pacer per
+    access link at its bandwidth x ``goodput``, caps on the links further on, send buffers of
+    ``sndbuf`` bytes (default four chunks). Meant for runs whose topology is the real network
+    (the testbed): the agents pace to the topology's bandwidths.
     """
     if any(t.reduce for t in plan.transfers):
         raise RunError("this plan reduces data (allreduce); the runtime performs broadcast and redistribution plans only")
     hosts = list(plan.hosts)
     size = plan.size
+    pacing: dict = {}
+    if fair_uplink:
+        if topology is None:
+            raise RunError("fair_uplink needs the topology (the agents pace to its link bandwidths)")
+        from .pacing import pacing_config
+
+        pacing = pacing_config(plan, topology, goodput, sndbuf or 4 * chunk_size)
     # step 1: the message and the digest every receiver must reach
     if file is not None:
         try:
@@ -188,6 +204,7 @@ def perform(
                     "digest": digests.get(h),
                     "data": data_spec,
                     "dest_name": dest_name,
+                    "pacing": pacing.get(h),
                 }
             )
         for h in hosts:
