@@ -159,24 +159,60 @@ def _augment(S: np.ndarray, mate_r: np.ndarray, mate_c: np.ndarray, r0: int) -> 
     return False
 
 
-def _flip_forward(c, par_f, mr, mc) -> None:
-    """Augment along forward parents from column ``c`` back to a free row."""
-    while c >= 0:
-        r = par_f[c]
-        nxt = mr[r]
-        mr[r] = c
-        mc[c] = r
-        c = nxt
+def _flip(y, par, mate_x, mate_y) -> None:
+    """Augment along the parents ``par`` from ``y`` back to a root of its search: forward
+    (``y`` a column, ``par`` column -> row, ``mate_x = mr``, ``mate_y = mc``) or backward (the
+    same with rows and columns swapped)."""
+    while y >= 0:
+        x = par[y]
+        nxt = mate_x[x]
+        mate_x[x] = y
+        mate_y[y] = x
+        y = nxt
 
 
-def _flip_backward(r, par_b, mr, mc) -> None:
-    """Augment along backward parents from row ``r`` on to a free column."""
-    while r >= 0:
-        c = par_b[r]
-        nxt = mc[c]
-        mc[c] = r
-        mr[r] = c
-        r = nxt
+def _expand(x, ip, nbr, wt, t, par, in_other, in_mine, mate_y, queue, pend) -> int:
+    """Expand node ``x`` of one side of the search over its edges >= ``t``: each unreached
+    neighbour ``y`` gets parent ``x``; returns ``y`` if the other side's search reached it
+    (an augmenting path), else queues ``y``'s mate and returns -1. The best edge below ``t``
+    to an unreached neighbour waits in ``pend`` (max-heap of ``(-w, -j, x)``)."""
+    bw = bj = -1
+    for j in range(ip[x], ip[x + 1]):
+        y = nbr[j]
+        if par[y] >= 0:
+            continue
+        w = wt[j]
+        if w < t:
+            if w >= bw:
+                bw, bj = w, j
+            continue
+        par[y] = x
+        if in_other[y]:
+            return y
+        in_mine[mate_y[y]] = True
+        queue.append(mate_y[y])
+    if bj >= 0:
+        heappush(pend, (-bw, -bj, x))
+    return -1
+
+
+def _best_waiting(pend, ip, nbr, wt, par):
+    """Pop the best waiting edge below the threshold that still leads to an unreached node:
+    ``(w, x, y)``, or None if there is none. Its node's next best edge takes its place."""
+    while pend:
+        nw, nj, x = heappop(pend)
+        w0, j0 = -nw, -nj
+        bw = bj = -1
+        for j in range(ip[x], ip[x + 1]):
+            w = wt[j]
+            if (w < w0 or (w == w0 and j < j0)) and w >= bw and par[nbr[j]] < 0:
+                bw, bj = w, j
+        if bj >= 0:
+            heappush(pend, (-bw, -bj, x))
+        y = nbr[j0]
+        if par[y] < 0:
+            return w0, x, y
+    return None
 
 
 def _widest(t, L, roots_r, roots_c, rip, rcol, rw, cip, crow, cw, mr, mc, N):
@@ -185,15 +221,17 @@ def _widest(t, L, roots_r, roots_c, rip, rcol, rw, cip, crow, cw, mr, mc, N):
     Every matched edge weighs at least ``t``. Repeatedly searches an augmenting path from the
     free rows (forward) and the free columns (backward) at once over the candidate edges
     (``rip``/``rcol``/``rw``: grouped by row, ``cip``/``crow``/``cw``: by column), always
-    expanding the side with fewer nodes waiting (one side is usually small). Edges below
-    ``t`` met on the way wait in a max-heap per side (one entry per reached row/column: its
-    best such edge; the next one is found when it is taken). When a side has nothing left to
-    expand at ``t`` and its best waiting edge is below ``t``, its set is closed in
-    ``E >= t``: no augmenting path exists there, nor for any threshold above that edge, so
-    ``t`` drops to that edge's weight and the search goes on. Returns ``(t, True)`` with a
-    perfect matching of edges >= ``t``, or ``(t, False)`` if a side ran out of candidate
-    edges >= ``L`` (the candidates hold every edge >= ``L``, maybe a few below: the answer
-    lies below ``L``; the caller widens them and calls again).
+    expanding the side with fewer nodes waiting (one side is usually small). The two sides
+    are the same search with rows and columns swapped (:func:`_expand`,
+    :func:`_best_waiting`, :func:`_flip`). Edges below ``t`` met on the way wait in a
+    max-heap per side (one entry per reached node: its best such edge; the next one is found
+    when it is taken). When a side has nothing left to expand at ``t`` and its best waiting
+    edge is below ``t``, its set is closed in ``E >= t``: no augmenting path exists there,
+    nor for any threshold above that edge, so ``t`` drops to that edge's weight and the
+    search goes on. Returns ``(t, True)`` with a perfect matching of edges >= ``t``, or
+    ``(t, False)`` if a side ran out of candidate edges >= ``L`` (the candidates hold every
+    edge >= ``L``, maybe a few below: the answer lies below ``L``; the caller widens them
+    and calls again).
     """
     while roots_r:
         par_f = [-1] * N  # column -> the row it was reached from (forward)
@@ -205,117 +243,41 @@ def _widest(t, L, roots_r, roots_c, rip, rcol, rw, cip, crow, cw, mr, mc, N):
         for c in roots_c:
             in_b[c] = True
         fq, bq = list(roots_r), list(roots_c)
-        fi = bi = 0
-        fpend: list = []  # (-w, -j, row): per reached row, its best edge j below t (forward)
-        bpend: list = []  # (-w, -j, column): the same per column reached backward
-        meet_c = meet_r = -1
-        while meet_c < 0 and meet_r < 0:
-            if len(fq) - fi <= len(bq) - bi:  # the side with less waiting to expand
-                if fi < len(fq):
-                    r = fq[fi]
-                    fi += 1
-                    bw = bj = -1  # the row's best edge below t (to an unreached column)
-                    for j in range(rip[r], rip[r + 1]):
-                        c = rcol[j]
-                        if par_f[c] >= 0:
-                            continue
-                        w = rw[j]
-                        if w < t:
-                            if w >= bw:
-                                bw, bj = w, j
-                            continue
-                        par_f[c] = r
-                        if in_b[c]:
-                            meet_c = c
-                            break
-                        in_f[mc[c]] = True
-                        fq.append(mc[c])
-                    else:
-                        if bj >= 0:
-                            heappush(fpend, (-bw, -bj, r))
-                    continue
-                while True:  # the best waiting edge; its row's next one takes its place
-                    if not fpend:
-                        return t, False
-                    nw, nj, r = heappop(fpend)
-                    w0, j0 = -nw, -nj
-                    bw = bj = -1
-                    for j in range(rip[r], rip[r + 1]):
-                        w = rw[j]
-                        if (w < w0 or (w == w0 and j < j0)) and w >= bw and par_f[rcol[j]] < 0:
-                            bw, bj = w, j
-                    if bj >= 0:
-                        heappush(fpend, (-bw, -bj, r))
-                    c = rcol[j0]
-                    if par_f[c] < 0:
-                        break
-                if w0 < L:  # (an edge that dropped below L since the candidates were taken)
-                    return t, False
-                t = min(t, w0)  # the forward set is closed at t (or w0 >= t: a tie)
-                par_f[c] = r
-                if in_b[c]:
-                    meet_c = c
-                else:
-                    in_f[mc[c]] = True
-                    fq.append(mc[c])
+        # per side: edges, parents, the other side's reached set, its own, mates, queue, heap
+        sides = (
+            (rip, rcol, rw, par_f, in_b, in_f, mc, mr, fq, []),
+            (cip, crow, cw, par_b, in_f, in_b, mr, mc, bq, []),
+        )
+        head = [0, 0]
+        meet = -1
+        while meet < 0:
+            s = 0 if len(fq) - head[0] <= len(bq) - head[1] else 1  # the side with less waiting
+            ip, nbr, wt, par, in_other, in_mine, mate_y, _mate_x, queue, pend = sides[s]
+            if head[s] < len(queue):
+                x = queue[head[s]]
+                head[s] += 1
+                meet = _expand(x, ip, nbr, wt, t, par, in_other, in_mine, mate_y, queue, pend)
+                continue
+            best = _best_waiting(pend, ip, nbr, wt, par)
+            if best is None:
+                return t, False
+            w0, x, y = best
+            if w0 < L:  # (an edge that dropped below L since the candidates were taken)
+                return t, False
+            t = min(t, w0)  # this side's set is closed at t (or w0 >= t: a tie)
+            par[y] = x
+            if in_other[y]:
+                meet = y
             else:
-                if bi < len(bq):
-                    c = bq[bi]
-                    bi += 1
-                    bw = bj = -1
-                    for j in range(cip[c], cip[c + 1]):
-                        r = crow[j]
-                        if par_b[r] >= 0:
-                            continue
-                        w = cw[j]
-                        if w < t:
-                            if w >= bw:
-                                bw, bj = w, j
-                            continue
-                        par_b[r] = c
-                        if in_f[r]:
-                            meet_r = r
-                            break
-                        in_b[mr[r]] = True
-                        bq.append(mr[r])
-                    else:
-                        if bj >= 0:
-                            heappush(bpend, (-bw, -bj, c))
-                    continue
-                while True:
-                    if not bpend:
-                        return t, False
-                    nw, nj, c = heappop(bpend)
-                    w0, j0 = -nw, -nj
-                    bw = bj = -1
-                    for j in range(cip[c], cip[c + 1]):
-                        w = cw[j]
-                        if (w < w0 or (w == w0 and j < j0)) and w >= bw and par_b[crow[j]] < 0:
-                            bw, bj = w, j
-                    if bj >= 0:
-                        heappush(bpend, (-bw, -bj, c))
-                    r = crow[j0]
-                    if par_b[r] < 0:
-                        break
-                if w0 < L:
-                    return t, False
-                t = min(t, w0)  # the backward set is closed at t
-                par_b[r] = c
-                if in_f[r]:
-                    meet_r = r
-                else:
-                    in_b[mr[r]] = True
-                    bq.append(mr[r])
-        if meet_c >= 0:  # forward path to meet_c, then the backward path from its mate
-            r1 = mc[meet_c]
-            _flip_forward(meet_c, par_f, mr, mc)
-            if r1 >= 0:
-                _flip_backward(r1, par_b, mr, mc)
-        else:
-            c1 = mr[meet_r]
-            _flip_backward(meet_r, par_b, mr, mc)
-            if c1 >= 0:
-                _flip_forward(c1, par_f, mr, mc)
+                in_mine[mate_y[y]] = True
+                queue.append(mate_y[y])
+        # this side's path to `meet`, then the other side's path from meet's old mate
+        _, _, _, par, _, _, mate_y, mate_x, _, _ = sides[s]
+        _, _, _, par_o, _, _, mate_y_o, mate_x_o, _, _ = sides[1 - s]
+        z = mate_y[meet]
+        _flip(meet, par, mate_x, mate_y)
+        if z >= 0:
+            _flip(z, par_o, mate_x_o, mate_y_o)
         roots_r = [r for r in roots_r if mr[r] < 0]
         roots_c = [c for c in roots_c if mc[c] < 0]
     return t, True
