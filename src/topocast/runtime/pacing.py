@@ -33,6 +33,10 @@ import threading
 import time
 from collections import deque
 
+import numpy as np
+
+from ..sim.maxmin import progressive_filling
+
 HEADROOM = 0.98  # a link shared by several of an agent's transfers is paced this far below its goodput
 # A pacer's bucket holds at least this many seconds of its rate: with only two chunks (5.6 ms
 # at 187 Mbit/s) a sender thread woken a few ms late on a busy 2-core machine loses credit,
@@ -192,43 +196,25 @@ def down_caps(flows: dict, capacity: dict, own: dict, headroom: float = HEADROOM
 
 
 def max_min(flows: dict, capacity: dict, caps: dict | None = None) -> dict:
-    """Max-min fair rates by progressive filling.
+    """Max-min fair rates by progressive filling (the simulator's
+    :func:`topocast.sim.maxmin.progressive_filling`, keyed by name).
 
     ``flows``: flow id -> resources it crosses; ``capacity``: resource -> bytes/s;
     ``caps``: flow id -> own upper bound (None/absent: none). A flow that crosses no resource
     and has no cap gets ``inf``."""
     caps = caps or {}
-    rate: dict = {}
-    remaining = {r: float(c) for r, c in capacity.items()}
-    active = {f for f in flows}
-    level = 0.0
-    while active:
-        count: dict = {}
-        for f in active:
-            for r in flows[f]:
-                count[r] = count.get(r, 0) + 1
-        inc = math.inf
-        for r, k in count.items():
-            inc = min(inc, remaining[r] / k)
-        for f in active:
-            c = caps.get(f)
-            if c is not None:
-                inc = min(inc, c - level)
-        if not math.isfinite(inc):
-            for f in active:
-                rate[f] = math.inf
-            break
-        inc = max(inc, 0.0)
-        level += inc
-        for r, k in count.items():
-            remaining[r] -= inc * k
-        full = {r for r in count if remaining[r] <= 1e-9 * max(1.0, capacity[r])}
-        frozen = {f for f in active if any(r in full for r in flows[f]) or (caps.get(f) is not None and caps[f] <= level * (1 + 1e-12))}
-        if not frozen:  # numerical corner: guarantee progress
-            frozen = set(active)
-        for f in frozen:
-            rate[f] = level
-        active -= frozen
+    rate = {f: math.inf for f, res in flows.items() if not res and caps.get(f) is None}
+    bounded = [f for f in flows if f not in rate]
+    if not bounded:
+        return rate
+    names = list(capacity)
+    index = {r: k for k, r in enumerate(names)}
+    pairs = [(n, index[r]) for n, f in enumerate(bounded) for r in flows[f]]
+    pair_flow = np.array([p[0] for p in pairs], dtype=np.int64)
+    pair_res = np.array([p[1] for p in pairs], dtype=np.int64)
+    cap = np.array([math.inf if caps.get(f) is None else float(caps[f]) for f in bounded])
+    got = progressive_filling(pair_flow, pair_res, np.array([float(capacity[r]) for r in names]), cap)
+    rate.update({f: float(x) for f, x in zip(bounded, got)})
     return rate
 
 
