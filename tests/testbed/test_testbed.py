@@ -143,8 +143,116 @@ def test_fair_links_hash_flows_into_classes(testbed_factory):
     topo = Topology("pair", ["x", "y"], ["sw"], [PhysicalLink("x", "sw", 20 * MBIT), PhysicalLink("y", "sw", 20 * MBIT)])
     st = testbed_factory(topo, fair=True)
     classes = subprocess.run(["tc", "-n", st.host_ns["x"], "class", "show", "dev", "e0"], capture_output=True, text=True).stdout
-    assert classes.count("class htb") == 257  # parent + 256 flow buckets
+    assert classes.count("class htb") == 258  # parent + 256 flow buckets + small packets
     assert "rate 20Mbit" in classes
+    assert "class htb 1:2 root prio 0" in classes
     filters = subprocess.run(["tc", "-n", st.host_ns["x"], "filter", "show", "dev", "e0"], capture_output=True, text=True).stdout
     assert "link 2:" in filters
     assert _reach(st, "x", "y") == "refused"
+
+
+def _classes(st, host):
+    return subprocess.run(["tc", "-n", st.host_ns[host], "class", "show", "dev", "e0"], capture_output=True, text=True).stdout
+
+
+def test_shaping_has_a_5ms_bucket_and_a_small_packet_class(testbed_factory):
+    st = testbed_factory(two_switch())
+    classes = _classes(st, "s")
+    # 200 Mbit/s x 5 ms = 125 kB of burst on the data class and on the small-packet class
+    assert "class htb 1:10 root prio 1" in classes and "class htb 1:2 root prio 0" in classes
+    assert classes.count(" burst 125000b cburst 125000b") == 2, classes
+    filters = subprocess.run(["tc", "-n", st.host_ns["s"], "filter", "show", "dev", "e0"], capture_output=True, text=True).stdout
+    assert "flowid 1:2" in filters and "0000ff80" in filters.replace(" ", "").lower()
+    rec = next(l for l in st.links if l["a"] == "s")
+    assert rec["ab"]["burst"] == 125000 and "first" in rec["ab"]["leaf"]
+    plain = testbed_factory(two_switch(), ack_priority=False, burst=0.001)
+    classes = _classes(plain, "s")
+    assert "1:2" not in classes and " burst 25000b cburst 25000b" in classes
+
+
+def test_burst_must_be_positive(testbed_factory):
+    from topocast.testbed import TestbedError
+
+    with pytest.raises(TestbedError, match="burst.*positive"):
+        testbed_factory(two_switch(), burst=0)
+
+
+_ECHO = """
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("0.0.0.0", 7007))
+while True:
+    d, a = s.recvfrom(100); s.sendto(d, a)
+"""
+_BULK_RX = """
+import socket
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("0.0.0.0", 7008)); s.listen(1)
+c, _ = s.accept()
+while c.recv(1 << 20):
+    pass
+"""
+_PROBE = """
+import socket, statistics, sys, threading, time
+peer = sys.argv[1]
+bulk = socket.create_connection((peer, 7008))
+data = bytes(1 << 16)
+def push():
+    try:
+        while True:
+            bulk.sendall(data)
+    except OSError:
+        pass
+threading.Thread(target=push, daemon=True).start()
+time.sleep(1.5)  # let the bulk flow build its queue at this host's egress
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.settimeout(2)
+rtts = []
+for i in range(15):
+    t = time.monotonic(); u.sendto(bytes(64), (peer, 7007)); u.recvfrom(100)
+    rtts.append(time.monotonic() - t); time.sleep(0.05)
+print(statistics.median(rtts))
+"""
+
+
+def _probe_rtt_under_bulk(st) -> float:
+    """Median RTT (s) of 92-byte UDP probes x->y while a bulk TCP flow x->y fills x's egress."""
+    import sys
+
+    ns = st.host_ns
+    servers = [subprocess.Popen(["ip", "netns", "exec", ns["y"], sys.executable, "-c", code]) for code in (_ECHO, _BULK_RX)]
+    try:
+        import time
+
+        time.sleep(0.5)
+        r = subprocess.run(["ip", "netns", "exec", ns["x"], sys.executable, "-c", _PROBE, st.host_addr["y"]], capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0, r.stderr
+        return float(r.stdout)
+    finally:
+        for p in servers:
+            p.kill()
+            p.wait()
+
+
+def test_small_packets_do_not_wait_behind_data(testbed_factory):
+    """With a bulk TCP flow queued at x's 10 Mbit/s egress (CUBIC: it fills the queue), small
+    packets (ACKs, here UDP probes) skip the queue; with ``ack_priority=False`` they wait in it."""
+    topo = Topology("pair", ["x", "y"], ["sw"], [PhysicalLink("x", "sw", 10 * MBIT), PhysicalLink("y", "sw", 10 * MBIT)])
+    fast = _probe_rtt_under_bulk(testbed_factory(topo, congestion="cubic"))
+    slow = _probe_rtt_under_bulk(testbed_factory(topo, congestion="cubic", ack_priority=False))
+    print(f"median probe RTT: {fast * 1e3:.2f} ms small packets first, {slow * 1e3:.2f} ms FIFO")
+    assert fast < 0.005, f"probes behind the data with small-packet priority: median RTT {fast * 1e3:.1f} ms"
+    # a 64 kB GSO packet alone takes 52 ms at 10 Mbit/s: behind the queue a probe waits ~that
+    assert slow > 0.02 and slow > 5 * fast, f"FIFO links: the probes should wait behind the bulk queue, median RTT {slow * 1e3:.1f} ms"
+
+
+def test_cli_up_without_ack_priority(tmp_path, monkeypatch, capsys, testbed_factory):
+    from topocast.cli.main import main
+    from topocast.testbed import down
+
+    assert main(["testbed", "up", "builtin:hetero-2switch", "--name", "cliack", "--htb-burst", "0"]) == 2
+    assert "--htb-burst" in capsys.readouterr().err
+    try:
+        assert main(["testbed", "up", "builtin:hetero-2switch", "--name", "cliack", "--no-ack-priority", "--htb-burst", "0.002", "--json"]) == 0
+        info = json.loads(capsys.readouterr().out)
+        rec = next(l for l in info["links"] if l["a"] == "s")
+        assert rec["ab"]["burst"] == 50000 and "first" not in rec["ab"]["leaf"]
+    finally:
+        down("cliack")

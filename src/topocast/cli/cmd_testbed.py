@@ -21,6 +21,9 @@ def register(sub) -> None:
     u.add_argument("--queue", type=float, default=None, metavar="SECONDS", help="leaf queue per shaped direction, in seconds of its rate (bfifo; default: pfifo of txqueuelen packets)")
     u.add_argument("--congestion", default=None, help="TCP congestion control inside every host (e.g. cubic; default: the kernel's)")
     u.add_argument("--fair", action="store_true", help="share each link direction fairly among TCP flows (256 hashed HTB classes) instead of one FIFO")
+    u.add_argument("--no-ack-priority", dest="ack_priority", action="store_false",
+                   help="let TCP ACKs wait behind data in each link's queue, as at a FIFO switch port (default: small packets first, as fq/fq_codel hosts do)")
+    u.add_argument("--htb-burst", type=float, default=None, metavar="SECONDS", help="token bucket of every shaped class, in seconds of its rate (default 0.005)")
     u.add_argument("--json", action="store_true")
     u.set_defaults(func=_up)
     d = tsub.add_parser("down", help="remove everything a testbed created (also after a crash)")
@@ -45,7 +48,12 @@ def _up(args) -> int:
 
     dbw = parse_bandwidth(args.default_bandwidth, field="--default-bandwidth") if args.default_bandwidth else None
     topo = load_topology(args.topology, default_bandwidth=dbw)
-    st = up(topo, name=args.name, spec=args.topology, queue=args.queue, congestion=args.congestion, fair=args.fair)
+    from ..testbed.net import HTB_BURST
+
+    if args.htb_burst is not None and not args.htb_burst > 0:
+        raise InputError(f"expected a positive number of seconds, got {args.htb_burst}", element="--htb-burst")
+    st = up(topo, name=args.name, spec=args.topology, queue=args.queue, congestion=args.congestion, fair=args.fair,
+            ack_priority=args.ack_priority, burst=HTB_BURST if args.htb_burst is None else args.htb_burst)
     for w in st.warnings:
         print(f"topocast: warning: {w}", file=sys.stderr)
     if args.json:
