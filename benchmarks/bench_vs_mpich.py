@@ -77,6 +77,7 @@ def run_topocast(topo, st, name, size, chunk, goodput, timeout, fair_uplink=True
         "cpu_seconds": out.cpu,
         "cpu_bound": out.cpu_bound,
         "cpu_busy": out.cpu_busy,
+        "cpu_steal": out.cpu_steal,
         "wall": out.wall,
         "rx_bytes": rx_bytes(c0, c1),
         "warnings": out.warnings,
@@ -222,6 +223,8 @@ def report(topo_name, size, bound, runs, out=sys.stdout):
             line += f"; CPU? {r['cpu_bound']}"
         if r.get("cpu_busy") is not None:
             line += f"; cores busy {r['cpu_busy']:.0%}"
+            if r.get("cpu_steal") is not None:
+                line += f" (steal {r['cpu_steal']:.0%})"
         line += f"; load {r['load_before']}->{r['load_after']}"
         con.print(line)
     if mpich:

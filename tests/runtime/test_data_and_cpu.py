@@ -27,7 +27,7 @@ def test_generate_range_rejects_negative():
 
 
 # --------------------------------------------------------------- CPU verdict
-from topocast.runtime.coordinator import _busy, _cpu_verdict, _niced, _parse_stat  # noqa: E402
+from topocast.runtime.coordinator import _busy, _cpu_verdict, _niced, _parse_stat, _steal  # noqa: E402
 
 
 def test_niced_background_work_is_not_a_cpu_bound_verdict():
@@ -46,6 +46,13 @@ def test_guest_time_not_counted_twice():
     a = _parse_stat("cpu  100 0 0 100 0 0 0 0 0 0")
     b = _parse_stat("cpu  200 0 0 100 0 0 0 0 100 0")  # 100 jiffies of guest, already in user
     assert _busy(a, b) == pytest.approx(1.0)
+
+
+def test_hypervisor_steal_is_measured_and_counted_as_busy():
+    a = _parse_stat("cpu  100 0 0 100 0 0 0 0 0 0")
+    b = _parse_stat("cpu  150 0 0 120 0 0 0 30 0 0")  # 30 of 100 jiffies stolen
+    assert _steal(a, b) == pytest.approx(0.3) and _busy(a, b) == pytest.approx(0.8)
+    assert _steal(a, _parse_stat("cpu  150 0 0 150")) == 0  # old kernels: no steal column
 
 
 def test_an_agent_using_a_core_is_reported():

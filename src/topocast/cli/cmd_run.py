@@ -244,6 +244,7 @@ def run(args) -> int:
                 "cpu_bound": outcome.cpu_bound,
                 "cpu_busy": outcome.cpu_busy,
                 "cpu_niced": outcome.cpu_niced,
+                "cpu_steal": outcome.cpu_steal,
             }
         )
     else:
@@ -303,6 +304,8 @@ def print_table(console, plan, algorithm, measured, predicted, bound, outcome, l
         console.print("note: launcher local runs over loopback: the topology's links are not emulated (use --launcher testbed)")
     if outcome.cpu_busy is not None:
         niced = f" (plus {outcome.cpu_niced:.0%} niced background work, not counted)" if outcome.cpu_niced else ""
+        if outcome.cpu_steal:
+            niced += f", of which {outcome.cpu_steal:.0%} taken by the hypervisor (steal)"
         console.print(f"cores busy during the run: {outcome.cpu_busy:.0%}{niced}; agent CPU time {sum(outcome.cpu.values()):.2f} s over {outcome.wall:.2f} s")
     if outcome.cpu_bound:
         console.print(f"[yellow]warning: the CPU may have set the pace, not the links:[/] {outcome.cpu_bound}")

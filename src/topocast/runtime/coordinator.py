@@ -52,6 +52,9 @@ class RunOutcome:
     cpu_bound: str = ""  # non-empty when the CPU, not the links, likely set the pace
     cpu_busy: float | None = None  # fraction of all cores busy during the run (whole machine, niced work excluded)
     cpu_niced: float | None = None  # fraction of all cores running niced (nice > 0) processes during the run
+    # fraction of all cores' time the hypervisor ran something else while ours wanted to run
+    # ("steal"; part of cpu_busy): on a shared VM it delays the emulated links' timers too
+    cpu_steal: float | None = None
     # transfer index -> (ready, connected): when the sender could start it (its `after` done,
     # its bytes held) and when its data connection was authenticated (run clock, seconds)
     send_times: dict = field(default_factory=dict)
@@ -357,7 +360,7 @@ def perform(
     result = Result(plan.planner or "plan", per_host, makespan, aggregate, kind="measured", transfer_times=ttimes)
     busy, niced = _busy(stat0, stat1), _niced(stat0, stat1)
     cpu_bound = _cpu_verdict(cpu, wall, busy, niced)
-    return RunOutcome(result, {h: r.reason for h, r in per_host.items() if not r.completed}, warnings, cpu, wall, cpu_bound, busy, niced, send_times)
+    return RunOutcome(result, {h: r.reason for h, r in per_host.items() if not r.completed}, warnings, cpu, wall, cpu_bound, busy, niced, send_times, _steal(stat0, stat1))
 
 
 def _cpu_times():
@@ -375,13 +378,14 @@ def _cpu_times():
 
 
 def _parse_stat(line: str):
-    """(busy, total, niced) from the ``cpu`` line of /proc/stat (see ``_cpu_times``)."""
+    """(busy, total, niced, steal) from the ``cpu`` line of /proc/stat (see ``_cpu_times``)."""
     f = [int(x) for x in line.split()[1:]]
     idle = f[3] + (f[4] if len(f) > 4 else 0)
     nice = f[1] if len(f) > 1 else 0
+    steal = f[7] if len(f) > 7 else 0
     guest = sum(f[8:10]) if len(f) > 9 else 0  # guest time is already counted in user/nice
     total = sum(f) - guest
-    return total - idle - nice, total, nice
+    return total - idle - nice, total, nice, steal
 
 
 def _busy(a, b):
@@ -394,6 +398,12 @@ def _niced(a, b):
     if not a or not b or b[1] <= a[1]:
         return None
     return (b[2] - a[2]) / (b[1] - a[1])
+
+
+def _steal(a, b):
+    if not a or not b or b[1] <= a[1]:
+        return None
+    return (b[3] - a[3]) / (b[1] - a[1])
 
 
 def _cpu_verdict(cpu: dict, wall: float, busy: float | None = None, niced: float | None = None) -> str:
