@@ -42,6 +42,7 @@ from topocast.planners import available_planners, get_planner  # noqa: E402
 from topocast.runtime import DEFAULT_CHUNK, TestbedLauncher, perform  # noqa: E402
 from topocast.sim import simulate  # noqa: E402
 from topocast.testbed import counters, down, up  # noqa: E402
+from topocast.testbed.net import HTB_BURST  # noqa: E402
 from topocast.topology import load_topology  # noqa: E402
 from topocast.units import parse_size  # noqa: E402
 
@@ -232,6 +233,14 @@ def report(topo_name, size, bound, runs, out=sys.stdout):
         con.print(f"MPICH bytes received on each host's emulated interface: {crossed}")
 
 
+def _testbed_note(everything) -> str:
+    """How the testbed was shaped (recorded since 2026-11-23; older files: FIFO, tc's bucket)."""
+    if "ack_priority" not in everything:
+        return "; testbed: ACKs behind data, tc's default HTB bucket"
+    acks = "small packets first" if everything["ack_priority"] else "ACKs behind data"
+    return f"; testbed: {acks}, HTB bucket {everything['htb_burst'] * 1e3:g} ms"
+
+
 def render_markdown(everything) -> str:
     """Markdown tables of a --json file: per-host times measured (predicted), aggregates, ratios."""
     out = []
@@ -240,7 +249,7 @@ def render_markdown(everything) -> str:
         runs = [r for r in t["runs"] if "measured" in r]
         mp = next((r for r in runs if r["kind"] == "mpich"), None)
         out.append(f"**{t['topology']}**, {everything['size_bytes'] / 2**20:g} MiB from `{t['source']}`, chunk {everything['chunk_size'] // 1024} KiB, "
-                   f"goodput factor {everything['goodput_factor']}; completion time in s, measured (predicted)\n")
+                   f"goodput factor {everything['goodput_factor']}{_testbed_note(everything)}; completion time in s, measured (predicted)\n")
         out.append("| host | bound Mbit/s | " + " | ".join(r["algorithm"] for r in runs) + " |")
         out.append("|---" * (2 + len(runs)) + "|")
         for h, b in bound["per_host_rate"].items():
@@ -294,6 +303,8 @@ def main(argv=None) -> int:
     ap.add_argument("--no-mpich", action="store_true")
     ap.add_argument("--json", default=None, help="write all numbers here")
     ap.add_argument("--fair", action="store_true", help="testbed links share fairly among TCP flows (see topocast.testbed.net._shape_fair)")
+    ap.add_argument("--no-ack-priority", dest="ack_priority", action="store_false", help="testbed: TCP ACKs wait behind data in each link's FIFO (before 2026-11-23)")
+    ap.add_argument("--htb-burst", type=float, default=None, metavar="SECONDS", help="testbed: HTB token bucket in seconds of the rate (default 0.005; tc's own default was one MTU before 2026-11-23)")
     ap.add_argument(
         "--no-fair-uplink",
         dest="fair_uplink",
@@ -318,13 +329,13 @@ def main(argv=None) -> int:
     for p in wanted:
         if p not in registered:
             print(f"bench_vs_mpich: planner {p!r} is not registered here; skipped", file=sys.stderr)
-    everything = {"fair_links": args.fair, "fair_uplink": args.fair_uplink, "size_bytes": size, "chunk_size": chunk, "goodput_factor": args.goodput, "topologies": []}
+    everything = {"fair_links": args.fair, "ack_priority": args.ack_priority, "htb_burst": args.htb_burst or HTB_BURST, "fair_uplink": args.fair_uplink, "size_bytes": size, "chunk_size": chunk, "goodput_factor": args.goodput, "topologies": []}
     for spec in args.topology or ["builtin:hetero-2switch", "builtin:uniform-2switch"]:
         topo = load_topology(spec)
         source = "s" if "s" in topo.hosts else topo.hosts[0]
         bound = broadcast_bounds(topo, source)
         timeout = 120 + 40 * size * 8 / min(l.bandwidth * 8 for l in topo.links)
-        st = up(topo, name=f"bench-{os.getpid()}", fair=args.fair)
+        st = up(topo, name=f"bench-{os.getpid()}", fair=args.fair, ack_priority=args.ack_priority, burst=args.htb_burst or HTB_BURST)
         runs = []
         try:
             for w in st.warnings:

@@ -62,6 +62,8 @@ def test_after_and_store_and_forward_are_respected():
     # released by a's store when the last byte landed, a few microseconds before a stamps
     # transfer 0's completion
     assert out.send_times[2][0] >= e0 - 0.01
+    # the machine's CPU during the run (Linux: /proc/stat)
+    assert 0 <= out.cpu_steal <= out.cpu_busy <= 1 and 0 <= out.cpu_niced <= 1
 
 
 def test_slow_child_does_not_stall_siblings():

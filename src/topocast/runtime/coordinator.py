@@ -360,7 +360,18 @@ def perform(
     result = Result(plan.planner or "plan", per_host, makespan, aggregate, kind="measured", transfer_times=ttimes)
     busy, niced = _busy(stat0, stat1), _niced(stat0, stat1)
     cpu_bound = _cpu_verdict(cpu, wall, busy, niced)
-    return RunOutcome(result, {h: r.reason for h, r in per_host.items() if not r.completed}, warnings, cpu, wall, cpu_bound, busy, niced, send_times, _steal(stat0, stat1))
+    return RunOutcome(
+        result,
+        failed={h: r.reason for h, r in per_host.items() if not r.completed},
+        warnings=warnings,
+        cpu=cpu,
+        wall=wall,
+        cpu_bound=cpu_bound,
+        cpu_busy=busy,
+        cpu_niced=niced,
+        cpu_steal=_steal(stat0, stat1),
+        send_times=send_times,
+    )
 
 
 def _cpu_times():
