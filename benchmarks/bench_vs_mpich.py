@@ -82,7 +82,26 @@ def run_topocast(topo, st, name, size, chunk, goodput, timeout, fair_uplink=True
         "wall": out.wall,
         "rx_bytes": rx_bytes(c0, c1),
         "warnings": out.warnings,
+        # per transfer, run clock (s): when it could start, when its connection was ready,
+        # its first and last byte at the receiver; and the simulator's start and end
+        "transfers": [
+            {
+                "src": t.src,
+                "dst": t.dst,
+                "ready": _num(out.send_times.get(i, (None, None))[0]),
+                "connected": _num(out.send_times.get(i, (None, None))[1]),
+                "first": _num(out.result.transfer_times[i][0]) if out.result.transfer_times else None,
+                "end": _num(out.result.transfer_times[i][1]) if out.result.transfer_times else None,
+                "predicted": [_num(x) for x in predicted.transfer_times[i]] if predicted.transfer_times else None,
+            }
+            for i, t in enumerate(plan.transfers)
+        ],
     }
+
+
+def _num(x):
+    """A float for JSON: None for missing or NaN (a transfer that never ran)."""
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
 
 
 def _res(r):

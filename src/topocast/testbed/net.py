@@ -6,8 +6,8 @@
 * a veth pair per physical link; HTB on the egress of *both* ends, so each direction of
   every link (host-to-switch, switch-to-switch, host-to-host) is shaped to its own rate,
   with a 5 ms token bucket (``HTB_BURST``) and small packets - TCP ACKs - served before the
-  data (``_small_packet_class``): without either, the runtime's predictions missed by up to
-  25 % on this machine for reasons that have nothing to do with the links' rates;
+  data (``_small_packet_class``): without them, the runtime's predictions missed by up to
+  20 % on this machine for reasons that have nothing to do with the links' rates;
   ``netem`` delay under the HTB class when the link has latency and the kernel has netem
   (otherwise a warning says latency is not emulated);
 * addresses only from 198.18.0.0/15: an L2 segment (switches joined by switch links, and
@@ -75,9 +75,10 @@ def netem_available(ns: str, dev: str) -> bool:
 
 # Token bucket of every shaped class, in seconds of its rate. tc's default (one MTU, 64 us at
 # 200 Mbit/s) loses the link's time whenever HTB's dequeue timer fires late, which on a busy
-# 2-core VM (hypervisor steal 5-25 % during a run) it often does: the same chain of three
-# 200 Mbit/s TCP flows measured 128-188 Mbit/s per flow instead of 190. With 5 ms a late timer
-# is caught up; the cost is bursts of at most 5 ms of the rate after an idle period.
+# 2-core VM (the hypervisor took up to 25 % of our CPU time during runs) it often does:
+# depth_first on hetero-2switch missed its prediction by up to 20 % (4 runs in 18 above 10 %),
+# 1.0-5.4 % with this bucket alone (docs/experiments/runtime.md). With 5 ms a late timer is
+# caught up; the cost is a burst of at most 5 ms of the rate after an idle period.
 HTB_BURST = 0.005
 # Packets shorter than this (IP total length) - TCP's pure ACKs, pings - get their own class
 # on every shaped egress, served before the data (see ``_small_packet_class``).
@@ -93,13 +94,13 @@ def _small_packet_class(ns: str, dev: str, r: str, b: str, filter_prio: int = 1)
     first (HTB prio 0) and shaped on its own at the link rate (not charged to the data).
 
     Why: a host that relays (receives at line rate and sends at line rate, as every pipelined
-    relay does) puts the ACKs of its incoming flow behind its own outgoing data in one FIFO;
-    BBR keeps about 130 kB queued there (5 ms at 200 Mbit/s, its cwnd floor on a path with no
-    propagation delay), the incoming flow's RTT doubles and it becomes window-limited:
-    measured, s->a1 fell to 148-154 Mbit/s in half the runs while a1->a2 ran beside it, and
-    ``depth_first`` on hetero-2switch missed its prediction by up to 25 %. Hosts with fq or
-    fq_codel (most Linux distributions' default) serve such sparse flows first; this kernel
-    has neither, so the testbed does it with HTB and u32. ACKs are ~0.1 % of the data's bytes
+    relay does) puts the ACKs of its incoming flow behind its own outgoing data in one FIFO.
+    Measured with plain sockets: a1's egress held 68-192 kB of a1->a2's data, the ACKs of
+    s->a1 came back 6-11 ms late, BBR (which sizes its window from the minimum RTT) became
+    window-limited and s->a1 fell to 148-154 Mbit/s in 3 runs of 6; a chain of three such
+    flows ran at 128-188 Mbit/s per flow, 189-192 with this class. Hosts with fq or fq_codel
+    (most Linux distributions' default) serve such sparse flows first; this kernel has
+    neither, so the testbed does it with HTB and u32. ACKs are ~0.1 % of the data's bytes
     (GRO: one ACK per ~50 kB received), so not charging them to the data's rate is exact to
     that. A FIFO switch port would still delay them: ``ack_priority=False`` builds that."""
     _tc(ns, "class", "add", "dev", dev, "parent", "1:", "classid", "1:2", "htb", "rate", r, "ceil", r, "burst", b, "cburst", b, "quantum", "1514", "prio", "0")
