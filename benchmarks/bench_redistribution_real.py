@@ -193,6 +193,7 @@ def run_plan(plan, topo, st, chunk: int, timeout: float, nic_eff: float) -> dict
         "cpu_busy": out.cpu_busy,
         "cpu_niced": out.cpu_niced,
         "cpu_steal": out.cpu_steal,
+        "cpu_steal_peak": out.cpu_steal_peak,
         "wall": out.wall,
         "load_before": ld,
         "load_after": load(),

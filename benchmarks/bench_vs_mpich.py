@@ -79,6 +79,7 @@ def run_topocast(topo, st, name, size, chunk, goodput, timeout, fair_uplink=True
         "cpu_bound": out.cpu_bound,
         "cpu_busy": out.cpu_busy,
         "cpu_steal": out.cpu_steal,
+        "cpu_steal_peak": out.cpu_steal_peak,
         "wall": out.wall,
         "rx_bytes": rx_bytes(c0, c1),
         "warnings": out.warnings,
@@ -241,6 +242,8 @@ def report(topo_name, size, bound, runs, out=sys.stdout):
             line += f"; FAILED {r['failed']}"
         if r.get("cpu_bound"):
             line += f"; CPU? {r['cpu_bound']}"
+        for w in r.get("warnings") or []:
+            line += f"; note: {w}"
         if r.get("cpu_busy") is not None:
             line += f"; cores busy {r['cpu_busy']:.0%}"
             if r.get("cpu_steal") is not None:

@@ -27,7 +27,7 @@ def test_generate_range_rejects_negative():
 
 
 # --------------------------------------------------------------- CPU verdict
-from topocast.runtime.coordinator import _busy, _cpu_verdict, _niced, _parse_stat, _steal  # noqa: E402
+from topocast.runtime.coordinator import StealWatch, _busy, _cpu_verdict, _niced, _parse_stat, _steal  # noqa: E402
 
 
 def test_niced_background_work_is_not_a_cpu_bound_verdict():
@@ -53,6 +53,25 @@ def test_hypervisor_steal_is_measured_and_counted_as_busy():
     b = _parse_stat("cpu  150 0 0 120 0 0 0 30 0 0")  # 30 of 100 jiffies stolen
     assert _steal(a, b) == pytest.approx(0.3) and _busy(a, b) == pytest.approx(0.8)
     assert _steal(a, _parse_stat("cpu  150 0 0 150")) == 0  # old kernels: no steal column
+
+
+def test_steal_watch_finds_the_worst_second():
+    # /proc/stat as read at t = 0, 0.25, ... 3 s: 100 jiffies per read, steal 50 of them
+    # from t = 1.5 to 2.5 s only
+    reads = []
+    steal = 0
+    for k in range(13):
+        t = 0.25 * k
+        if 1.5 < t <= 2.5:
+            steal += 50
+        reads.append(f"cpu  {100 * k - steal} 0 0 0 0 0 0 {steal} 0 0")
+    it = iter(reads)
+    watch = StealWatch(t0=0.0, read=lambda: _parse_stat(next(it)))
+    for k in range(13):
+        watch.tick(0.25 * k)
+        watch.tick(0.25 * k + 0.1)  # too soon: no read
+    frac, at = watch.peak
+    assert frac == pytest.approx(0.5) and at == pytest.approx(2.5)
 
 
 def test_an_agent_using_a_core_is_reported():

@@ -245,6 +245,7 @@ def run(args) -> int:
                 "cpu_busy": outcome.cpu_busy,
                 "cpu_niced": outcome.cpu_niced,
                 "cpu_steal": outcome.cpu_steal,
+                "cpu_steal_peak": list(outcome.cpu_steal_peak) if outcome.cpu_steal_peak else None,
             }
         )
     else:

@@ -24,6 +24,7 @@ import signal
 import socket
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 
 from ..errors import TopocastError
@@ -55,6 +56,9 @@ class RunOutcome:
     # fraction of all cores' time the hypervisor ran something else while ours wanted to run
     # ("steal"; part of cpu_busy): on a shared VM it delays the emulated links' timers too
     cpu_steal: float | None = None
+    # the worst second of steal: (fraction of all cores' time, run clock in s at its end);
+    # an average over a 30 s run hides a second in which the hypervisor took half the CPU
+    cpu_steal_peak: tuple | None = None
     # transfer index -> (ready, connected): when the sender could start it (its `after` done,
     # its bytes held) and when its data connection was authenticated (run clock, seconds)
     send_times: dict = field(default_factory=dict)
@@ -246,6 +250,7 @@ def perform(
         cpu: dict[str, float] = {}
         broken_notes: dict[str, list] = {}
         last_cb = 0.0
+        steal_watch = StealWatch(t0)
         while len(done) + len(failed) < len(wanted):
             if time.monotonic() - t0 > timeout:
                 for h in wanted:
@@ -305,6 +310,7 @@ def perform(
                     elif kind == "stats":
                         cpu[h] = float(msg.get("cpu", 0.0))
             now = time.monotonic()
+            steal_watch.tick(now)
             if on_progress and now - last_cb > 0.1:
                 last_cb = now
                 on_progress({x: held_bytes[x] for x in wanted}, now - t0)
@@ -360,6 +366,11 @@ def perform(
     result = Result(plan.planner or "plan", per_host, makespan, aggregate, kind="measured", transfer_times=ttimes)
     busy, niced = _busy(stat0, stat1), _niced(stat0, stat1)
     cpu_bound = _cpu_verdict(cpu, wall, busy, niced)
+    if steal_watch.peak and steal_watch.peak[0] >= STEAL_WARN:
+        warnings.append(
+            f"the hypervisor took {steal_watch.peak[0]:.0%} of this machine's CPU time in the second before "
+            f"t = {steal_watch.peak[1]:.1f} s (steal): times measured around then may be late"
+        )
     return RunOutcome(
         result,
         failed={h: r.reason for h, r in per_host.items() if not r.completed},
@@ -370,8 +381,42 @@ def perform(
         cpu_busy=busy,
         cpu_niced=niced,
         cpu_steal=_steal(stat0, stat1),
+        cpu_steal_peak=steal_watch.peak,
         send_times=send_times,
     )
+
+
+STEAL_WARN = 0.2  # a second with at least this much steal gets a warning in the run's outcome
+
+
+class StealWatch:
+    """The worst ``window`` seconds of hypervisor steal during a run, from /proc/stat read at
+    most every ``every`` seconds (a shared VM here lost up to 57 % of its CPU time for a
+    second, and stable's 1.4 s legs were 11 % late in that run)."""
+
+    def __init__(self, t0: float, window: float = 1.0, every: float = 0.25, read=None):
+        self.t0, self.window, self.every = t0, window, every
+        self.read = read or _cpu_times
+        self.samples: deque = deque()
+        self.peak: tuple | None = None  # (fraction, run clock at the window's end)
+        self.last = -math.inf
+
+    def tick(self, now: float) -> None:
+        if now - self.last < self.every:
+            return
+        self.last = now
+        st = self.read()
+        if not st:
+            return
+        self.samples.append((now, st))
+        # the oldest sample at least `window` before this one starts the window
+        while len(self.samples) > 2 and now - self.samples[1][0] >= self.window:
+            self.samples.popleft()
+        t_old, old = self.samples[0]
+        if now - t_old >= self.window * 0.99:
+            f = _steal(old, st)
+            if f is not None and (self.peak is None or f > self.peak[0]):
+                self.peak = (f, now - self.t0)
 
 
 def _cpu_times():
