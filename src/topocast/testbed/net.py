@@ -89,7 +89,7 @@ def _burst(rate: float, burst: float) -> str:
     return str(max(3028, int(rate * burst)))
 
 
-def _small_packet_class(ns: str, dev: str, r: str, b: str, filter_prio: int = 1) -> None:
+def _small_packet_class(ns: str, dev: str, r: str, b: str) -> None:
     """Class ``1:2`` for packets under ``SMALL_PACKET`` bytes, beside the data class, served
     first (HTB prio 0) and shaped on its own at the link rate (not charged to the data).
 
@@ -105,7 +105,7 @@ def _small_packet_class(ns: str, dev: str, r: str, b: str, filter_prio: int = 1)
     that. A FIFO switch port would still delay them: ``ack_priority=False`` builds that."""
     _tc(ns, "class", "add", "dev", dev, "parent", "1:", "classid", "1:2", "htb", "rate", r, "ceil", r, "burst", b, "cburst", b, "quantum", "1514", "prio", "0")
     mask = f"0x{(0xFFFF & ~(SMALL_PACKET - 1)):04x}"
-    _tc(ns, "filter", "add", "dev", dev, "parent", "1:", "prio", str(filter_prio), "protocol", "ip", "u32", "match", "u16", "0x0000", mask, "at", "2", "flowid", "1:2")
+    _tc(ns, "filter", "add", "dev", dev, "parent", "1:", "prio", "1", "protocol", "ip", "u32", "match", "u16", "0x0000", mask, "at", "2", "flowid", "1:2")
 
 
 def _shape(ns: str, dev: str, rate: float, latency: float, netem: bool, queue: float | None = None, ack_priority: bool = True, burst: float = HTB_BURST) -> dict:
