@@ -75,7 +75,7 @@ def netem_available(ns: str, dev: str) -> bool:
 
 # Token bucket of every shaped class, in seconds of its rate. tc's default (one MTU, 64 us at
 # 200 Mbit/s) loses the link's time whenever HTB's dequeue timer fires late, which on a busy
-# 2-core VM (the hypervisor took up to 25 % of our CPU time during runs) it often does:
+# 2-core VM (the hypervisor took 0-57 % of our CPU time in 0.1 s samples during runs) it does:
 # depth_first on hetero-2switch missed its prediction by up to 20 % (4 runs in 18 above 10 %),
 # 1.0-5.4 % with this bucket alone (docs/experiments/runtime.md). With 5 ms a late timer is
 # caught up; the cost is a burst of at most 5 ms of the rate after an idle period.
