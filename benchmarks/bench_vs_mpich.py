@@ -337,6 +337,9 @@ def main(argv=None) -> int:
     ap.add_argument("--probe-goodput", default=None, metavar="SIZE", help="first measure single-transfer goodput with SIZE bytes")
     ap.add_argument("--render", default=None, metavar="JSON", help="only print the markdown tables of an earlier --json file")
     args = ap.parse_args(argv)
+    if args.htb_burst is not None and not args.htb_burst > 0:
+        ap.error(f"--htb-burst: expected a positive number of seconds, got {args.htb_burst}")
+    htb_burst = HTB_BURST if args.htb_burst is None else args.htb_burst
     if args.render:
         print(render_markdown(json.loads(Path(args.render).read_text())))
         return 0
@@ -351,13 +354,13 @@ def main(argv=None) -> int:
     for p in wanted:
         if p not in registered:
             print(f"bench_vs_mpich: planner {p!r} is not registered here; skipped", file=sys.stderr)
-    everything = {"fair_links": args.fair, "ack_priority": args.ack_priority, "htb_burst": args.htb_burst or HTB_BURST, "fair_uplink": args.fair_uplink, "size_bytes": size, "chunk_size": chunk, "goodput_factor": args.goodput, "topologies": []}
+    everything = {"fair_links": args.fair, "ack_priority": args.ack_priority, "htb_burst": htb_burst, "fair_uplink": args.fair_uplink, "size_bytes": size, "chunk_size": chunk, "goodput_factor": args.goodput, "topologies": []}
     for spec in args.topology or ["builtin:hetero-2switch", "builtin:uniform-2switch"]:
         topo = load_topology(spec)
         source = "s" if "s" in topo.hosts else topo.hosts[0]
         bound = broadcast_bounds(topo, source)
         timeout = 120 + 40 * size * 8 / min(l.bandwidth * 8 for l in topo.links)
-        st = up(topo, name=f"bench-{os.getpid()}", fair=args.fair, ack_priority=args.ack_priority, burst=args.htb_burst or HTB_BURST)
+        st = up(topo, name=f"bench-{os.getpid()}", fair=args.fair, ack_priority=args.ack_priority, burst=htb_burst)
         runs = []
         try:
             for w in st.warnings:

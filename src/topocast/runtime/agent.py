@@ -281,15 +281,14 @@ class Agent:
         # links further on from max-min over this agent's active transfers
         self.pacing = cfg.get("pacing") or None
         self.pacers: dict[str, Pacer] = {}
-        self.buckets: dict[int, TokenBucket] = {}
-        self.active_down: set[int] = set()
+        self.buckets: dict[int, TokenBucket] = {}  # this agent's transfers sending now
         self.pace_lock = threading.Lock()
         if self.pacing:
             cap = self.pacing["capacity"]
+            self.headroom = head = float(self.pacing.get("headroom", HEADROOM))
             for tp in self.pacing["transfers"].values():
                 u = tp.get("uplink")
                 if u is not None and u not in self.pacers:
-                    head = float(self.pacing.get("headroom", HEADROOM))
                     self.pacers[u] = Pacer(float(cap[u]), pacer_burst(float(cap[u]) * head, self.chunk), head)
         initial = [tuple(r) for r in cfg["initial"]]
         if initial:
@@ -437,36 +436,34 @@ class Agent:
             self.send({"type": "broken", "reason": f"transfer {i} to {dst}: sender error {type(exc).__name__}: {exc}"})
             traceback.print_exc()
 
+    def own_cap(self, i: int) -> float | None:
+        """Transfer ``i``'s own bound: the smaller of its rate cap and its fatpipe cap."""
+        own = [c for c in (self.rate_caps.get(i), self.pacing["transfers"][str(i)].get("cap")) if c]
+        return min(own) if own else None
+
     def pace_join(self, i: int, bucket: TokenBucket, pacer: Pacer | None) -> None:
         if pacer is not None:
-            tp = self.pacing["transfers"][str(i)]
-            own = [c for c in (self.rate_caps.get(i), tp.get("cap")) if c]
-            pacer.join(i, min(own) if own else None)
+            pacer.join(i, self.own_cap(i))
         with self.pace_lock:
             self.buckets[i] = bucket
-            self.active_down.add(i)
             self._pace_update()
 
     def pace_leave(self, i: int, pacer: Pacer | None) -> None:
         if pacer is not None:
             pacer.leave(i)
         with self.pace_lock:
-            self.active_down.discard(i)
             self.buckets.pop(i, None)
             self._pace_update()
 
     def _pace_update(self) -> None:
-        """Cap every active transfer at its max-min share of the links after its first hop
-        (among this agent's active transfers), and at its own rate cap."""
+        """Cap every active transfer (those with a bucket) at its max-min share of the links
+        after its first hop (among this agent's active transfers), and at its own cap."""
         tps = self.pacing["transfers"]
-        flows = {i: tps[str(i)]["down"] for i in self.active_down}
-        caps = {}
-        for i in self.active_down:
-            own = [c for c in (self.rate_caps.get(i), tps[str(i)].get("cap")) if c]
-            caps[i] = min(own) if own else None
-        shares = down_caps(flows, self.pacing["capacity"], caps, float(self.pacing.get("headroom", HEADROOM)))
-        for i in self.active_down:
-            self.buckets[i].set_rate(shares.get(i))
+        flows = {i: tps[str(i)]["down"] for i in self.buckets}
+        caps = {i: self.own_cap(i) for i in self.buckets}
+        shares = down_caps(flows, self.pacing["capacity"], caps, self.headroom)
+        for i, bucket in self.buckets.items():
+            bucket.set_rate(shares.get(i))
 
     # ------------------------------------------------------------------ receiving
     def accept_loop(self) -> None:

@@ -444,22 +444,24 @@ def _parse_stat(line: str):
     return total - idle - nice, total, nice, steal
 
 
-def _busy(a, b):
+def _share(a, b, k: int):
+    """Field ``k`` of two ``_parse_stat`` readings as a fraction of all cores' time between
+    them (None without two readings, or if no time passed)."""
     if not a or not b or b[1] <= a[1]:
         return None
-    return (b[0] - a[0]) / (b[1] - a[1])
+    return (b[k] - a[k]) / (b[1] - a[1])
+
+
+def _busy(a, b):
+    return _share(a, b, 0)
 
 
 def _niced(a, b):
-    if not a or not b or b[1] <= a[1]:
-        return None
-    return (b[2] - a[2]) / (b[1] - a[1])
+    return _share(a, b, 2)
 
 
 def _steal(a, b):
-    if not a or not b or b[1] <= a[1]:
-        return None
-    return (b[3] - a[3]) / (b[1] - a[1])
+    return _share(a, b, 3)
 
 
 def _cpu_verdict(cpu: dict, wall: float, busy: float | None = None, niced: float | None = None) -> str:

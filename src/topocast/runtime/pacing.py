@@ -250,11 +250,13 @@ def pacing_config(plan, topology, goodput: float, sndbuf: int, headroom: float =
         h["headroom"] = headroom
         for r in ([uplink] if uplink is not None else []) + down:
             h["capacity"][str(r)] = float(cap_of[r]) * goodput
+        fat_cap = min(fat) * goodput if fat else None
+        own = [c for c in (t.rate_cap, fat_cap) if c]
         h["transfers"][str(i)] = {
             "uplink": None if uplink is None else str(uplink),
             "down": [str(r) for r in down],
-            "cap": min(fat) * goodput if fat else None,
-            "own": min([c for c in (t.rate_cap, min(fat) * goodput if fat else None) if c] or [0.0]) or None,
+            "cap": fat_cap,
+            "own": min(own) if own else None,
         }
     # Small send buffers only where the agent may have to share: a transfer that crosses a
     # link with another transfer of the same sender (whose own caps do not already fit in
