@@ -1,6 +1,6 @@
 """Closed forms (topocast.cost) against the simulator.
 
-* MPICH Hockney formulas (ALGORITHMS.md 5.2-5.4) on a homogeneous switch: within 1 %
+* MPICH Hockney formulas (docs/algorithms.md 5.2-5.4) on a homogeneous switch: within 1 %
   (alpha = 2 x link latency, beta = 1 / link bandwidth, gamma = the hosts' reduction cost);
 * GridMPI formulas on a two-cluster grid with a long, fat wide-area link: our step-by-step
   forms exactly, the slides' simplified forms within their (p-1)/p factors;

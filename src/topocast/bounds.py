@@ -1,4 +1,4 @@
-"""Physical upper bounds for a broadcast (ALGORITHMS.md section 8).
+"""Physical upper bounds for a broadcast (docs/algorithms.md section 8).
 
 No plan can give destination ``d`` more than ``maxflow(S -> d)`` over the directed link
 capacities (a unicast flow needs no duplication, so this holds even though switches cannot

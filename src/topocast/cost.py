@@ -1,11 +1,11 @@
 """Closed-form costs of the MPI collectives (Hockney) and of the GridMPI grid collectives.
 
-Hockney model (MPICH source comments, ALGORITHMS.md 5.1-5.4): sending ``n`` bytes costs
+Hockney model (MPICH source comments, docs/algorithms.md 5.1-5.4): sending ``n`` bytes costs
 ``alpha + n beta``, reducing them ``n gamma``; ``p`` processes. On a switch whose host links
 have bandwidth ``B`` and latency ``l`` the simulator gives ``alpha = 2 l`` (two links) and
 ``beta = 1/B`` (:func:`hockney_params`).
 
-GridMPI model (Matsuda et al., Cluster 2006, ALGORITHMS.md 5.5-5.6): ``M`` message size,
+GridMPI model (Matsuda et al., Cluster 2006, docs/algorithms.md 5.5-5.6): ``M`` message size,
 ``B`` NIC bandwidth, ``L`` inter-cluster latency, ``n`` inter-cluster connections; intra-cluster
 latency ignored. ``*_paper`` functions are the slide formulas; ``*_model`` functions are the
 same algorithms as topocast plans them (``p`` hosts per cluster, intra-cluster ``alpha``, the

@@ -26,7 +26,7 @@ def test_figure1_cost_formula():
 
 
 def test_max_min_respects_nic():
-    # the paper's rule min(1, k/|A|) would give 1.0 < W = 2 here (ALGORITHMS.md 7.5)
+    # the paper's rule min(1, k/|A|) would give 1.0 < W = 2 here (docs/algorithms.md 7.5)
     assert brute_force_time(np.array([[1, 1], [0, 0]]), 2) == pytest.approx(2.0)
 
 

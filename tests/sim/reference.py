@@ -1,6 +1,6 @@
 """An independent, slow, obviously-correct reference for ``topocast.sim.simulate``.
 
-Written from DESIGN.md "Simulator" and the docstring of ``topocast.plan`` only (not from
+Written from docs/design.md "Simulator" and the docstring of ``topocast.plan`` only (not from
 ``sim/engine.py``), for small plans in tests. Everything is exact rational arithmetic
 (``fractions.Fraction``): no tolerances, no snapping, so every equality below is exact.
 

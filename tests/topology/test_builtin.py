@@ -29,7 +29,7 @@ def test_unknown_builtin_lists_names():
 
 
 def _stable_trees(t, source):
-    """The stable-broadcast construction of ALGORITHMS.md 1.2 on a tree (test oracle)."""
+    """The stable-broadcast construction of docs/algorithms.md 1.2 on a tree (test oracle)."""
     res = {i: t.link_bandwidth[i] for i in range(len(t.links))}
     dests = [h for h in t.hosts if h != source]
     trees = []

@@ -28,7 +28,7 @@ def register(sub) -> None:
     p.add_argument("--destinations", help="comma-separated destination hosts (default: all other hosts)")
     p.add_argument("--chunk-size", type=size_arg, default=0, help="pipelining chunk for the prediction (default 0 = fluid)")
     p.add_argument("--seed", type=int, default=0, help="seed for randomized planners (default 0)")
-    p.add_argument("--json", action="store_true", help="print the JSON of DESIGN.md instead of a table")
+    p.add_argument("--json", action="store_true", help="print the JSON (docs/design.md, \"Command line\") instead of a table")
     p.add_argument("--plot", metavar="FILE", help="write a plot of per-host predicted rates beside the bound")
     p.set_defaults(func=run)
 

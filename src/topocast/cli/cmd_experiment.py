@@ -21,7 +21,7 @@ def register(sub) -> None:
     sb.add_argument("--out", type=Path, default=Path("out/stable-broadcast"), help="output folder (default out/stable-broadcast)")
     sb.add_argument("--quick", action="store_true", help="a small version (4 settings, 10/50 destinations, 2 draws)")
     sb.add_argument("--data", type=Path, default=None,
-                    help="also run every planner on the SimGrid/Topology Zoo files of this folder (e.g. ../shared/data)")
+                    help="also run every planner on the SimGrid/Topology Zoo files of this folder (SimGrid's examples/platforms, Topology Zoo GraphML; docs/topology.md)")
     sb.add_argument("--default-bandwidth", type=bandwidth_arg, default=bandwidth_arg("1Gbps"), metavar="BW",
                     help="bandwidth of Topology Zoo links without a speed (default 1Gbps)")
     sb.add_argument("--skip-study", action="store_true", help="with --data: only the real-topology table")

@@ -1,4 +1,4 @@
-"""Reproduction of the Stable Broadcast paper's simulation study (ALGORITHMS.md 1.6).
+"""Reproduction of the Stable Broadcast paper's simulation study (docs/algorithms.md 1.6).
 
 Paper [S:SB-slides 26-29, 33, 40]: 5 algorithms (flat tree, random pipeline, depth-first
 (FPFR), Dijkstra, stable) simulated on "a real topology"; 8 bandwidth settings (4
@@ -12,7 +12,7 @@ Ours ([I]):
   not given); ``N_HOSTS`` hosts in ``N_CLUSTERS`` clusters, one topology per bandwidth setting
   (seed 0), Mbit/s; draws pick the source and destinations uniformly (seed = draw index);
 * "depth-first (FPFR)" is run twice, as ``depth_first`` (one unpaced chain; with our
-  store-and-forward relays a host gets the minimum hop rate up to it, ALGORITHMS.md 2.3) and as
+  store-and-forward relays a host gets the minimum hop rate up to it, docs/algorithms.md 2.3) and as
   ``fpfr`` (paced common rate); the paper's curve is FPFR's. We also run
   ``balanced_multicast`` and ``optimal``;
 * rates come from topocast's simulator (max-min sharing, pacing caps, fluid pipelining), not

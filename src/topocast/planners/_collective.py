@@ -421,7 +421,7 @@ def log2ceil(p: int) -> int:
 
 # --------------------------------------------------------------------------- GridMPI layout
 class GridLayout:
-    """Data layout of the GridMPI modified algorithms [I] (ALGORITHMS.md 5.6).
+    """Data layout of the GridMPI modified algorithms [I] (docs/algorithms.md 5.6).
 
     The message ``[0, size)`` is cut into ``n`` blocks (one per inter-cluster connection).
     The ``p`` hosts of a cluster (``hosts`` in relative order: ``hosts[0]`` is the root or

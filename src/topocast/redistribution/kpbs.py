@@ -2,7 +2,7 @@
 
 Reference: E. Jeannot and F. Wagner, "Scheduling Messages for Data Redistribution: an
 Experimental Study", AINA 2006 (seed 004_6c3581e42f2381fc.txt), sections 2 and 3;
-ALGORITHMS.md section 7.
+docs/algorithms.md section 7.
 
 Model (section 2.1 of the paper): ``m_ij`` is the time to send block (i, j) alone
 (bytes / uncontended speed ``nic``); at most ``k`` transfers run at once without contention;
@@ -151,7 +151,7 @@ def brute_force_time(matrix, backbone: float, *, nic: float = 1.0, send_cap=None
 
     Every block starts at once; the transport shares the capacity max-min fairly (NIC
     capacity 1, backbone ``backbone`` in units of the NIC speed, i.e. k); advance to the
-    first completion, remove it, recompute the shares (ALGORITHMS.md 7.5).
+    first completion, remove it, recompute the shares (docs/algorithms.md 7.5).
 
     ``send_cap`` / ``recv_cap`` (optional, in units of ``nic``): NIC capacity of each sender /
     receiver when the clusters are not homogeneous ([I] extension; the paper's model has 1).

@@ -1,4 +1,4 @@
-"""Performing plans for real: agents over TCP, launchers, the coordinator (DESIGN.md,
+"""Performing plans for real: agents over TCP, launchers, the coordinator (docs/design.md,
 "Performing plans").
 
 ``perform(plan, launcher=make_launcher("local"))`` runs a plan and returns a

@@ -9,7 +9,7 @@ The agent listens for data connections on ``bind`` (port chosen by the kernel), 
 the coordinator, says hello (name, port), receives its configuration (its transfers, peers,
 what it holds and wants), loads its initial bytes and waits for ``start``.
 
-Data plane (DESIGN.md "Performing plans"):
+Data plane (docs/design.md "Performing plans"):
 
 * every outgoing transfer has its own thread and TCP connection, so a slow child never stalls
   its siblings; a store-and-forward transfer waits until the agent holds all its bytes, a

@@ -1,4 +1,4 @@
-"""The fluid, flow-level simulator (DESIGN.md, "Simulator")."""
+"""The fluid, flow-level simulator (docs/design.md, "Simulator")."""
 
 from .engine import simulate
 

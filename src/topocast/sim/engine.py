@@ -1,4 +1,4 @@
-"""Fluid, flow-level simulator of a Plan on a Topology (DESIGN.md, "Simulator").
+"""Fluid, flow-level simulator of a Plan on a Topology (docs/design.md, "Simulator").
 
 Life of a transfer::
 
@@ -513,7 +513,7 @@ class _Sim:
 
 
 def simulate(plan: Plan, topology, *, chunk_size: int | None = None) -> Result:
-    """Predict how ``plan`` runs on ``topology`` (fluid max-min model; DESIGN.md "Simulator").
+    """Predict how ``plan`` runs on ``topology`` (fluid max-min model; docs/design.md "Simulator").
 
     Parameters
     ----------

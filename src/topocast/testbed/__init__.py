@@ -1,5 +1,5 @@
 """The emulated network: namespaces, bridges, veth pairs and HTB shaping built from any
-topology file (DESIGN.md, "Emulated network"). Needs root."""
+topology file (docs/design.md, "Emulated network"). Needs root."""
 
 from .net import counters, down, exec_argv, netem_available, require_root, status, up
 from .state import TestbedError, TestbedState, list_states, load_state

@@ -1,4 +1,4 @@
-"""Build an emulated network from a topology file (DESIGN.md, "Emulated network").
+"""Build an emulated network from a topology file (docs/design.md, "Emulated network").
 
 * one network namespace per host (``<prefix>-h<i>``) and one more, ``<prefix>-sw``, that
   holds a Linux bridge per switch: the root namespace is never touched, and deleting the

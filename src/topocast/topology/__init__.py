@@ -3,7 +3,7 @@
 ``load_topology(spec)`` reads any supported source:
 
 * ``builtin:NAME`` — a built-in example (``topocast topology show builtin:list`` lists them);
-* ``*.yaml``, ``*.yml``, ``*.json`` — the topocast topology file (DESIGN.md);
+* ``*.yaml``, ``*.yml``, ``*.json`` — the topocast topology file (docs/design.md);
 * ``*.xml`` — a SimGrid platform;
 * ``*.conf`` — an OptorSim grid description;
 * ``*.graphml`` — an Internet Topology Zoo graph.

@@ -32,7 +32,7 @@ def stable_example() -> Topology:
                   B    C
 
     Single-transfer bandwidths b(A)=600, b(B)=300, b(C)=100 Mbit/s. The stable algorithm
-    (ALGORITHMS.md 1.2) makes T1 = S,A,B,C (spanning, V1 = 100: sw1-C saturates), T2 = S,A,B
+    (docs/algorithms.md 1.2) makes T1 = S,A,B,C (spanning, V1 = 100: sw1-C saturates), T2 = S,A,B
     (partial, V2 = 200: sw1-B saturates) and T3 = S,A (partial, V3 = 300: sw0-A saturates),
     so r(A) = 600, r(B) = 300, r(C) = 100 and the aggregate is 1000 Mbit/s, the bound.
     """

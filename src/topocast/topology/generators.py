@@ -8,7 +8,7 @@ exactly ``mbit * 125_000`` bytes/s.
 The first host of every generated topology is the natural broadcast source.
 
 References: the multi-cluster trees and their four bandwidth settings follow the Stable
-Broadcast study (Takahashi, Saito, Shibata, Taura, CCGrid 2008; ALGORITHMS.md 1.6); the
+Broadcast study (Takahashi, Saito, Shibata, Taura, CCGrid 2008; docs/algorithms.md 1.6); the
 two-cluster grid is GridMPI's "long and fast" setting (two clusters, one wide-area link);
 the fat-tree is Al-Fares, Loukissas, Vahdat, "A scalable, commodity data center network
 architecture", SIGCOMM 2008.
@@ -123,7 +123,7 @@ def multi_cluster_tree(
 ) -> Topology:
     """Clusters of hosts under switches, the switches joined into a random tree.
 
-    The Stable Broadcast study's simulated topologies (ALGORITHMS.md 1.6)::
+    The Stable Broadcast study's simulated topologies (docs/algorithms.md 1.6)::
 
                       sw0 ---- sw3
                      /   \\       \\            switches: a random tree

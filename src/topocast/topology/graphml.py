@@ -1,7 +1,7 @@
 """Internet Topology Zoo GraphML import.
 
 Reference: Knight, Nguyen, Falkner, Bowden, Roughan, "The Internet Topology Zoo", IEEE JSAC
-29(9), 2011 (files under CC BY 4.0; see ../shared/data/PROVENANCE.md).
+29(9), 2011 (files under CC BY 4.0, from the Topology Zoo's site; docs/topology.md).
 
 Mapping [our readings marked I]:
 
@@ -27,7 +27,7 @@ Mapping [our readings marked I]:
   a real fibre path is longer, so this is a lower bound. Links with an end lacking
   coordinates keep 0 s.
 * A disconnected graph fails with the model's error naming an unreachable host (we do not
-  silently drop components). None of the 22 files shipped in ../shared/data is disconnected.
+  silently drop components). (None of the Zoo files the tests read is disconnected.)
 """
 
 from __future__ import annotations

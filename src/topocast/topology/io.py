@@ -1,6 +1,6 @@
 """The topocast topology file (YAML or JSON, the same keys): load and save.
 
-Format (DESIGN.md, "Topology file")::
+Format (docs/design.md, "Topology file")::
 
     name: two-clusters
     hosts: [s, a1, a2, b1, b2]          # hosts send, receive, store and relay data
@@ -541,7 +541,7 @@ def to_data(t: Topology) -> dict:
 
 
 class _FlowDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):
-    """Block style at the top, flow style for each link/route/host list (like DESIGN.md)."""
+    """Block style at the top, flow style for each link/route/host list (like docs/design.md)."""
 
 
 def _represent_list(dumper, data):

@@ -1,6 +1,6 @@
 """OptorSim grid descriptions (``.conf``): a bandwidth matrix with per-site CE/SE counts.
 
-Format (worked out in ../shared/data/PROVENANCE.md)::
+Format (reconstructed from the OptorSim distribution's example files; docs/topology.md)::
 
     #0)WC_Gla                  optional name lines "#i)name"
     ...

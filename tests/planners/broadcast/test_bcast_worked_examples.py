@@ -1,4 +1,4 @@
-"""Worked examples by hand for the bandwidth-oriented broadcast planners (ALGORITHMS.md 1-3)."""
+"""Worked examples by hand for the bandwidth-oriented broadcast planners (docs/algorithms.md 1-3)."""
 
 import math
 
@@ -126,7 +126,7 @@ def test_dijkstra_load_aware_prefers_unshared_links():
     # step 1: S->H0 (100); step 2: H0->H2 (min(100, 100/1, 100)=100 beats S->H2 at 100/2);
     # step 3: H1 at 10 from the earliest host (S)
     assert hops == [("S", "H0"), ("H0", "H2"), ("S", "H1")]
-    # the literal widest-path variant degenerates to the flat tree on a star (ALGORITHMS.md 2.5)
+    # the literal widest-path variant degenerates to the flat tree on a star (docs/algorithms.md 2.5)
     assert all(u == "S" for u, _ in dijkstra_tree(topo, "S", ["H0", "H1", "H2"], variant="widest"))
     plan = plan_dijkstra(topo, Broadcast("S", 1000))
     check_plan(plan, topo)

@@ -166,7 +166,7 @@ def test_one_huge_message_and_large_k(m, where, k, bottleneck, unit):
 @pytest.mark.parametrize("n", [4, 7])
 @pytest.mark.parametrize("beta", [0.05, 1.0, 20.0])
 def test_complete_matrix_k_equals_n(n, beta):
-    """ALGORITHMS.md 7.3: raw peeling has no constant ratio on complete n x n matrices with
+    """docs/algorithms.md 7.3: raw peeling has no constant ratio on complete n x n matrices with
     k = n when beta > 0; the normalised peeling stays within 8/3."""
     rng = np.random.default_rng(n)
     m = rng.integers(1, 100, (n, n)) * 1000

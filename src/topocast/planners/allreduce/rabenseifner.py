@@ -1,5 +1,5 @@
 """Rabenseifner's allreduce: reduce-scatter by recursive halving + allgather by recursive
-doubling (MPICH ``allreduce_intra_reduce_scatter_allgather.c``, ALGORITHMS.md 5.4).
+doubling (MPICH ``allreduce_intra_reduce_scatter_allgather.c``, docs/algorithms.md 5.4).
 
 (step 1) non-powers of two as MPICH: among the first ``2 rem`` ranks the evens send their
 vector to rank + 1 (reduce) and sit out; (step 2) reduce-scatter: with the ``pof2`` blocks

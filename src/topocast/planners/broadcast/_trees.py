@@ -1,15 +1,15 @@
-"""Shared machinery of the bandwidth-oriented broadcast planners (ALGORITHMS.md 0.2, 1-3).
+"""Shared machinery of the bandwidth-oriented broadcast planners (docs/algorithms.md 0.2, 1-3).
 
 * :class:`Arborescence` - a rooted tree over the topology's nodes in DFS preorder, as numpy
   arrays, so that the depth-first pipeline of any set of destinations ("tracing every
-  destination", ALGORITHMS.md 1.2) and the links it uses are computed without Python loops
+  destination", docs/algorithms.md 1.2) and the links it uses are computed without Python loops
   over hosts.
 * :func:`residual_pipelines` - the capacity-subtraction loop shared by Stable Broadcast
   (partial trees allowed) and FPFR (spanning trees only).
 * :func:`nested_layout` - the byte layout that folds the staged re-send of Stable Broadcast
-  (ALGORITHMS.md 1.4) into one continuous stream per tree (see the function's docstring).
+  (docs/algorithms.md 1.4) into one continuous stream per tree (see the function's docstring).
 * :func:`pipeline_transfers` - rated pipelines + byte sequences -> Transfers (paced, pipelined).
-* :func:`e1_rates`, :func:`e2_rates` - the analytic evaluators E1 and E2 of ALGORITHMS.md 0.2.
+* :func:`e1_rates`, :func:`e2_rates` - the analytic evaluators E1 and E2 of docs/algorithms.md 0.2.
 
 Ours ([I]): every design decision in this module. The papers give the capacity-subtraction loop
 and the staged transfer only in prose; the preorder/Euler-tour formulation, the drop rule for
@@ -337,7 +337,7 @@ def residual_pipelines(topology, source: str, destinations: Sequence[str], *, pa
             info["unreachable"] = [topology.nodes[i] for i in dest_idx.tolist() if not reached[i]]
         if not active.any() or (not partial and int(active.sum()) < target):
             break
-        # drop rule for exhausted up-links (asymmetric capacities), ALGORITHMS.md 1.3
+        # drop rule for exhausted up-links (asymmetric capacities), docs/algorithms.md 1.3
         while True:
             down_used, up_used = arb.chain_usage(active)
             uses = np.bincount(res_of[arb.down[down_used]], minlength=n_res) + np.bincount(
@@ -385,7 +385,7 @@ def _prefix(seq: list[tuple[int, int]], p: int) -> list[tuple[int, int]]:
 def nested_layout(size: int, rates: Sequence[float]) -> list[tuple[tuple[int, int], ...]]:
     """Byte sequences for nested rated trees T_1 ⊇ T_2 ⊇ ... (rates V_1, V_2, ...).
 
-    The staged transfer of ALGORITHMS.md 1.4 as one continuous stream per tree [I, ours]:
+    The staged transfer of docs/algorithms.md 1.4 as one continuous stream per tree [I, ours]:
     with ``R_L = V_1 + ... + V_L`` and ``t_L = M / R_L``, tree 1 carries ``[0, M)`` in order
     and tree L carries, in increasing byte order, the complement of the union over ``j < L``
     of the first ``p_{j,L} = floor(M V_j / R_L)`` bytes of tree j's sequence.
@@ -445,7 +445,7 @@ def pipeline_transfers(source: str, pipelines: Sequence[Pipeline], sequences, *,
     """One paced, pipelined transfer per hop of every pipeline, carrying that tree's sequence.
 
     Hop k of tree n is pipelined with ``upstream`` = hop k-1 of the same tree; every hop is
-    capped at the tree's rate V_n (pacing, ALGORITHMS.md 1.4). Trees with an empty sequence are
+    capped at the tree's rate V_n (pacing, docs/algorithms.md 1.4). Trees with an empty sequence are
     skipped.
     """
     out: list[Transfer] = []
@@ -467,7 +467,7 @@ def pipeline_transfers(source: str, pipelines: Sequence[Pipeline], sequences, *,
 
 # --------------------------------------------------------------------------- evaluators
 def e1_rates(pipelines: Sequence[Pipeline], destinations: Sequence[str]) -> dict[str, float]:
-    """E1 (rated trees): ``r(d) = Σ_{n: d ∈ T_n} V_n`` (ALGORITHMS.md 0.2)."""
+    """E1 (rated trees): ``r(d) = Σ_{n: d ∈ T_n} V_n`` (docs/algorithms.md 0.2)."""
     r = dict.fromkeys(destinations, 0.0)
     for p in pipelines:
         for m in p.members:
@@ -478,7 +478,7 @@ def e1_rates(pipelines: Sequence[Pipeline], destinations: Sequence[str]) -> dict
 
 def e2_rates(topology, hops: Sequence[tuple[str, str]], source: str) -> dict[str, float]:
     """E2 (unrated single structure): equal split of every link among the hops crossing it;
-    ``r(v) = min(r(parent), hop rate)`` (ALGORITHMS.md 0.2). ``hops`` in parent-first order."""
+    ``r(v) = min(r(parent), hop rate)`` (docs/algorithms.md 0.2). ``hops`` in parent-first order."""
     load: dict[int, int] = {}
     routes = [topology.route(u, v) for u, v in hops]
     for r in routes:

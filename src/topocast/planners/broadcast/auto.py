@@ -75,7 +75,7 @@ def choose(collective: str, topology, request, *, by: str = "makespan", candidat
     "broadcast",
     "auto",
     summary="tries every registered broadcast planner in the simulator and keeps the best (makespan or aggregate bandwidth)",
-    reference="topocast (selection by predicted time, as DESIGN.md 'Planners')",
+    reference="topocast (selection by predicted time, as docs/design.md 'Planners')",
     tags=("selector",),
 )
 def plan_auto(topology, request: Broadcast, *, by: str = "makespan", candidates=None) -> Plan:

@@ -1,7 +1,7 @@
 """Balanced Multicasting: per-tree rates from a linear program over candidate spanning trees.
 
 Reference: M. den Burger, T. Kielmann, H. E. Bal, "Balanced Multicasting: High-throughput
-Communication for Grid Applications", SC 2005; ALGORITHMS.md section 3.
+Communication for Grid Applications", SC 2005; docs/algorithms.md section 3.
 
 Paper [S:BM-abs]: uses monitored bandwidth capacity and achievable bandwidth to compute
 balanced multicast trees; application-level traffic shaping at the sender side avoids

@@ -1,6 +1,6 @@
 """MPICH's binomial-tree broadcast (relative ranks).
 
-Reference: MPICH ``src/mpi/coll/bcast/bcast_intra_binomial.c`` (ALGORITHMS.md 5.2):
+Reference: MPICH ``src/mpi/coll/bcast/bcast_intra_binomial.c`` (docs/algorithms.md 5.2):
 relative rank ``r = (rank - root) mod p`` receives from ``r`` minus its lowest set bit, then
 sends the whole message to ``r + mask`` for decreasing masks (largest subtree first) with
 blocking sends. Hockney cost ``ceil(lg p) (alpha + n beta)``.

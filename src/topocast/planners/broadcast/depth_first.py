@@ -5,7 +5,7 @@ the source; each hop is carried along the DFS tree path between consecutive host
 their lowest common ancestor, then down), so on a tree every directed link is used at most
 once. Every hop is pipelined: a host forwards bytes as they arrive.
 
-Readings that are ours (ALGORITHMS.md 2.3, [I]): the source gives no child order; we visit
+Readings that are ours (docs/algorithms.md 2.3, [I]): the source gives no child order; we visit
 neighbours by decreasing link bandwidth (ties: node order), which on a tree does not change
 any link's load. On a general graph the DFS spanning tree fixes the paths (explicit ``path``
 on each hop) instead of the topology's default routes, which keeps the one-use-per-link

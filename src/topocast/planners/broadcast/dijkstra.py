@@ -2,7 +2,7 @@
 
 Reference: C.-M. Wang, C.-C. Wu, H.-M. Chang (Wang, Wu, Chang), "A novel data grid coherence
 protocol using pipeline-based aggressive copy method", GPC 2007, pp. 484-495; as described
-in the Stable Broadcast slides [S:SB-slides 15, 43]; ALGORITHMS.md section 2.5.
+in the Stable Broadcast slides [S:SB-slides 15, 43]; docs/algorithms.md section 2.5.
 
 Paper (as summarised by the slides): build the relaying structure greedily, adding one by one
 the node reachable with the maximum bandwidth; slow nodes have little effect; some links are
@@ -13,7 +13,7 @@ Ours ([I]):
   ``min(rate[u], min_{e in route(u,v)} c(e) / (load(e) + 1))`` where ``load`` counts the hops
   already chosen that cross e; the best candidate is added (ties: lowest host order, parent
   first), then ``load`` is updated. Read literally with isolated bandwidths the greedy
-  degenerates on trees (ALGORITHMS.md 2.5), so the literal readings are options:
+  degenerates on trees (docs/algorithms.md 2.5), so the literal readings are options:
   ``"widest"`` (variant A, widest path ``min(key[u], bw(u,v))``) and ``"prim"`` (variant B,
   ``bw(u,v)``);
 * every host forwards the whole message to all its children at once, pipelined, no caps.

@@ -2,7 +2,7 @@
 
 Reference: R. Izmailov, S. Ganguly, N. Tu, "Fast Parallel File Replication in Data Grid",
 GGF-10, March 2004; as described in the Stable Broadcast slides [S:SB-slides 16-19];
-ALGORITHMS.md section 2.4.
+docs/algorithms.md section 2.4.
 
 Paper: iteratively create a spanning tree T_n by tracing every destination, set V_n to its
 bottleneck, subtract V_n from the remaining bandwidth; each tree sends a different fraction of

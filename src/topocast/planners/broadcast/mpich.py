@@ -1,6 +1,6 @@
 """MPICH's default broadcast selection (what ``MPI_Bcast`` does out of the box).
 
-Reference: MPICH ``bcast_intra_auto`` and its cvars (ALGORITHMS.md 5.3):
+Reference: MPICH ``bcast_intra_auto`` and its cvars (docs/algorithms.md 5.3):
 binomial if the message is shorter than ``BCAST_SHORT_MSG_SIZE`` = 12288 bytes or there are
 fewer than ``BCAST_MIN_PROCS`` = 8 processes; otherwise scatter + recursive-doubling allgather
 if the message is shorter than ``BCAST_LONG_MSG_SIZE`` = 524288 bytes and ``p`` is a power of

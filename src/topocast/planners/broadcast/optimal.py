@@ -3,7 +3,7 @@
 Reference: goes beyond Takahashi et al., "A Stable Broadcast Algorithm", CCGrid 2008, whose
 stated future work is "an algorithm that maximizes aggregate bandwidth in general graph
 topologies" [S:SB-slides 36]; LP over trees with column generation as suggested for Balanced
-Multicasting in ALGORITHMS.md section 3; bounds of section 8.
+Multicasting in docs/algorithms.md section 3; bounds of section 8.
 
 Everything here is ours ([I]):
 
@@ -32,7 +32,7 @@ Everything here is ours ([I]):
    bound, the achieved aggregate, the gap to the bound, the method and the rounds.
 
 What it is not: a proof of optimality over all routings. Packing Steiner trees is NP-hard
-and routing alone can stay below the max-flow bound (ALGORITHMS.md 8); the notes report the
+and routing alone can stay below the max-flow bound (docs/algorithms.md 8); the notes report the
 remaining gap to that bound, which is an upper bound on what any plan could add.
 """
 

@@ -3,11 +3,11 @@
 Reference: used as a baseline in K. Takahashi et al., "A Stable Broadcast Algorithm",
 CCGrid 2008 [S:SB-slides 15, 41] ("trace all the destinations from the source; some links used
 by many transfers become bottlenecks"); the real-machine comparison kept the best of 100
-random trials. ALGORITHMS.md section 2.2.
+random trials. docs/algorithms.md section 2.2.
 
 Ours ([I]): chain ``S -> π(1) -> ... -> π(|D|)`` for a uniformly random permutation π
 (numpy ``default_rng(seed)``), hops routed by the topology, pipelined, no rate caps. With
-``trials > 1`` the draw with the best E2 aggregate (ALGORITHMS.md 0.2, equal split per link,
+``trials > 1`` the draw with the best E2 aggregate (docs/algorithms.md 0.2, equal split per link,
 a chain inherits its slowest upstream hop) is kept - the paper's "best of 100"; E2 is our
 choice of judge because it is cheap, the simulator then predicts the kept chain.
 """

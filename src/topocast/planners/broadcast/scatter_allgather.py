@@ -3,7 +3,7 @@
 Reference: Barnett, Gupta, Payne, Shuler, van de Geijn, Watts, "Interprocessor collective
 communication library (InterCom)", SHPCC 1994; as implemented in MPICH
 ``bcast_intra_scatter_ring_allgather.c`` and
-``bcast_intra_scatter_recursive_doubling_allgather.c`` (ALGORITHMS.md 5.3).
+``bcast_intra_scatter_recursive_doubling_allgather.c`` (docs/algorithms.md 5.3).
 
 1. (step 1) binomial scatter from the root: the message is cut into ``p`` chunks of
    ``ceil(n/p)`` bytes, relative rank ``i`` gets chunk ``i``;

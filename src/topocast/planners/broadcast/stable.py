@@ -1,8 +1,8 @@
 """Stable Broadcast: spanning and partial depth-first trees with capacity subtraction.
 
 Reference: K. Takahashi, H. Saito, T. Shibata, K. Taura, "A Stable Broadcast Algorithm",
-IEEE CCGrid 2008, Lyon, pp. 392-400 (slides: ../shared/seeds/000_1a57dc194af4dab6.txt);
-ALGORITHMS.md section 1.
+IEEE CCGrid 2008, Lyon, pp. 392-400;
+docs/algorithms.md section 1.
 
 Paper [S:SB-slides 21-23]: modify FPFR; iteratively (1) create a tree T_n by tracing every
 destination, (2) set its throughput V_n to the bottleneck, (3) subtract V_n from the remaining
@@ -12,10 +12,10 @@ uses every tree; stage s re-sends, over the remaining trees, what the retired tr
 Ours ([I]):
 * "tracing every destination" = a depth-first pipeline (DFS preorder chain, hops along the
   tree path), destinations included iff their down path still has positive residual capacity,
-  so trees are nested T_1 ⊇ T_2 ⊇ ... (ALGORITHMS.md 1.2); on general graphs the DFS runs
+  so trees are nested T_1 ⊇ T_2 ⊇ ... (docs/algorithms.md 1.2); on general graphs the DFS runs
   over positive residual links, neighbours by decreasing residual capacity;
 * asymmetric capacities: a destination behind an exhausted up-link is dropped from this and
-  later trees (ALGORITHMS.md 1.3);
+  later trees (docs/algorithms.md 1.3);
 * the staged re-send is folded into one continuous stream per tree
   (:func:`~._trees.nested_layout`): at ``t_L = M / (V_1+...+V_L)`` the prefixes of trees
   1..L tile the message, so a host in T_1..T_L finishes exactly at t_L. This needs

@@ -10,7 +10,7 @@ The papers' step-by-step text was not available to us: the AINA'06 paper (comple
 GGP/OGGP to [5, 10]; for IPDPS'04, RR-5077 and TPDS'06 only the abstracts could be found
 (public searches found the TPDS abstract: "two 8/3-approximation algorithms with low
 complexity", the IPDPS'04 abstract: "a 2-approximation"). We implement the reconstruction of
-ALGORITHMS.md 7.3 [I/R]:
+docs/algorithms.md 7.3 [I/R]:
 
 1. weights: with ``beta > 0`` every block is *normalised* to whole units of ``beta``
    (``x = ceil(bytes / (beta * nic))``) — this bounds the number of steps; with ``beta = 0``
@@ -45,8 +45,8 @@ leaving the closed set, and ``t`` drops to exactly that weight. When every row i
 ``t`` is the bottleneck: a perfect matching within ``E >= t`` exists and none above. The
 matching then adopted is a fresh Hopcroft-Karp matching of ``E >= t`` (a tie-break that
 keeps the peel counts of the earlier probe-based search). About two Hopcroft-Karp runs per
-peel instead of ~5 probes (dense 100 x 100, k = 10, beta = 0, loaded shared machine:
-4.9-6.6 s -> 1.4-1.8 s; docs/experiments/redistribution.md, notes/oggp-speed.md).
+peel instead of ~5 probes (the measured speed-up is in docs/experiments/redistribution.md,
+"Speed").
 """
 
 from __future__ import annotations
@@ -542,7 +542,7 @@ def schedule_request(topology, request: Redistribution, *, bottleneck: bool, uni
     "redistribute",
     "ggp",
     summary="Generic Graph Peeling: steps of <= k transfers (matchings), preemption, barriers",
-    reference="Wagner & Jeannot, IPDPS 2004 / Cohen, Jeannot, Padoy, Wagner, TPDS 2006 (reconstruction, ALGORITHMS.md 7.3)",
+    reference="Wagner & Jeannot, IPDPS 2004 / Cohen, Jeannot, Padoy, Wagner, TPDS 2006 (reconstruction, docs/algorithms.md 7.3)",
 )
 def ggp(topology, request: Redistribution, *, unit: int | None = None, barrier: str = "auto", merge: bool = True):
     """GGP schedule of ``request`` as a plan (``unit``: bytes per peeling unit, default beta * nic)."""

@@ -1,7 +1,7 @@
 """OGGP — Optimized Generic Graph Peeling (Wagner & Jeannot, IPDPS 2004; INRIA RR-5077;
 Cohen, Jeannot, Padoy & Wagner, IEEE TPDS 2006).
 
-Which reading we implemented ([R]/[I], ALGORITHMS.md 7.4; the step-by-step text of the
+Which reading we implemented ([R]/[I], docs/algorithms.md 7.4; the step-by-step text of the
 papers was not available, only abstracts): the same weight-regular graph and peeling as
 :mod:`.ggp`, but every peel uses a *bottleneck* perfect matching — one whose smallest weight
 is as large as possible — so each step removes more weight and the schedule needs fewer
@@ -26,7 +26,7 @@ __all__ = ["oggp"]
     "redistribute",
     "oggp",
     summary="Optimized GGP: peels bottleneck perfect matchings (fewer steps, less set-up)",
-    reference="Wagner & Jeannot, IPDPS 2004 / Cohen, Jeannot, Padoy, Wagner, TPDS 2006 (reconstruction, ALGORITHMS.md 7.4)",
+    reference="Wagner & Jeannot, IPDPS 2004 / Cohen, Jeannot, Padoy, Wagner, TPDS 2006 (reconstruction, docs/algorithms.md 7.4)",
 )
 def oggp(topology, request: Redistribution, *, unit: int | None = None, barrier: str = "auto", merge: bool = True):
     """OGGP schedule of ``request`` as a plan (``unit``: bytes per peeling unit, default beta * nic)."""
