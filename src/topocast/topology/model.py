@@ -88,6 +88,8 @@ class Topology:
         Free-form attributes kept from imported files (ids, coordinates, ...).
     source : str, optional
         Where the topology came from (file name), used in error messages.
+    notes : sequence of str
+        What an importer left out or changed, in words (``topology show`` prints them).
     """
 
     name: str
@@ -100,6 +102,7 @@ class Topology:
     reduction_cost: Mapping[str, float] = field(default_factory=dict)
     attrs: Mapping[str, Mapping] = field(default_factory=dict)
     source: str | None = None
+    notes: tuple[str, ...] = ()
 
     # ------------------------------------------------------------------ construction
     def __init__(
@@ -115,6 +118,7 @@ class Topology:
         reduction_cost: Mapping[str, float] | None = None,
         attrs: Mapping[str, Mapping] | None = None,
         source: str | None = None,
+        notes: Iterable[str] = (),
         check_connected: bool = True,
     ):
         s = object.__setattr__
@@ -128,6 +132,7 @@ class Topology:
         s(self, "reduction_cost", MappingProxyType(dict(reduction_cost or {})))
         s(self, "attrs", MappingProxyType({k: MappingProxyType(dict(v)) for k, v in (attrs or {}).items()}))
         s(self, "source", source)
+        s(self, "notes", tuple(notes))
         self._build(check_connected)
 
     def _err(self, element: str, message: str) -> TopologyError:
@@ -440,6 +445,7 @@ class Topology:
             reduction_cost=dict(self.reduction_cost),
             attrs={k: dict(v) for k, v in self.attrs.items()},
             source=self.source,
+            notes=self.notes,
         )
         kwargs.update(changes)
         return Topology(**kwargs)

@@ -89,6 +89,10 @@ from pathlib import Path
 
 from ..errors import TopologyError
 from .model import PhysicalLink, Topology
+from .simgrid_routing import SgZone, SimGridRouter
+
+#: The pseudo-zone for the <platform> element itself (SimGrid's root zone is its one child).
+_PLATFORM_ZONE = "<platform>"
 
 __all__ = ["load_simgrid", "save_simgrid", "simgrid_xml"]
 
@@ -164,12 +168,38 @@ class _Platform:
         self.direct: list[PhysicalLink] = []  # edges known without inference (clusters)
         # (src, dst, [link ids], symmetrical, explicit-route?, element description, [directions])
         self.statements: list[tuple] = []
+        self.zones: dict[str, SgZone] = {}  # SimGrid's zone tree, for the router (simgrid_routing)
+        self.zone_of: dict[str, str] = {}  # netpoint -> englobing zone
+        self.policy: dict[str, str] = {}  # link id -> SimGrid sharing policy as written
+        self.ignored: dict[str, int] = defaultdict(int)  # element/attribute -> how often ignored
 
-    def add_node(self, name: str, kind: str, where: str) -> None:
+    def add_node(self, name: str, kind: str, where: str, zone: str | None = None) -> None:
         if name in self.netpoints:
             raise TopologyError(f"duplicate name {name!r}", source=self.source, element=where)
         self.netpoints.add(name)
         {"host": self.hosts, "router": self.routers, "switch": self.switches}[kind].append(name)
+        if zone is not None:  # a SimGrid netpoint: a vertex of its zone, in document order
+            self.zone_of[name] = zone
+            self.zones[zone].vertices.append(name)
+
+    def inside(self, netpoint: str, zid: str) -> bool:
+        """Whether ``netpoint`` lies in zone ``zid`` or in one of its descendants."""
+        z = self.zone_of.get(netpoint)
+        while z is not None:
+            if z == zid:
+                return True
+            z = self.zones[z].parent
+        return False
+
+    def open_zone(self, zid: str, routing: str, parent: str | None, where: str) -> SgZone:
+        if zid in self.zones or zid in self.netpoints:
+            raise TopologyError(f"duplicate zone id {zid!r}", source=self.source, element=where)
+        z = SgZone(zid, routing.lower(), parent)
+        self.zones[zid] = z
+        if parent is not None:  # a child zone is a vertex (netpoint) of its parent
+            self.zones[parent].vertices.append(zid)
+            self.zones[parent].recursive = True
+        return z
 
 
 def _desc(e: ET.Element) -> str:
@@ -185,7 +215,8 @@ def _zone_children(zone: ET.Element) -> list[str]:
     return out
 
 
-def _parse_zone(p: _Platform, zone: ET.Element, routing: str) -> None:
+def _parse_zone(p: _Platform, zone: ET.Element, routing: str, zid: str) -> None:
+    """Read one zone (``zid``, already opened in ``p.zones``) and, recursively, its children."""
     deferred = []
     local_hosts: list[str] = []
     local_routers: list[str] = []
@@ -197,12 +228,15 @@ def _parse_zone(p: _Platform, zone: ET.Element, routing: str) -> None:
         if tag in ("zone", "AS"):
             if e.get("id") is None:
                 raise TopologyError("missing id", source=p.source, element=where)
-            _parse_zone(p, e, (e.get("routing") or "Full"))
+            child_routing = e.get("routing") or "Full"
+            p.open_zone(e.get("id"), child_routing, zid, where)
+            _parse_zone(p, e, child_routing, e.get("id"))
         elif tag == "host":
-            p.add_node(_req(e, "id", p), "host", where)
+            p.add_node(_req(e, "id", p), "host", where, zid)
             local_hosts.append(e.get("id"))
+            _note_ignored(p, e)
         elif tag == "router":
-            p.add_node(_req(e, "id", p), "router", where)
+            p.add_node(_req(e, "id", p), "router", where, zid)
             local_routers.append(e.get("id"))
         elif tag == "host_link":
             host_links.append(e)
@@ -217,24 +251,51 @@ def _parse_zone(p: _Platform, zone: ET.Element, routing: str) -> None:
                 _sg_time(e.get("latency", "0"), f"{where}: latency", p.source),
                 _policy(e.get("sharing_policy"), "SHARED", f"{where}: sharing_policy", p.source),
             )
+            p.policy[lid] = (e.get("sharing_policy") or "SHARED").upper()
+            _note_ignored(p, e)
         elif tag == "cluster":
-            _parse_cluster(p, e)
+            _parse_cluster(p, e, zid)
         elif tag in ("route", "zoneRoute", "ASroute"):
             deferred.append(e)
         elif tag in ("bypassRoute", "bypassZoneRoute", "bypassASroute", "prop", "config", "trace",
                      "trace_connect", "actor", "process", "storage_type", "storage", "mount", "disk",
                      "random", "model_prop"):
+            p.ignored[f"<{tag}>"] += 1
             continue
         else:
             raise TopologyError(f"unsupported SimGrid element <{tag}>", source=p.source, element=where)
     if routing.lower() == "cluster":
         _cluster_zone(p, zone, local_hosts, local_routers, host_links, backbone)
+        p.zones[zid].star = {hl.get("id"): ((_star_res(p, hl.get("up"), "UP"),), (_star_res(p, hl.get("down"), "DOWN"),))
+                             for hl in host_links}
+        p.zones[zid].backbone = backbone
     elif host_links:
         raise TopologyError("<host_link> is only supported in a zone with routing=\"Cluster\"",
                             source=p.source, element=_desc(host_links[0]))
     # Routes after the nodes and links of the zone (and of its children) are known.
     for e in deferred:
-        _parse_route(p, zone, routing, e)
+        _parse_route(p, zone, routing, e, zid)
+
+
+#: Attributes of hosts and links that topocast reads; any other is listed as ignored.
+_READ_ATTRIBUTES = {"id", "bandwidth", "latency", "sharing_policy"}
+
+
+def _note_ignored(p: _Platform, e: ET.Element) -> None:
+    """Count what topocast does not model (host speeds, cores, properties, ...) to report it."""
+    for attr in e.attrib:
+        if attr not in _READ_ATTRIBUTES:
+            p.ignored[f"<{e.tag} {attr}=>"] += 1
+    for c in e:
+        p.ignored[f"<{e.tag}><{c.tag}>"] += 1
+
+
+def _star_res(p: _Platform, lid: str, direction: str) -> str:
+    """SimGrid resource of a host_link end: ``l`` or, for a SPLITDUPLEX link, ``l_UP``/``l_DOWN``."""
+    base, half = _resolve_link(p, lid, "<host_link>")
+    if p.policy.get(base) in ("SPLITDUPLEX", "FULLDUPLEX"):
+        return f"{base}_{half if half != 'NONE' else direction}"
+    return base
 
 
 def _resolve_link(p: _Platform, lid: str, where: str) -> tuple[str, str]:
@@ -291,9 +352,10 @@ def _req(e: ET.Element, attr: str, p: _Platform) -> str:
     return v
 
 
-def _parse_cluster(p: _Platform, e: ET.Element) -> None:
+def _parse_cluster(p: _Platform, e: ET.Element, parent: str) -> None:
     where = _desc(e)
     cid = _req(e, "id", p)
+    zone = p.open_zone(cid, "cluster", parent, where)
     topo = (e.get("topology") or "FLAT").upper()
     if topo != "FLAT":
         raise TopologyError(f"cluster topology {topo} is not supported (only FLAT)", source=p.source, element=where)
@@ -305,14 +367,23 @@ def _parse_cluster(p: _Platform, e: ET.Element) -> None:
     router = e.get("router_id") or f"{prefix}{cid}_router{suffix}"
     hosts = [f"{prefix}{i}{suffix}" for i in radical]
     for h in hosts:
-        p.add_node(h, "host", where)
+        p.add_node(h, "host", where, cid)
+    for attr in e.attrib:
+        if attr in ("power", "speed", "core", "availability_file", "state_file", "limiter_link", "loopback_bw",
+                    "loopback_lat"):
+            p.ignored[f"<cluster {attr}=>"] += 1
+    # SimGrid's resources for the router (simgrid_routing): private link i, then the backbone
+    split = sharing == "duplex"
+    zone.star = {h: ((f"{cid}_link_{i}_UP",) if split else (f"{cid}_link_{i}",),
+                     (f"{cid}_link_{i}_DOWN",) if split else (f"{cid}_link_{i}",)) for i, h in zip(radical, hosts)}
+    zone.backbone = f"{cid}_backbone" if e.get("bb_bw") else None
     if e.get("bb_bw"):
         bb_bw = _sg_bandwidth(e.get("bb_bw"), f"{where}: bb_bw", p.source)
         bb_lat = _sg_time(e.get("bb_lat", "0"), f"{where}: bb_lat", p.source)
         bb_sharing = _policy(e.get("bb_sharing_policy"), "SHARED", f"{where}: bb_sharing_policy", p.source)
         switch = cid if cid not in p.netpoints else f"{cid}-switch"
         p.add_node(switch, "switch", where)
-        p.add_node(router, "router", where)
+        p.add_node(router, "router", where, cid)
         if p.exact:
             # SimGrid's ClusterZone exactly: every route crosses the backbone once.
             #   host -UP-> switch -backbone-> switch-out -DOWN-> host;  switch-out -> router -> switch
@@ -334,7 +405,7 @@ def _parse_cluster(p: _Platform, e: ET.Element) -> None:
         p.direct.append(PhysicalLink(switch, router, bb_bw, bb_lat, None, bb_sharing, f"{cid}_backbone"))
     else:
         switch = router
-        p.add_node(router, "router", where)
+        p.add_node(router, "router", where, cid)
     for i, h in zip(radical, hosts):
         p.direct.append(PhysicalLink(h, switch, bw, lat, None, sharing, f"{cid}_link_{i}"))
 
@@ -352,8 +423,9 @@ def _links_of(p: _Platform, e: ET.Element) -> list[tuple[str, str]]:
     return out
 
 
-def _parse_route(p: _Platform, zone: ET.Element, routing: str, e: ET.Element) -> None:
+def _parse_route(p: _Platform, zone: ET.Element, routing: str, e: ET.Element, zid: str) -> None:
     where = _desc(e)
+    declare = _route_declarer(p, zid, e, where)
     sym = (e.get("symmetrical") or "YES").upper() == "YES"
     links = _links_of(p, e)
     rule = routing.lower() == "rulebased"
@@ -367,10 +439,12 @@ def _parse_route(p: _Platform, zone: ET.Element, routing: str, e: ET.Element) ->
             pairs = [(src, dst)]
         for a, b in pairs:
             _add_statement(p, a, b, links, sym, explicit, where)
+            declare(a, b, None, None, first_wins=rule)
         return
     gsrc, gdst = _req(e, "gw_src", p), _req(e, "gw_dst", p)
     if not rule:
         _add_statement(p, gsrc, gdst, links, sym, False, where)
+        declare(_req(e, "src", p), _req(e, "dst", p), gsrc, gdst)
         return
     # RuleBased zoneRoute: src/dst are regexes over the child zones; $Nsrc / $Ndst in the
     # gateways are the groups of the source / destination match.
@@ -392,6 +466,53 @@ def _parse_route(p: _Platform, zone: ET.Element, routing: str, e: ET.Element) ->
             if ga not in p.netpoints or gb not in p.netpoints:
                 continue  # the rule does not apply to this pair (e.g. a zone with no gateway)
             _add_statement(p, ga, gb, links, sym, False, where)
+            declare(za, zb, ga, gb, first_wins=True)
+
+
+def _route_declarer(p: _Platform, zid: str, e: ET.Element, where: str):
+    """A function that records route ``e`` in zone ``zid``'s table as SimGrid resources.
+
+    A SPLITDUPLEX link is two resources, ``l_UP`` and ``l_DOWN``; the reverse of a symmetrical
+    route crosses the links in reverse order and a split-duplex link in the other direction
+    (SimGrid's ``get_link_list_impl(backroute=True)``).
+    """
+    zone = p.zones[zid]
+    fwd, back = [], []
+    for lid, direction in _links_of(p, e):
+        if p.policy.get(lid) in ("SPLITDUPLEX", "FULLDUPLEX"):
+            if direction not in ("UP", "DOWN"):
+                raise TopologyError(f"link_ctn {lid!r} is SPLITDUPLEX: it needs direction=\"UP\" or \"DOWN\"",
+                                    source=p.source, element=where)
+            fwd.append(f"{lid}_{direction}")
+            back.append(f"{lid}_{'DOWN' if direction == 'UP' else 'UP'}")
+        else:
+            fwd.append(lid)
+            back.append(lid)
+    sym = (e.get("symmetrical") or "YES").upper() == "YES"
+
+    def declare(src: str, dst: str, gw_src: str | None, gw_dst: str | None, first_wins: bool = False) -> None:
+        if first_wins and (src not in zone.vertices or dst not in zone.vertices):
+            return  # a RuleBased pattern also matches netpoints of other zones
+        for a, b in ((src, dst),):
+            if a not in zone.vertices or b not in zone.vertices:
+                raise TopologyError(f"{a if a not in zone.vertices else b!r} is not a host, router or zone directly "
+                                    f"inside zone {zid!r}", source=p.source, element=where)
+        if gw_src is not None:
+            for z, gw in ((src, gw_src), (dst, gw_dst)):
+                if not p.inside(gw, z):
+                    raise TopologyError(f"gateway {gw!r} is not inside zone {z!r}", source=p.source, element=where)
+        entries = [((src, dst), (tuple(fwd), gw_src, gw_dst))]
+        if sym:
+            entries.append(((dst, src), (tuple(reversed(back)), gw_dst, gw_src)))
+        for key, value in entries:
+            old = zone.routes.get(key)
+            if old is None:
+                zone.routes[key] = value
+            elif old != value and not first_wins:
+                raise TopologyError(f"route {key[0]} -> {key[1]} is declared twice with different links "
+                                    f"({' '.join(old[0])} / {' '.join(value[0])}); add symmetrical=\"NO\" to a "
+                                    "route whose reverse is declared separately", source=p.source, element=where)
+    return declare
 
 
 def _add_statement(p, src, dst, lks, sym, explicit, where):
@@ -767,7 +888,8 @@ def load_simgrid(path, *, exact: bool = False) -> Topology:
     if root.tag != "platform":
         raise TopologyError(f"expected a SimGrid <platform> root element, got <{root.tag}>", source=source)
     p = _Platform(source, exact)
-    _parse_zone(p, root, "Full")
+    p.open_zone(_PLATFORM_ZONE, "none", None, "<platform>")
+    _parse_zone(p, root, "Full", _PLATFORM_ZONE)
     if not p.hosts:
         raise TopologyError("the platform declares no host", source=source)
     p.hosts_set = set(p.hosts)
@@ -776,8 +898,165 @@ def load_simgrid(path, *, exact: bool = False) -> Topology:
     switches = p.routers + p.switches + extra
     # Drop routers that nothing connects (declared but unused), keep everything else.
     touched = {l.a for l in links} | {l.b for l in links}
+    notes = _left_out(p, links, touched)
     switches = [s for s in switches if s in touched]
-    return Topology(Path(source).stem, p.hosts, switches, links, routes=routes, source=source)
+    name = Path(source).stem
+    topo = Topology(name, p.hosts, switches, links, routes=routes, source=source)
+    declared, unmapped, unrouted = _declared_routes(p, topo)
+    if unmapped:
+        notes.append(f"{unmapped} host pairs: SimGrid's route cannot be drawn on the imported graph (a cluster "
+                     "route crossing its backbone, see --simgrid-exact); topocast routes them itself")
+    for note in unrouted:
+        notes.append(note if " " in note else f"zone {note!r}: its routing mode is not reproduced; topocast "
+                     "computes its routes itself")
+    if declared:
+        routes = {**routes, **declared}
+        notes.append(f"{len(declared)} host pairs follow the file's declared routes where they differ from the "
+                     "fewest-hop path (e.g. up to a gateway and back down)")
+    return Topology(name, p.hosts, switches, links, routes=routes, source=source, notes=notes)
+
+
+def _left_out(p: _Platform, links: list[PhysicalLink], touched: set[str]) -> list[str]:
+    """What of the file the topology does not carry, said in words (``topology show``)."""
+    notes = []
+    unused_routers = [r for r in p.routers if r not in touched]
+    if unused_routers:
+        notes.append(f"{len(unused_routers)} routers that no route uses were left out: "
+                     + _sample(unused_routers))
+    carried = {part.split("@")[0].replace(" (back)", "") for pl in links for part in (pl.name or "").split("+")}
+    unused_links = [lid for lid in p.links if lid not in carried and lid != "loopback"]
+    if unused_links:
+        notes.append(f"{len(unused_links)} links that no route uses were left out: " + _sample(unused_links))
+    if p.ignored:
+        notes.append("ignored (not modelled): " + ", ".join(f"{k} x{v}" for k, v in sorted(p.ignored.items())))
+    return notes
+
+
+def _sample(names: list[str], k: int = 5) -> str:
+    return ", ".join(names[:k]) + (f", ... ({len(names) - k} more)" if len(names) > k else "")
+
+
+#: Above this many hosts, only host pairs of one zone get SimGrid's declared route (the
+#: pairs where declared routes go up to a gateway and back); below, every pair does.
+ALL_PAIRS_MAX_HOSTS = 400
+
+
+def _declared_routes(p: _Platform, topo: Topology):
+    """Explicit node paths for the host pairs whose SimGrid route differs from topocast's own.
+
+    Returns (routes, number of pairs that cannot be drawn on the graph, unsupported zones).
+    """
+    router = SimGridRouter(p.zones, p.zone_of, p.source)
+    unrouted = sorted(z.name for z in p.zones.values() if z.name != _PLATFORM_ZONE and not router.supported(z.name))
+    walker = _RouteWalker(topo)
+    if len(p.hosts) <= ALL_PAIRS_MAX_HOSTS:
+        groups = [p.hosts]
+    else:
+        by_zone: dict[str, list[str]] = defaultdict(list)
+        for h in p.hosts:
+            by_zone[p.zone_of[h]].append(h)
+        groups = list(by_zone.values())
+    skip = set(unrouted)
+    out: dict[tuple[str, str], tuple[str, ...]] = {}
+    unmapped = 0
+    no_route: list[tuple[str, str]] = []
+    for group in groups:
+        for a in group:
+            for b in group:
+                if a == b or (a, b) in topo.routes:
+                    continue
+                try:
+                    resources = _route_or_none(router, a, b, skip)
+                except TopologyError:
+                    no_route.append((a, b))  # SimGrid would fail on this pair
+                    continue
+                if resources is None:
+                    continue
+                path = walker.walk(a, b, resources)
+                if path is None:
+                    unmapped += 1
+                elif path != topo.route_nodes(a, b):
+                    out[(a, b)] = path
+    if no_route:
+        unrouted.append(f"{len(no_route)} host pairs the file gives no route (SimGrid cannot route them; "
+                        f"topocast takes the fewest-hop path), e.g. {no_route[0][0]} -> {no_route[0][1]}")
+    return out, unmapped, unrouted
+
+
+def _route_or_none(router: SimGridRouter, a: str, b: str, skip: set[str]):
+    """SimGrid's route, or None when a zone on the way is one whose routing is not reproduced."""
+    for chain in (router._chain_of(a), router._chain_of(b)):
+        if skip.intersection(chain):
+            return None
+    return router.route(a, b)
+
+
+class _RouteWalker:
+    """Draw a list of SimGrid resources as a node path on the imported graph.
+
+    Each resource is a named edge of the graph (one-way or both ways); a bus is two spokes via
+    its hub; connector edges (the exact mode's and the route graph's) are crossed freely
+    between two resources.
+    """
+
+    def __init__(self, topo: Topology):
+        self.by_name: dict[str, list[tuple[str, str]]] = defaultdict(list)
+        self.connector: dict[str, set[str]] = defaultdict(set)
+        self.hubs: dict[str, str] = {}
+        for pl in topo.physical_links:
+            pairs = [(pl.a, pl.b)] if pl.directed else [(pl.a, pl.b), (pl.b, pl.a)]
+            name = pl.name or ""
+            if name.startswith("connector:"):
+                for u, v in pairs:
+                    self.connector[u].add(v)
+                continue
+            for part in name.split("+"):
+                part = part.replace(" (back)", "")
+                if "@" in part:  # a bus spoke: the bus is crossed hub-in, hub-out
+                    part = part.split("@")[0]
+                    self.hubs[pl.b] = part
+                self.by_name[part].extend(pairs)
+
+    def _key(self, resource: str) -> str | None:
+        if resource in self.by_name:
+            return resource
+        for half in ("_UP", "_DOWN"):
+            if resource.endswith(half) and resource[: -len(half)] in self.by_name:
+                return resource[: -len(half)]
+        return None
+
+    def _hop(self, cur: str, target: str, bus: str | None) -> list[str] | None:
+        if cur == target:
+            return []
+        if target in self.connector.get(cur, ()):
+            return [target]
+        if bus is not None and (cur, target) in self.by_name[bus]:
+            return [target]
+        for mid in self.connector.get(cur, ()):
+            if target in self.connector.get(mid, ()):
+                return [mid, target]
+        return None
+
+    def walk(self, src: str, dst: str, resources: list[str]) -> tuple[str, ...] | None:
+        path, cur, bus = [src], src, None
+        for res in resources:
+            key = self._key(res)
+            if key is None:
+                return None
+            step = None
+            for u, v in self.by_name[key]:
+                hop = self._hop(cur, u, bus)
+                if hop is not None and (step is None or len(hop) < len(step[0])):
+                    step = (hop, v)
+            if step is None:
+                return None
+            path += step[0] + [step[1]]
+            cur = step[1]
+            bus = self.hubs.get(cur)
+        hop = self._hop(cur, dst, bus)
+        if hop is None:
+            return None
+        return tuple(path + hop)
 
 
 # ---------------------------------------------------------------------- export

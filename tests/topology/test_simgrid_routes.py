@@ -1,0 +1,250 @@
+"""SimGrid platforms: every host pair takes the links SimGrid 3.32 itself takes.
+
+The oracle is SimGrid: ``simgrid_oracle.py`` runs under ``/usr/bin/python3`` (Debian's
+python3-simgrid) and prints ``Host.route_to`` for the pairs asked. Tests that need it skip
+with a reason when it is absent (``ci/runtime-deps.sh`` installs it).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from topocast.errors import TopologyError
+from topocast.plan import Plan, Transfer
+from topocast.sim import simulate
+from topocast.topology.simgrid import load_simgrid, save_simgrid
+
+ORACLE = Path(__file__).with_name("simgrid_oracle.py")
+SYSTEM_PYTHON = "/usr/bin/python3"
+
+
+def _has_simgrid() -> bool:
+    if not Path(SYSTEM_PYTHON).exists():
+        return False
+    return subprocess.run([SYSTEM_PYTHON, "-c", "import simgrid"], capture_output=True).returncode == 0
+
+
+needs_simgrid = pytest.mark.skipif(not _has_simgrid(), reason="SimGrid's Python bindings (Debian python3-simgrid "
+                                   "for /usr/bin/python3) are not installed")
+
+
+def simgrid_routes(platform: Path, pairs, tmp_path: Path, transfer=None):
+    """SimGrid's routes for ``pairs`` (a list or "all"): {(a, b): (links, latency)}, and the
+    transfer time when ``transfer = (src, dst, bytes)``."""
+    pairs_file = tmp_path / "pairs.json"
+    pairs_file.write_text(json.dumps(pairs))
+    argv = [SYSTEM_PYTHON, str(ORACLE), str(platform), str(pairs_file)]
+    if transfer:
+        argv += ["--transfer", *map(str, transfer)]
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    out = json.loads(r.stdout)
+    routes = {(a, b): (links, lat) for a, b, links, lat in out["routes"]}
+    return routes, out["transfer"]
+
+
+def topocast_links(t, a, b) -> list[str]:
+    """Names of the links ``t.route(a, b)`` crosses (connector edges of exact mode left out)."""
+    out = []
+    for i in t.route(a, b):
+        name = t.physical_links[t.links[i].physical].name or ""
+        if name.startswith("connector:"):
+            continue
+        name = name.replace(" (back)", "")
+        if "@" in name and out and out[-1].split("@")[0] == name.split("@")[0]:
+            out[-1] = name.split("@")[0]  # into a bus hub and out of it: one SimGrid link
+            continue
+        out.append(name)
+    return out
+
+
+def same_links(ours: list[str], theirs: list[str]) -> bool:
+    """Same links in the same order. Ours may be a merged link ("a+b") or a bus spoke
+    ("bus@node"); SimGrid names a SPLITDUPLEX link's halves l_UP / l_DOWN."""
+    if len(ours) != len(theirs):
+        return False
+    for x, y in zip(ours, theirs):
+        parts = {p.split("@")[0] for p in x.split("+")}
+        base = y.removesuffix("_UP").removesuffix("_DOWN")
+        if y not in parts and base not in parts:
+            return False
+    return True
+
+
+def compare_with_simgrid(platform: Path, t, tmp_path: Path, pairs):
+    """(pairs compared, pairs SimGrid cannot route, list of differences)."""
+    routes, _ = simgrid_routes(platform, pairs, tmp_path)
+    diffs, unrouted = [], 0
+    for (a, b), (links, lat) in routes.items():
+        if links is None:
+            unrouted += 1
+            continue
+        ours = topocast_links(t, a, b)
+        if not same_links(ours, links) or abs(t.route_latency(a, b) - lat) > 1e-12 + 1e-9 * lat:
+            diffs.append((a, b, ours, links, t.route_latency(a, b), lat))
+    return len(routes) - unrouted, unrouted, diffs
+
+
+# ---------------------------------------------------------------- the intermediate-switch case
+INTERMEDIATE_SWITCH = """<?xml version='1.0'?>
+<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">
+<platform version="4.1">
+  <zone id="world" routing="Floyd">
+    <zone id="site1" routing="Floyd">
+      <host id="a1" speed="1Gf"/> <host id="a2" speed="1Gf"/> <host id="a3" speed="1Gf"/>
+      <router id="gw1"/>
+      <router id="spare"/>
+      <link id="a1_nic" bandwidth="10GBps" latency="1ms"/>
+      <link id="a2_nic" bandwidth="10GBps" latency="1ms"/>
+      <link id="a3_nic" bandwidth="10GBps" latency="1ms"/>
+      <link id="sw_uplink" bandwidth="10GBps" latency="2.5ms"/>
+      <link id="dark_fibre" bandwidth="1GBps" latency="0s"/>
+      <route src="a1" dst="gw1"><link_ctn id="a1_nic"/><link_ctn id="sw_uplink"/></route>
+      <route src="a2" dst="gw1"><link_ctn id="a2_nic"/><link_ctn id="sw_uplink"/></route>
+      <route src="a3" dst="gw1"><link_ctn id="a3_nic"/></route>
+    </zone>
+    <zone id="site2" routing="Full">
+      <host id="b1" speed="1Gf"/>
+      <router id="gw2"/>
+      <link id="b1_nic" bandwidth="1GBps" latency="1ms" sharing_policy="SPLITDUPLEX"/>
+      <route src="b1" dst="gw2"><link_ctn id="b1_nic" direction="UP"/></route>
+    </zone>
+    <link id="wan" bandwidth="1GBps" latency="10ms"/>
+    <zoneRoute src="site1" dst="site2" gw_src="gw1" gw_dst="gw2"><link_ctn id="wan"/></zoneRoute>
+  </zone>
+</platform>
+"""
+
+
+@pytest.fixture
+def intermediate_switch(tmp_path) -> Path:
+    path = tmp_path / "intermediate.xml"
+    path.write_text(INTERMEDIATE_SWITCH)
+    return path
+
+
+def test_declared_route_goes_up_to_the_gateway_and_back(intermediate_switch):
+    t = load_simgrid(intermediate_switch)
+    # Floyd joins a1->gw1 and gw1->a2: the uplink is crossed twice (up, then down)
+    assert topocast_links(t, "a1", "a2") == ["a1_nic", "sw_uplink", "sw_uplink", "a2_nic"]
+    assert t.route_latency("a1", "a2") == pytest.approx(0.007)
+    # a3 hangs off the gateway itself: no detour
+    assert topocast_links(t, "a1", "a3") == ["a1_nic", "sw_uplink", "a3_nic"]
+    # through both zones' gateways
+    assert topocast_links(t, "a1", "b1") == ["a1_nic", "sw_uplink", "wan", "b1_nic"]
+    assert any("no route uses" in n and "dark_fibre" in n for n in t.notes)
+    assert any("routers that no route uses" in n and "spare" in n for n in t.notes)
+
+
+def test_link_crossed_twice_is_shared_twice_in_the_simulator(intermediate_switch):
+    """The uplink carries the a1->a2 flow twice: 10 GB over a 10 GB/s shared uplink takes
+    2 s (plus latency), not 1 s."""
+    t = load_simgrid(intermediate_switch)
+    size = 10**10
+    plan = Plan("broadcast", size, (Transfer.of("a1", "a2", 0, size),), {"a1": ((0, size),)}, {"a2": ((0, size),)},
+                source="a1")
+    assert simulate(plan, t).per_host["a2"].time == pytest.approx(2.0 + 0.007, rel=1e-9)
+
+
+@needs_simgrid
+def test_intermediate_switch_matches_simgrid(intermediate_switch, tmp_path):
+    t = load_simgrid(intermediate_switch)
+    compared, unrouted, diffs = compare_with_simgrid(intermediate_switch, t, tmp_path, "all")
+    assert (compared, unrouted, diffs) == (12, 0, [])
+    size = 10**10
+    _, sg_time = simgrid_routes(intermediate_switch, [], tmp_path, transfer=("a1", "a2", size))
+    plan = Plan("broadcast", size, (Transfer.of("a1", "a2", 0, size),), {"a1": ((0, size),)}, {"a2": ((0, size),)},
+                source="a1")
+    ours = simulate(plan, t).per_host["a2"].time
+    assert sg_time == pytest.approx(2.007, rel=1e-9)  # the uplink carries the flow twice in SimGrid too
+    assert ours == pytest.approx(sg_time, rel=1e-9)
+
+
+# ---------------------------------------------------------------- the real platforms
+PLATFORMS = {  # file -> (exact import?, sample size or None for every pair)
+    "small_platform.xml": None,
+    "griffon.xml": None,
+    "g5k.xml": 20000,
+}
+
+
+@needs_simgrid
+@pytest.mark.slow
+@pytest.mark.parametrize("fname", sorted(PLATFORMS))
+def test_real_platform_routes_match_simgrid(data_dir, tmp_path, fname):
+    """Every host pair (a random sample on g5k) crosses SimGrid's links, in SimGrid's order.
+    Clusters need the exact import (SimGrid's intra-cluster routes cross the backbone)."""
+    platform = data_dir / "simgrid" / fname
+    t = load_simgrid(platform, exact=True)
+    hosts = sorted(t.hosts)
+    pairs = [[a, b] for a in hosts for b in hosts if a != b]
+    if PLATFORMS[fname] is not None:
+        pairs = random.Random(0).sample(pairs, PLATFORMS[fname])
+    compared, unrouted, diffs = compare_with_simgrid(platform, t, tmp_path, pairs)
+    print(f"{fname}: {compared} pairs compared, {unrouted} that SimGrid cannot route")
+    assert compared > 0 and diffs == []
+
+
+@needs_simgrid
+@pytest.mark.slow
+def test_default_import_differs_only_inside_clusters_and_says_so(data_dir, tmp_path):
+    """Without exact=True a cluster's hosts meet at the cluster switch instead of crossing the
+    backbone as SimGrid routes them; every other pair matches, and the notes count the rest."""
+    platform = data_dir / "simgrid" / "griffon.xml"
+    t = load_simgrid(platform)
+    compared, unrouted, diffs = compare_with_simgrid(platform, t, tmp_path, "all")
+    assert compared == 92 * 91 and unrouted == 0
+    cabinet = {h: t.neighbors(h)[0] for h in t.hosts}  # the cluster switch of each host
+    assert all(cabinet[a] == cabinet[b] for a, b, *_ in diffs)
+    note = next(n for n in t.notes if "cannot be drawn" in n)
+    assert note.startswith(f"{len(diffs)} host pairs")
+
+
+@needs_simgrid
+def test_export_round_trip_read_back_by_simgrid(intermediate_switch, tmp_path):
+    """A platform exported by topocast, read by SimGrid, routes every pair as topocast does."""
+    t = load_simgrid(intermediate_switch)
+    out = tmp_path / "exported.xml"
+    save_simgrid(t, out)
+    back = load_simgrid(out)
+    compared, unrouted, diffs = compare_with_simgrid(out, back, tmp_path, "all")
+    assert unrouted == 0 and diffs == [] and compared == 12
+    for a in t.hosts:
+        for b in t.hosts:
+            if a != b:
+                assert back.route_latency(a, b) == pytest.approx(t.route_latency(a, b))
+
+
+# ---------------------------------------------------------------- bad input
+def _platform(body: str, tmp_path: Path) -> Path:
+    path = tmp_path / "bad.xml"
+    path.write_text(f"<?xml version='1.0'?>\n<platform version=\"4.1\">\n{body}\n</platform>\n")
+    return path
+
+
+@pytest.mark.parametrize("body, expected", [
+    ('<zone id="z" routing="Full"><host id="a" speed="1f"/><host id="b" speed="1f"/>'
+     '<route src="a" dst="b"><link_ctn id="nope"/></route></zone>', "names no declared <link>"),
+    ('<zone id="z" routing="Full"><host id="a" speed="1f"/><host id="b" speed="1f"/>'
+     '<link id="l" bandwidth="1GBps"/><link id="m" bandwidth="1GBps"/>'
+     '<route src="a" dst="b"><link_ctn id="l"/></route>'
+     '<route src="b" dst="a"><link_ctn id="m"/></route></zone>', "declared twice with different links"),
+    ('<zone id="top" routing="Full"><zone id="z1" routing="Full"><host id="a" speed="1f"/></zone>'
+     '<zone id="z2" routing="Full"><host id="b" speed="1f"/></zone><link id="l" bandwidth="1GBps"/>'
+     '<zoneRoute src="z1" dst="z2" gw_src="b" gw_dst="a"><link_ctn id="l"/></zoneRoute></zone>',
+     "gateway 'b' is not inside zone 'z1'"),
+    ('<zone id="z" routing="Full"><host id="a" speed="1f"/><host id="b" speed="1f"/>'
+     '<link id="l" bandwidth="1GBps" sharing_policy="SPLITDUPLEX"/>'
+     '<route src="a" dst="b"><link_ctn id="l"/></route></zone>', "needs direction"),
+])
+def test_bad_routes_name_the_file_and_route(tmp_path, body, expected):
+    path = _platform(body, tmp_path)
+    with pytest.raises(TopologyError) as err:
+        load_simgrid(path)
+    text = str(err.value)
+    assert expected in text and "bad.xml" in text
