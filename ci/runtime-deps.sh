@@ -9,6 +9,9 @@ if command -v apt-get >/dev/null 2>&1; then
     # iproute2: ip netns/veth/bridge + tc (HTB) for the emulated network;
     # openssh-server/-client: the ssh launcher test starts its own sshd on loopback.
     apt-get install -y -qq --no-install-recommends iproute2 openssh-server openssh-client || true
+    # python3-simgrid: SimGrid 3.32 for /usr/bin/python3, the oracle of the SimGrid route tests
+    # (tests/topology/test_simgrid_routes.py) and of the simulator comparisons.
+    apt-get install -y -qq --no-install-recommends python3-simgrid || true
 fi
 mkdir -p /run/sshd 2>/dev/null || true
 # Optional extra for benchmarks/bench_vs_mpich.py (not needed by the test suite):

@@ -13,6 +13,7 @@ __all__ = [
     "PlanError",
     "UnknownPlanner",
     "SimulationError",
+    "TopologyWarning",
 ]
 
 
@@ -48,6 +49,10 @@ class InputError(TopocastError, ValueError):
 
 class TopologyError(InputError):
     """A topology file or object is malformed or inconsistent."""
+
+
+class TopologyWarning(UserWarning):
+    """A topology file reads, but probably not as its author meant (e.g. bit/s written as bytes/s)."""
 
 
 class PlanError(InputError):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from topocast.errors import TopologyError
+from topocast.errors import TopologyError, TopologyWarning
 from topocast.plan import Plan, Transfer
 from topocast.sim import simulate
 from topocast.topology.simgrid import load_simgrid, save_simgrid
@@ -248,3 +248,25 @@ def test_bad_routes_name_the_file_and_route(tmp_path, body, expected):
         load_simgrid(path)
     text = str(err.value)
     assert expected in text and "bad.xml" in text
+
+
+def test_bare_numbers_are_bytes_per_second_with_a_warning_when_they_look_like_bits(tmp_path):
+    body = ('<zone id="z" routing="Full"><host id="a" speed="1f"/><host id="b" speed="1f"/>'
+            '<link id="l" bandwidth="1000000000" latency="0.001"/>'
+            '<route src="a" dst="b"><link_ctn id="l"/></route></zone>')
+    with pytest.warns(TopologyWarning, match="look like bit/s"):
+        t = load_simgrid(_platform(body, tmp_path))
+    assert t.route_bandwidth("a", "b") == 1e9  # bytes/s, as SimGrid reads it
+    assert t.route_latency("a", "b") == 0.001  # seconds
+    assert any("1Gbps" in n for n in t.notes)
+
+
+def test_topology_show_lists_what_the_import_left_out(intermediate_switch):
+    from topocast.cli.main import main as cli_main
+    import contextlib, io
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert cli_main(["topology", "show", str(intermediate_switch), "--json"]) == 0
+    notes = json.loads(out.getvalue())["notes"]
+    assert any("dark_fibre" in n for n in notes) and any("spare" in n for n in notes)
+    assert any("declared routes" in n for n in notes)

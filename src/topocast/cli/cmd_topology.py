@@ -127,6 +127,7 @@ def topology_info(topology, *, speeds_from=None, missing=None) -> dict:
         "injection_time": bool(t.injection_time or t.injection_pair),
         "reduction_cost": bool(t.reduction_cost),
         "first_hosts": list(t.hosts[:5]),
+        "notes": list(t.notes),
     }
     if missing is not None:
         info["links_without_speed"] = len(missing)
@@ -220,6 +221,8 @@ def run_show(args) -> int:
     table.add_row("explicit routes", str(info["explicit_routes"]))
     if info["injection_time"] or info["reduction_cost"]:
         table.add_row("injection / reduction", f"{'yes' if info['injection_time'] else 'no'} / {'yes' if info['reduction_cost'] else 'no'}")
+    for note in info["notes"]:  # what the importer left out or changed
+        table.add_row("[yellow]import note[/yellow]", note)
     console().print(table)
     return 0
 

@@ -64,11 +64,21 @@ Mapping (what each SimGrid element becomes)
   model allows one link per node pair: if each is used in one direction only (an
   asymmetric pair, as :func:`save_simgrid` writes) they become one link with
   ``bandwidth``/``bandwidth_ba``; otherwise bandwidths are summed and the larger latency kept.
-* Explicit routes: for routes of Full/RuleBased zones whose two ends are hosts, the node path
-  is kept as an explicit topocast route (both directions when symmetrical), so the simulator
-  crosses exactly SimGrid's links. Everything else (Floyd, Dijkstra, routes through zone
-  gateways) is routed by topocast (fewest hops, widest bottleneck); on the tree-shaped
-  platforms shipped here (g5k, griffon, gdx) that is the same path SimGrid takes.
+* Routes: every host pair takes the links SimGrid's own route crosses, in SimGrid's order
+  (:mod:`topocast.topology.simgrid_routing` reproduces SimGrid's zone routing: declared
+  routes, Floyd chains of them, gateways through nested zones). Where that route is not the
+  fewest-hop path of the graph — typically two hosts behind one intermediate switch whose
+  declared routes go up to the site gateway and back down, crossing the uplink twice — it is
+  kept as an explicit node path; a link crossed twice then counts twice in the simulator, as
+  in SimGrid. Pairs are checked within each zone (every pair up to 400 hosts); the tests
+  compare every pair, or a large sample, with SimGrid 3.32's ``route_to``. A SimGrid route
+  that the graph cannot draw (a cluster's intra-cluster route crosses its backbone; use
+  ``exact=True``) keeps topocast's path, and ``Topology.notes`` says how many pairs.
+  The max-flow bound does not look at routes: it is the bound of the graph, which a detour
+  can only lower the achievable rate below.
+* ``Topology.notes`` lists what the import left out: routers and links no route uses,
+  attributes not modelled (speeds, cores, properties), and bare bandwidths that look like
+  bit/s (SimGrid reads a bare number as bytes/s; so does topocast, with a warning).
 * Ignored: ``src == dst`` routes (loopback), ``bypassRoute``, host speeds and properties,
   traces. Unsupported elements (``peer``, ``cabinet``, ``include``,
   non-FLAT clusters) raise an error naming the element.
@@ -82,12 +92,13 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 import xml.etree.ElementTree as ET
 from decimal import Decimal
 from collections import defaultdict
 from pathlib import Path
 
-from ..errors import TopologyError
+from ..errors import TopologyError, TopologyWarning
 from .model import PhysicalLink, Topology
 from .simgrid_routing import SgZone, SimGridRouter
 
@@ -120,6 +131,24 @@ def _sg_bandwidth(text: str, where: str, source: str) -> float:
     if not (math.isfinite(bw) and bw > 0):
         raise TopologyError(f"bandwidth must be positive, got {text!r}", source=source, element=where)
     return bw
+
+
+#: Line rates in bit/s (10 Mbit/s Ethernet .. 400 Gbit/s); a bare bandwidth equal to one of
+#: them was probably written in bit/s: SimGrid reads it as bytes/s, 8 times as fast.
+_LINE_RATES_BPS = {1e7, 1e8, 1e9, 2.5e9, 5e9, 1e10, 2.5e10, 4e10, 5e10, 1e11, 2e11, 4e11}
+
+
+def _bit_rate_warning(root: ET.Element) -> str | None:
+    """A warning when bare bandwidths (no unit: bytes/s for SimGrid) look like bit/s."""
+    bare = [float(v) for e in root.iter() for k, v in e.attrib.items()
+            if k in ("bandwidth", "bw", "bb_bw") and re.fullmatch(r"\s*" + _NUM + r"\s*", v)]
+    suspects = sorted({b for b in bare if b in _LINE_RATES_BPS})
+    if not suspects:
+        return None
+    v = suspects[0]
+    return (f"{sum(1 for b in bare if b in _LINE_RATES_BPS)} bandwidths are bare numbers that look like bit/s "
+            f"(e.g. {v:g}): they are read as SimGrid reads them, bytes/s ({v * 8 / 1e9:g} Gbit/s); "
+            f"if the file means bit/s, write the unit (e.g. {v / 1e9:g}Gbps)")
 
 
 def _sg_time(text: str, where: str, source: str) -> float:
@@ -890,6 +919,7 @@ def load_simgrid(path, *, exact: bool = False) -> Topology:
     p = _Platform(source, exact)
     p.open_zone(_PLATFORM_ZONE, "none", None, "<platform>")
     _parse_zone(p, root, "Full", _PLATFORM_ZONE)
+    bit_rate = _bit_rate_warning(root)
     if not p.hosts:
         raise TopologyError("the platform declares no host", source=source)
     p.hosts_set = set(p.hosts)
@@ -898,7 +928,9 @@ def load_simgrid(path, *, exact: bool = False) -> Topology:
     switches = p.routers + p.switches + extra
     # Drop routers that nothing connects (declared but unused), keep everything else.
     touched = {l.a for l in links} | {l.b for l in links}
-    notes = _left_out(p, links, touched)
+    notes = _left_out(p, links, touched) + ([bit_rate] if bit_rate else [])
+    if bit_rate:
+        warnings.warn(f"{source}: {bit_rate}", TopologyWarning, stacklevel=2)
     switches = [s for s in switches if s in touched]
     name = Path(source).stem
     topo = Topology(name, p.hosts, switches, links, routes=routes, source=source)
