@@ -270,3 +270,66 @@ def test_topology_show_lists_what_the_import_left_out(intermediate_switch):
     notes = json.loads(out.getvalue())["notes"]
     assert any("dark_fibre" in n for n in notes) and any("spare" in n for n in notes)
     assert any("declared routes" in n for n in notes)
+
+
+def random_nested_platform(seed: int) -> str:
+    """Nested Floyd/Full zones with explicit routes, ties between equal-cost chains, zone
+    routes that Floyd must chain through a middle zone, and shared uplinks of intermediate
+    switches: the cases where SimGrid's routing and a shortest path on the graph part."""
+    rng = random.Random(seed)
+    zones, zone_routes = [], []
+    n_zones = rng.randint(3, 4)
+    for z in range(n_zones):
+        routing = rng.choice(["Floyd", "Floyd", "Full"])
+        hosts = [f"z{z}h{i}" for i in range(rng.randint(2, 4))]
+        switches = [f"z{z}sw{i}" for i in range(rng.randint(1, 2))]
+        gw = f"z{z}gw"
+        links = []  # declared inside the zone, before its routes (as SimGrid wants)
+        body = [f'<host id="{h}" speed="1Gf"/>' for h in hosts] + [f'<router id="{r}"/>' for r in switches + [gw]]
+        routes = []
+        for sw in switches:  # switch -> gateway uplink, shared by the hosts below
+            links.append(f'<link id="{sw}_up" bandwidth="{rng.choice([1, 10])}GBps" latency="{rng.randint(1, 5)}ms"/>')
+            routes.append((sw, gw, [f"{sw}_up"]))
+        for h in hosts:
+            links.append(f'<link id="{h}_nic" bandwidth="1GBps" latency="{rng.randint(1, 3)}ms"/>')
+            sw = rng.choice(switches + [gw])
+            if sw == gw:
+                routes.append((h, gw, [f"{h}_nic"]))
+            else:
+                routes.append((h, gw, [f"{h}_nic", f"{sw}_up"]))
+                routes.append((h, sw, [f"{h}_nic"]))
+        if routing == "Full":  # Full knows only what is declared: declare every host pair via gw
+            full = []
+            for a in hosts:
+                for b in hosts:
+                    if a < b:
+                        ra = next(r for r in routes if r[0] == a and r[1] == gw)[2]
+                        rb = next(r for r in routes if r[0] == b and r[1] == gw)[2]
+                        full.append((a, b, ra + rb[::-1]))
+            routes = [r for r in routes if r[1] == gw and r[0] in hosts] + full
+        body += links
+        body += [f'<route src="{a}" dst="{b}">' + "".join(f'<link_ctn id="{l}"/>' for l in ls) + "</route>"
+                 for a, b, ls in routes]
+        zones.append(f'<zone id="zone{z}" routing="{routing}">' + "".join(body) + "</zone>")
+    # a chain of zone routes (0-1, 1-2, ...) plus a random shortcut: Floyd chains the rest
+    pairs = [(z, z + 1) for z in range(n_zones - 1)] + [(0, n_zones - 1)] * rng.randint(0, 1)
+    links = []
+    for a, b in pairs:
+        links.append(f'<link id="wan{a}_{b}" bandwidth="1GBps" latency="{rng.randint(5, 20)}ms"/>')
+        zone_routes.append(f'<zoneRoute src="zone{a}" dst="zone{b}" gw_src="z{a}gw" gw_dst="z{b}gw">'
+                           f'<link_ctn id="wan{a}_{b}"/></zoneRoute>')
+    return ("<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+            '<platform version="4.1"><zone id="world" routing="Floyd">' + "".join(zones) + "".join(links)
+            + "".join(zone_routes) + "</zone></platform>\n")
+
+
+@needs_simgrid
+@pytest.mark.parametrize("seed", range(6))
+def test_generated_nested_platforms_match_simgrid(tmp_path, seed):
+    path = tmp_path / f"nested{seed}.xml"
+    path.write_text(random_nested_platform(seed))
+    t = load_simgrid(path)
+    compared, unrouted, diffs = compare_with_simgrid(path, t, tmp_path, "all")
+    n = len(t.hosts)
+    assert (compared, unrouted) == (n * (n - 1), 0)
+    assert diffs == []
