@@ -42,19 +42,6 @@ PENDING, QUEUED, LATENCY, FLOWING, REDUCING, DONE = range(6)
 _REL = 1e-12
 
 
-def _prefix_ranges(ranges, nbytes: float):
-    """The first ``nbytes`` bytes of a range sequence, as (start, end) pairs."""
-    out = []
-    left = nbytes
-    for off, length in ranges:
-        if left <= 0:
-            break
-        take = min(length, left)
-        out.append((off, off + take))
-        left -= take
-    return out
-
-
 class _Sim:
     def __init__(self, plan: Plan, topology, chunk_size: int | None):
         self.plan = plan
@@ -153,6 +140,8 @@ class _Sim:
         # Hosts that may be credited mid-transfer (bytes received twice, already held or
         # not wanted).
         self.redundant = {h for h in self.wanted if not self.allreduce and not exact_once(h)}
+        # distinct wanted bytes of those hosts (a plan may want a range twice)
+        self.wanted_distinct = {h: IntervalSet(self.wanted[h]).total for h in self.redundant}
         self.waiting_data: dict[str, set[int]] = defaultdict(set)
         self.queue: dict[str, list[int]] = defaultdict(list)
         self.busy_senders: set[str] = set()  # senders with a non-empty queue
@@ -267,27 +256,61 @@ class _Sim:
             live = [j for j in self.incoming[h] if self.status[j] == FLOWING]
             if not live:
                 continue
-            if not self._covered(h, live, self.sent):
+            # Necessary condition, cheap: the union of what h holds and what its live
+            # transfers delivered cannot exceed their sum. Skips the interval work for
+            # every host that is still short of bytes (nearly all of them, nearly always).
+            held = self.holds[h].total
+            if held + float(self.sent[live].sum()) < self.wanted_distinct[h] * (1 - _REL):
                 continue
-            lo, hi = t0, self.t
-            for _ in range(100):
-                mid = 0.5 * (lo + hi)
-                if mid <= lo or mid >= hi:
-                    break
-                prog = {j: sent0[j] + self.rate[j] * (mid - t0) for j in live}
-                if self._covered(h, live, prog):
-                    hi = mid
-                else:
-                    lo = mid
-            self.host_done[h] = hi
-            self.redundant.discard(h)
+            when = self._coverage_time(h, live, t0, sent0)
+            if when <= self.t:
+                self.host_done[h] = when
+                self.redundant.discard(h)
 
-    def _covered(self, h, live, progress) -> bool:
-        s = self.holds[h].copy()
+    def _coverage_time(self, h: str, live: list[int], t0: float, sent0: np.ndarray) -> float:
+        """Earliest time >= ``t0`` at which ``h`` holds every wanted byte, its ``live``
+        transfers progressing from ``sent0`` at their current rates (inf: never).
+
+        A transfer delivers its ranges in order, so the byte just before position ``e`` of a
+        range that starts at sequence offset ``c`` arrives when its progress reaches
+        ``c + (e - start)``. On an elementary interval of the missing bytes (no range
+        boundary inside), each covering transfer's arrival time grows with the position, so
+        the interval is complete when its last byte arrives by the fastest transfer; the host
+        is complete when its last interval is.
+        """
+        gaps = IntervalSet()
+        for off, length in self.wanted[h]:
+            for a, b in self.holds[h].missing(off, off + length):
+                gaps.add(a, b)
+        missing = list(zip(gaps.starts, gaps.ends))  # sorted, disjoint (start, end)
+        if not missing:
+            return t0
+        p_start, p_end, p_shift, p_rate, p_sent = [], [], [], [], []
         for j in live:
-            for a, b in _prefix_ranges(self.plan.transfers[j].ranges, float(progress[j])):
-                s.add(a, b)
-        return s.covers_ranges(self.wanted[h])
+            c = 0
+            for off, length in self.plan.transfers[j].ranges:
+                p_start.append(off)
+                p_end.append(off + length)
+                p_shift.append(c - off)  # sequence position of absolute position x: x + shift
+                p_rate.append(self.rate[j])
+                p_sent.append(sent0[j])
+                c += length
+        ps, pe = np.asarray(p_start, dtype=float), np.asarray(p_end, dtype=float)
+        ms = np.asarray([a for a, _ in missing], dtype=float)
+        me = np.asarray([b for _, b in missing], dtype=float)
+        cuts = np.unique(np.concatenate((ps, pe, ms, me)))
+        lo, hi = cuts[:-1], cuts[1:]
+        mid = 0.5 * (lo + hi)
+        k = np.searchsorted(ms, mid, side="right") - 1
+        inside = (k >= 0) & (mid < me[np.clip(k, 0, None)])
+        lo, hi, mid = lo[inside], hi[inside], mid[inside]
+        covers = (ps[None, :] <= mid[:, None]) & (mid[:, None] < pe[None, :])
+        need = hi[:, None] + np.asarray(p_shift, dtype=float)[None, :] - np.asarray(p_sent, dtype=float)[None, :]
+        rate = np.asarray(p_rate, dtype=float)[None, :]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            wait = np.where(need <= 0, 0.0, np.where(rate > 0, need / rate, np.inf))
+        arrival = np.where(covers, wait, np.inf).min(axis=1)
+        return t0 + float(arrival.max()) if arrival.size else t0
 
     # ----------------------------------------------------------------- main loop
     def run(self) -> Result:
