@@ -35,6 +35,14 @@ _DECIMAL = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e1
 _BINARY = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50}
 
 
+#: The accepted forms, said in every error about a quantity.
+_FORMS = {
+    "bandwidth": "e.g. 1Gbps, 100Mbps, 125MB/s, 1GiB/s, or a bare number of bytes/s",
+    "size": "e.g. 64MB, 1GiB, 512KiB, or a bare number of bytes",
+    "time": "e.g. 2ms, 50us, 1.5s, or a bare number of seconds",
+}
+
+
 def _split(text, what: str, field: str | None) -> tuple[float, str]:
     if isinstance(text, bool):
         raise InputError(f"expected a {what}, got {text!r}", element=field)
@@ -44,7 +52,8 @@ def _split(text, what: str, field: str | None) -> tuple[float, str]:
         raise InputError(f"expected a {what} (number or string with unit), got {text!r}", element=field)
     m = _PATTERN.match(text)
     if not m:
-        raise InputError(f"cannot read {text!r} as a {what}", element=field)
+        raise InputError(f"cannot read {text!r} as a {what} ({_FORMS.get(what, 'a number with a unit')})",
+                         element=field)
     return float(m.group(1)), m.group(2)
 
 
@@ -134,10 +143,17 @@ def format_bandwidth(bytes_per_second: float) -> str:
 
 
 def format_size(nbytes: float) -> str:
-    """Human form with a binary prefix, e.g. ``'64 MiB'``."""
-    for factor, name in ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
-        if abs(nbytes) >= factor:
-            return f"{nbytes / factor:.4g} {name}"
+    """Human form, e.g. ``'64 MiB'`` or ``'1 GB'``: the binary prefix when the size is a round
+    number of them, else the decimal one (``--size 1GB`` is echoed as 1 GB, not 953.7 MiB)."""
+    binary = ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"))
+    decimal = ((1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB"))
+    for (bf, bname), (df, dname) in zip(binary, decimal):
+        if abs(nbytes) >= bf and float(nbytes / bf).is_integer():
+            return f"{nbytes / bf:.4g} {bname}"
+        if abs(nbytes) >= df:
+            return f"{nbytes / df:.4g} {dname}"
+        if abs(nbytes) >= bf:
+            return f"{nbytes / bf:.4g} {bname}"
     return f"{nbytes:.0f} B"
 
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from ..bounds import broadcast_bounds
 from ..units import format_bandwidth
-from .cmd_compare import resolve_source
+from .common import resolve_source
 from .common import add_topology_args, load_topology_arg, print_json
 
 
 def register(sub) -> None:
     p = sub.add_parser("bounds", help="per-host max-flow bound of a broadcast and their sum")
     add_topology_args(p)
-    p.add_argument("--source", help="source host (default: the first host)")
+    p.add_argument("-s", "--source", help="source host (default: the first host)")
     p.add_argument("--destinations", help="comma-separated destination hosts (default: all other hosts)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)

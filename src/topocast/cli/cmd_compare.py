@@ -11,7 +11,7 @@ from ..plan import Broadcast
 from ..planners import available_planners, get_planner
 from ..sim import simulate
 from ..units import format_bandwidth, format_size, format_time
-from .common import add_topology_args, load_topology_arg, print_json, size_arg
+from .common import PLOT_SUFFIXES, add_topology_args, check_output, load_topology_arg, print_json, resolve_source, size_arg
 
 
 def register(sub) -> None:
@@ -22,23 +22,15 @@ def register(sub) -> None:
         "bandwidth, makespan and the fraction of the max-flow bound.",
     )
     add_topology_args(p)
-    p.add_argument("--source", help="source host (default: the first host)")
+    p.add_argument("-s", "--source", help="source host (default: the first host)")
     p.add_argument("--size", type=size_arg, default=size_arg("1GB"), help="message size (default 1GB)")
-    p.add_argument("--algorithms", help="comma-separated planner names (default: every broadcast planner)")
+    p.add_argument("-a", "--algorithms", help="comma-separated planner names (default: every broadcast planner)")
     p.add_argument("--destinations", help="comma-separated destination hosts (default: all other hosts)")
     p.add_argument("--chunk-size", type=size_arg, default=0, help="pipelining chunk for the prediction (default 0 = fluid)")
     p.add_argument("--seed", type=int, default=0, help="seed for randomized planners (default 0)")
     p.add_argument("--json", action="store_true", help="print the JSON (docs/design.md, \"Command line\") instead of a table")
     p.add_argument("--plot", metavar="FILE", help="write a plot of per-host predicted rates beside the bound")
     p.set_defaults(func=run)
-
-
-def resolve_source(topology, source):
-    if source is None:
-        return topology.hosts[0]
-    if not topology.is_host(source):
-        raise InputError(f"{source!r} is not a host of {topology.name!r} (hosts: {', '.join(topology.hosts[:8])}{', ...' if len(topology.hosts) > 8 else ''})", element="--source")
-    return source
 
 
 def plan_with(info, topology, request, seed):
@@ -73,6 +65,7 @@ def compare(topology, source, size, algorithms=None, destinations=None, *, chunk
 
 
 def run(args) -> int:
+    check_output(args.plot, "--plot", PLOT_SUFFIXES)
     topology = load_topology_arg(args)
     source = resolve_source(topology, args.source)
     algorithms = [a.strip() for a in args.algorithms.split(",") if a.strip()] if args.algorithms else None
@@ -98,7 +91,8 @@ def run(args) -> int:
             title=f"broadcast of {format_size(args.size)} from {source} on {topology.name} "
             f"({len(bound.per_host_rate)} destinations)",
         )
-        table.add_column("algorithm")
+        # names are never cut: the column is as wide as the longest one
+        table.add_column("algorithm", no_wrap=True, min_width=max(len(n) for n, _ in results))
         table.add_column("aggregate bandwidth", justify="right")
         table.add_column("of bound", justify="right")
         table.add_column("makespan", justify="right")

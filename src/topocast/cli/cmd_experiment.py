@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .common import bandwidth_arg
+from .common import bandwidth_arg, check_output
 
 
 def register(sub) -> None:
@@ -34,6 +34,7 @@ def register(sub) -> None:
 
 
 def run_stable_broadcast(args) -> int:
+    check_output(args.out, "--out", folder=True)
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 

@@ -8,8 +8,9 @@ import sys
 from ..check import check_plan
 from ..plan import Broadcast
 from ..planners import get_planner
-from .cmd_compare import plan_with, resolve_source
-from .common import add_topology_args, load_topology_arg, size_arg
+from .cmd_compare import plan_with
+from .common import resolve_source
+from .common import add_topology_args, check_output, load_topology_arg, size_arg
 
 
 def register(sub) -> None:
@@ -17,17 +18,18 @@ def register(sub) -> None:
     add_topology_args(p)
     p.add_argument("--collective", choices=("broadcast", "allreduce"), default="broadcast",
                    help="default broadcast; allreduce: every host (or --destinations) contributes --size bytes")
-    p.add_argument("--algorithm", "-a", required=True, help="planner name (see `topocast planners`)")
-    p.add_argument("--source", help="broadcast source host (default: the first host)")
+    p.add_argument("-a", "--algorithm", required=True, help="planner name (see `topocast planners`)")
+    p.add_argument("-s", "--source", help="broadcast source host (default: the first host)")
     p.add_argument("--size", type=size_arg, default=size_arg("1GB"))
     p.add_argument("--destinations", help="comma-separated destination hosts (default: all other hosts); "
                    "for allreduce, the participating hosts (default: all hosts)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--output", "-o", help="file to write (default: standard output)")
+    p.add_argument("-o", "--output", help="file to write (default: standard output)")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
+    check_output(args.output, "--output", (".json",))
     topology = load_topology_arg(args)
     dests = tuple(d.strip() for d in args.destinations.split(",")) if args.destinations else None
     info = get_planner(args.collective, args.algorithm)

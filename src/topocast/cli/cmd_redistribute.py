@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from .common import bandwidth_arg, print_json, size_arg, time_arg
+from .common import PLOT_SUFFIXES, bandwidth_arg, check_output, print_json, size_arg, time_arg
 
 HELP = "redistribute data between two clusters (KPBS: brute force, GGP, OGGP)"
 
@@ -40,11 +40,11 @@ def register(subparsers) -> None:
     sub = p.add_subparsers(dest="redistribute_command", metavar="ACTION")
     pp = sub.add_parser("plan", help="compute a schedule (or the brute-force plan) and print / save it")
     _common(pp)
-    pp.add_argument("--algorithm", "-a", default="ggp", choices=("ggp", "oggp", "brute_force"), help="default ggp")
+    pp.add_argument("-a", "--algorithm", default="ggp", choices=("ggp", "oggp", "brute_force"), help="default ggp")
     pp.add_argument("--barrier", choices=("auto", "full", "longest"), default="auto",
                     help="step barrier: every transfer waits for all of the previous step (full) or its longest one; "
                          "auto (default): full unless that needs over 2 million 'after' entries")
-    pp.add_argument("--output", "-o", metavar="FILE", help="write the plan (JSON) here")
+    pp.add_argument("-o", "--output", metavar="FILE", help="write the plan (JSON) here")
     pp.add_argument("--plot", metavar="FILE", help="Gantt chart per host of the schedule's steps (png/pdf/svg)")
     pp.add_argument("--save-topology", metavar="FILE",
                     help="write the topology used (YAML), e.g. for `topocast simulate --plan` or `topocast run`")
@@ -116,6 +116,8 @@ def _fmt(x):
 
 
 def cmd_plan(args) -> int:
+    check_output(args.output, "--output", (".json",))
+    check_output(args.plot, "--plot", PLOT_SUFFIXES)
     from ..planners.redistribute.brute_force import brute_force
     from ..planners.redistribute.ggp import ggp
     from ..planners.redistribute.oggp import oggp

@@ -24,8 +24,8 @@ def register(sub) -> None:
         ),
     )
     p.add_argument("target", metavar="PLAN.json|TOPOLOGY", help="a plan file, or a topology file / builtin:NAME")
-    p.add_argument("--algorithm", "-a", default=None, help="broadcast planner (with a topology)")
-    p.add_argument("--source", "-s", default=None, help="source host (with a topology)")
+    p.add_argument("-a", "--algorithm", default=None, help="broadcast planner (with a topology)")
+    p.add_argument("-s", "--source", default=None, help="source host (with a topology)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--file", default=None, help="the message: a file every initial holder can read")
     g.add_argument("--size", type=size_arg, default=None, help="message size (e.g. 32MiB); random bytes")
@@ -50,7 +50,9 @@ def register(sub) -> None:
         "leaving it to TCP in the links' FIFO queues (default: on with --launcher testbed, where the "
         "topology is the real network; off otherwise)",
     )
-    p.add_argument("--timeout", type=float, default=None, help="give up after this many seconds")
+    p.add_argument("--timeout", type=float, default=None, help="give up after this many seconds (default: no limit)")
+    p.add_argument("--idle-timeout", type=float, default=60.0, metavar="SECONDS",
+                   help="give up when no byte has moved anywhere for this long (default 60)")
     p.add_argument("--ssh-hosts", default=None, help="YAML/JSON: host -> '[user@]address[:port]'")
     p.add_argument("--ssh-identity", default=None, help="private key for the ssh launcher")
     p.add_argument("--ssh-option", action="append", default=[], help="extra ssh option (repeatable), e.g. -oStrictHostKeyChecking=no")
@@ -82,6 +84,9 @@ def _load_target(args):
             topo = load_topology(load_state(args.testbed).topology_spec)
         if args.size is not None and args.size != plan.size:
             raise InputError(f"the plan moves {plan.size} bytes, not {args.size}", element="--size")
+        from ..check import check_plan
+
+        check_plan(plan, topo if topo is not None else _plan_hosts_star(plan, target))
         return plan, topo, plan.planner or "plan"
     topo = load_topology(target)
     if not args.algorithm or not args.source:
@@ -100,10 +105,31 @@ def _load_target(args):
     from ..check import check_plan
     from ..planners import get_planner
 
+    from .common import resolve_source
+
     info = get_planner("broadcast", args.algorithm)
-    plan = info(topo, Broadcast(args.source, size))
+    plan = info(topo, Broadcast(resolve_source(topo, args.source), size))
     check_plan(plan, topo)
     return plan, topo, info.name
+
+
+def _plan_hosts_star(plan, target: str):
+    """Without a topology, the plan is checked on a star of the hosts it names as holding or
+    wanting data: every rule of the Plan contract but the routes. A transfer to any other
+    host (a typo, a host of another plan) is an error before any agent starts."""
+    from ..topology.model import PhysicalLink, Topology
+
+    hosts = list(dict.fromkeys([*plan.initial, *plan.wanted]))
+    for i, t in enumerate(plan.transfers):
+        for end in (t.src, t.dst):
+            if end not in hosts:
+                raise InputError(f"transfers[{i}] ({t.src}->{t.dst}): {end!r} neither holds nor wants any byte of "
+                                 f"this plan (hosts: {', '.join(hosts[:8])}{', ...' if len(hosts) > 8 else ''}); "
+                                 "give --topology to run a plan through relays that want no data", source=target)
+    hub = "plan-hub"
+    while hub in hosts:
+        hub += "_"
+    return Topology("plan hosts", hosts, [hub], [PhysicalLink(h, hub, 1.0) for h in hosts], source=target)
 
 
 def scale_caps(plan, factor: float):
@@ -219,6 +245,7 @@ def run(args) -> int:
             chunk_size=chunk,
             dest_dir=args.dest_dir,
             timeout=args.timeout,
+            idle_timeout=args.idle_timeout,
             on_progress=on_progress,
             fair_uplink=fair_uplink,
             goodput=goodput,
@@ -276,7 +303,8 @@ def print_table(console, plan, algorithm, measured, predicted, bound, outcome, l
 
     t = Table(title=f"{algorithm}: {plan.size} bytes from {plan.source}: measured, predicted, bound")
     for c in ("host", "meas s", "pred s", "m/p", "meas Mb/s", "pred Mb/s", "bound Mb/s", "status"):
-        t.add_column(c, justify="left" if c in ("host", "status") else "right", no_wrap=c != "status", min_width=8 if c == "status" else None)
+        width = {"host": max(len(h) for h in [*plan.wanted, "total"]), "status": 8}.get(c)
+        t.add_column(c, justify="left" if c in ("host", "status") else "right", no_wrap=c != "status", min_width=width)
     for h in plan.wanted:
         m = measured.per_host[h]
         p = predicted.per_host.get(h) if predicted else None

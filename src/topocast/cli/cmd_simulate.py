@@ -8,7 +8,8 @@ from ..plan import Broadcast, Plan
 from ..planners import get_planner
 from ..sim import simulate
 from ..units import format_bandwidth, format_time
-from .cmd_compare import plan_with, resolve_source
+from .cmd_compare import plan_with
+from .common import resolve_source
 from .common import add_topology_args, load_topology_arg, print_json, size_arg
 
 
@@ -17,8 +18,8 @@ def register(sub) -> None:
     add_topology_args(p)
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--plan", help="plan JSON written by `topocast plan`")
-    g.add_argument("--algorithm", "-a", help="planner name")
-    p.add_argument("--source", help="source host (with --algorithm; default: the first host)")
+    g.add_argument("-a", "--algorithm", help="planner name")
+    p.add_argument("-s", "--source", help="source host (with --algorithm; default: the first host)")
     p.add_argument("--size", type=size_arg, default=size_arg("1GB"))
     p.add_argument("--chunk-size", type=size_arg, default=None, help="pipelining chunk (default: the plan's)")
     p.add_argument("--seed", type=int, default=0)

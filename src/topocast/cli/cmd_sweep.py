@@ -16,7 +16,7 @@ from ..errors import InputError, TopocastError
 from ..plan import Broadcast
 from ..planners import get_planner
 from ..units import format_size, format_time, parse_size
-from .common import add_topology_args, load_topology_arg, print_json, size_arg
+from .common import PLOT_SUFFIXES, add_topology_args, check_output, load_topology_arg, print_json, size_arg
 
 COLLECTIVES = ("broadcast", "allreduce")
 
@@ -29,9 +29,9 @@ def register(sub) -> None:
         "the predicted time (or GridMPI's normalised throughput).",
     )
     add_topology_args(p)
-    p.add_argument("--source", help="broadcast source (default: the first host)")
+    p.add_argument("-s", "--source", help="broadcast source (default: the first host)")
     p.add_argument("--collective", choices=COLLECTIVES, default="broadcast", help="default broadcast")
-    p.add_argument("--algorithms", required=True, help="comma-separated planner names")
+    p.add_argument("-a", "--algorithms", required=True, help="comma-separated planner names")
     p.add_argument("--min", dest="min_size", type=size_arg, default=size_arg("1KB"), help="smallest size (default 1KB)")
     p.add_argument("--max", dest="max_size", type=size_arg, default=size_arg("1GB"), help="largest size (default 1GB)")
     p.add_argument("--step", type=float, default=4.0, help="size ratio between points (default 4)")
@@ -141,6 +141,7 @@ def plot_sweep(data, path, *, throughput=False, title=None) -> None:
 
 
 def run(args) -> int:
+    check_output(args.plot, "--plot", PLOT_SUFFIXES)
     topology = load_topology_arg(args)
     algorithms = [a.strip() for a in args.algorithms.split(",") if a.strip()]
     if not algorithms:

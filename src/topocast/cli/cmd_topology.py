@@ -176,7 +176,8 @@ def _show_builtins(args) -> int:
 
     table = Table(title="built-in topologies (first host = natural source)")
     for col in ("name", "hosts", "switches", "links", "summary"):
-        table.add_column(col, justify="right" if col in ("hosts", "switches", "links") else "left")
+        table.add_column(col, justify="right" if col in ("hosts", "switches", "links") else "left",
+                         no_wrap=col == "name", min_width=max(len(r["name"]) for r in rows) if col == "name" else None)
     for r in rows:
         table.add_row(r["name"], str(r["hosts"]), str(r["switches"]), str(r["links"]), r["summary"])
     console().print(table)

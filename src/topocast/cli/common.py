@@ -17,7 +17,37 @@ __all__ = [
     "load_topology_arg",
     "print_json",
     "console",
+    "check_output",
+    "resolve_source",
+    "PLOT_SUFFIXES",
 ]
+
+#: File types the plots can be written as (matplotlib's raster and vector formats).
+PLOT_SUFFIXES = (".png", ".pdf", ".svg", ".jpg", ".jpeg", ".eps", ".ps", ".tif", ".tiff", ".webp")
+
+
+def check_output(path, option: str, suffixes: tuple[str, ...] | None = None, *, folder: bool = False) -> None:
+    """Refuse, before any work is done, an output that cannot be written.
+
+    A file must sit in an existing folder and end in one of ``suffixes``; a folder
+    (``folder=True``) is created with its parents. Raises :class:`InputError` naming ``option``.
+    """
+    if path is None:
+        return
+    from pathlib import Path
+
+    target = Path(path)
+    if folder:  # an output folder is made, with its parents
+        try:
+            target.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(f"cannot create this folder ({exc.strerror})", element=f"{option} {path}") from None
+        return
+    if not target.parent.is_dir():
+        raise InputError(f"folder {str(target.parent)!r} does not exist (create it first)", element=f"{option} {path}")
+    if suffixes is not None and target.suffix.lower() not in suffixes:
+        raise InputError(f"unknown file type {target.suffix or '(none)'!r}; expected one of {', '.join(suffixes)}",
+                         element=f"{option} {path}")
 
 
 def _wrap(parser, field):
@@ -48,6 +78,16 @@ def add_topology_args(p) -> None:
         metavar="BW",
         help="bandwidth for links the file gives none (e.g. 1Gbps); without it such files are refused",
     )
+
+
+def resolve_source(topology, source, option: str = "--source"):
+    """The source host: ``source``, or the first host; an unknown name lists the hosts."""
+    if source is None:
+        return topology.hosts[0]
+    if not topology.is_host(source):
+        shown = ", ".join(topology.hosts[:8]) + (", ..." if len(topology.hosts) > 8 else "")
+        raise InputError(f"{source!r} is not a host of {topology.name!r} (hosts: {shown})", element=option)
+    return source
 
 
 def load_topology_arg(args):

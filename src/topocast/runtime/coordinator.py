@@ -89,6 +89,7 @@ def perform(
     chunk_size: int = DEFAULT_CHUNK,
     dest_dir: str | None = None,
     timeout: float | None = None,
+    idle_timeout: float = 60.0,
     stall_timeout: float = 6.0,
     repair_timeout: float = 30.0,
     on_progress=None,
@@ -102,7 +103,9 @@ def perform(
     ``file``: the message (every initial holder reads it at this path); otherwise ``seed``
     generates ``plan.size`` pseudo-random bytes. ``on_progress(held: {host: bytes}, agents)``
     is called about ten times a second; ``on_start(agents)`` once the data starts moving
-    (``agents`` maps host -> process handle, for tests that kill one).
+    (``agents`` maps host -> process handle, for tests that kill one). A run fails when no
+    byte has moved anywhere for ``idle_timeout`` seconds (a stalled run, whatever the message
+    size), or after ``timeout`` seconds in all when given.
 
     ``fair_uplink`` (needs ``topology``): every agent shares its links among its own
     transfers max-min, as the simulator does (``runtime.pacing``): one round-robin pacer per
@@ -229,10 +232,11 @@ def perform(
             if msg.get("type") == "ready":
                 ready.add(h)
 
-        # step 4: go, and watch
-        if timeout is None:
-            timeout = 60.0 + 20.0 * size / 1e6  # generous: 50 kB/s worst case
+        # step 4: go, and watch. A run that stops moving data is caught by the time since the
+        # last byte moved anywhere (idle_timeout), whatever the message size; ``timeout``
+        # is an optional cap on the whole run.
         t0 = time.monotonic()
+        last_moved = t0
         shared = getattr(launcher, "shared_clock", False)
         for h in hosts:
             conns[h].send_json({"type": "start", "t0": t0 if shared else None})
@@ -252,10 +256,16 @@ def perform(
         last_cb = 0.0
         steal_watch = StealWatch(t0)
         while len(done) + len(failed) < len(wanted):
-            if time.monotonic() - t0 > timeout:
+            now = time.monotonic()
+            why = None
+            if timeout is not None and now - t0 > timeout:
+                why = f"timed out after {timeout:.0f} s"
+            elif now - last_moved > idle_timeout:
+                why = f"no byte moved anywhere for {idle_timeout:.0f} s"
+            if why is not None:
                 for h in wanted:
                     if h not in done and h not in failed:
-                        failed[h] = f"timed out after {timeout:.0f} s holding {held_bytes[h]} of {_wanted_total(wanted[h])} bytes"
+                        failed[h] = f"{why}, holding {held_bytes[h]} of {_wanted_total(wanted[h])} bytes"
                 break
             try:
                 h, msg = events.get(timeout=0.1)
@@ -278,6 +288,8 @@ def perform(
                         for s, e in msg.get("intervals", ()):
                             iv.add(int(s), int(e))
                         holdings[h] = iv
+                        if iv.total != held_bytes[h]:
+                            last_moved = time.monotonic()
                         held_bytes[h] = iv.total
                     elif kind == "tdone":
                         i = int(msg["transfer"])

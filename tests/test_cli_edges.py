@@ -1,0 +1,159 @@
+"""The command line's edges: outputs checked before any work, one spelling per option, sizes
+echoed as written, unknown hosts listed, unchecked plans refused, stalled runs caught."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from topocast.cli.main import build_parser, main
+from topocast.units import format_size, parse_bandwidth
+
+
+def _run_cli(capsys, *argv) -> tuple[int, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+@pytest.mark.parametrize("argv, option", [
+    (["plan", "builtin:two-clusters", "-a", "stable", "-o", "{missing}/plan.json"], "--output"),
+    (["plan", "builtin:two-clusters", "-a", "stable", "-o", "{tmp}/plan.txt"], "--output"),
+    (["compare", "builtin:two-clusters", "--plot", "{missing}/c.png"], "--plot"),
+    (["compare", "builtin:two-clusters", "--plot", "{tmp}/c.nope"], "--plot"),
+    (["sweep", "builtin:two-clusters", "-a", "flat", "--plot", "{missing}/s.png"], "--plot"),
+    (["redistribute", "plan", "--pattern", "random", "-o", "{missing}/r.json"], "--output"),
+    (["redistribute", "plan", "--pattern", "random", "--plot", "{tmp}/g.nope"], "--plot"),
+    (["experiment", "stable-broadcast", "--out", "{file}/sub"], "--out"),
+])
+def test_bad_outputs_are_refused_before_the_work(tmp_path, capsys, argv, option):
+    (tmp_path / "a-file").write_text("x")
+    fill = {"missing": str(tmp_path / "no-such-folder"), "tmp": str(tmp_path), "file": str(tmp_path / "a-file")}
+    argv = [a.format(**fill) for a in argv]
+    t0 = time.monotonic()
+    code, text = _run_cli(capsys, *argv)
+    assert code == 2
+    assert option in text and "Traceback" not in text
+    assert time.monotonic() - t0 < 5  # nothing was planned or simulated first
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
+
+
+def test_experiment_makes_its_output_folder(tmp_path):
+    from topocast.cli.common import check_output
+
+    check_output(tmp_path / "a" / "b", "--out", folder=True)
+    assert (tmp_path / "a" / "b").is_dir()
+
+
+def _options(parser, path=()):
+    """(command path, option strings) of every subcommand action."""
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _options(sub, path + (name,))
+        elif action.option_strings:
+            yield path, tuple(action.option_strings)
+
+
+def test_one_spelling_per_option_short_and_long():
+    """--source is -s, --algorithm(s) is -a, --output is -o on every command that has it."""
+    short = {"--source": "-s", "--algorithm": "-a", "--algorithms": "-a", "--output": "-o"}
+    seen = 0
+    for path, opts in _options(build_parser()):
+        for long, s in short.items():
+            if long in opts:
+                assert s in opts, (path, opts)
+                seen += 1
+    assert seen >= 12
+
+
+def test_readme_sweep_spelling_works(capsys):
+    code, text = _run_cli(capsys, "sweep", "builtin:two-clusters", "-a", "flat,binomial", "--json")
+    assert code == 0 and json.loads(text)["sizes"]
+
+
+def test_sizes_are_echoed_as_written():
+    assert format_size(10**9) == "1 GB"
+    assert format_size(2**30) == "1 GiB"
+    assert format_size(64 * 2**20) == "64 MiB"
+    assert format_size(1500) == "1.5 kB"
+
+
+def test_bad_bandwidth_lists_the_accepted_forms():
+    from topocast.errors import InputError
+
+    with pytest.raises(InputError, match="1Gbps.*125MB/s.*bytes/s"):
+        parse_bandwidth("fast", field="bandwidth")
+
+
+def test_run_unknown_source_lists_the_hosts(capsys):
+    code, text = _run_cli(capsys, "run", "builtin:two-clusters", "-a", "stable", "-s", "nosuch", "--size", "1MB",
+                          "--launcher", "local")
+    assert code == 2 and "hosts: s, a1" in text
+
+
+def test_run_plan_without_topology_names_an_unknown_host_before_starting(tmp_path, capsys):
+    code, _ = _run_cli(capsys, "plan", "builtin:two-clusters", "-a", "depth_first", "--size", "1MB",
+                       "-o", str(tmp_path / "p.json"))
+    assert code == 0
+    data = json.loads((tmp_path / "p.json").read_text())
+    data["transfers"][2]["dst"] = "ghost"
+    (tmp_path / "ghost.json").write_text(json.dumps(data))
+    t0 = time.monotonic()
+    code, text = _run_cli(capsys, "run", str(tmp_path / "ghost.json"), "--launcher", "local")
+    assert code == 2 and "'ghost'" in text and "transfers[2]" in text
+    assert time.monotonic() - t0 < 5
+
+
+def test_a_stalled_run_fails_from_missing_progress_not_message_size():
+    """The source's agent is frozen as the run starts: nothing moves, and the run ends after
+    the idle timeout with the bytes each host holds, not after a size-based timeout."""
+    from topocast.plan import Plan, Transfer
+    from topocast.runtime import make_launcher, perform
+
+    size = 50_000_000
+    plan = Plan.broadcast("s", size, ["a"], [Transfer.of("s", "a", 0, size, rate_cap=1e6)], planner="one")
+    frozen = []
+
+    def freeze(procs):
+        os.kill(procs["s"].pid, signal.SIGSTOP)
+        frozen.append(procs["s"])
+
+    t0 = time.monotonic()
+    try:
+        out = perform(plan, launcher=make_launcher("local"), on_start=freeze, idle_timeout=2.0, stall_timeout=30)
+    finally:
+        for p in frozen:
+            try:
+                os.kill(p.pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+    assert frozen and time.monotonic() - t0 < 30
+    assert "no byte moved anywhere for 2 s" in out.failed["a"]
+    assert "of 50000000 bytes" in out.failed["a"]
+
+
+def test_names_are_never_cut_at_80_columns():
+    env = {**os.environ, "COLUMNS": "80"}
+    r = subprocess.run([sys.executable, "-m", "topocast", "topology", "show", "builtin:list"], capture_output=True,
+                       text=True, env=env, timeout=60)
+    assert r.returncode == 0
+    from topocast.topology.builtin import builtin_names
+
+    for name in builtin_names():
+        assert f"builtin:{name}" in r.stdout, name
+    r = subprocess.run([sys.executable, "-m", "topocast", "compare", "builtin:two-clusters", "--size", "1MB"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0
+    from topocast.planners.registry import available_planners
+
+    for info in available_planners("broadcast", include_selectors=False):
+        assert info.name in r.stdout, info.name
