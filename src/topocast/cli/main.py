@@ -36,7 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="topocast",
         description="Plan, predict and perform collective data movement on heterogeneous networks.",
     )
-    parser.add_argument("--version", action="version", version="topocast 0.1.0")
+    from .. import __version__
+
+    parser.add_argument("--version", action="version", version=f"topocast {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         try:
