@@ -403,8 +403,8 @@ STEAL_WARN = 0.2  # a second with at least this much steal gets a warning in the
 
 class StealWatch:
     """The worst ``window`` seconds of hypervisor steal during a run, from /proc/stat read at
-    most every ``every`` seconds (a shared VM here lost 28 % of its CPU time over the first
-    1.6 s of a run, 57 % in one 0.1 s sample, and stable's 1.4 s legs were 11 % late in it)."""
+    most every ``every`` seconds: on a shared VM, steal in the first seconds of a run makes the
+    measured times late (docs/experiments/runtime.md)."""
 
     def __init__(self, t0: float, window: float = 1.0, every: float = 0.25, read=None):
         self.t0, self.window, self.every = t0, window, every

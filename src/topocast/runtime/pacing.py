@@ -2,8 +2,7 @@
 way the simulator says (max-min) even on plain FIFO links.
 
 Why: TCP flows that share one FIFO queue do not split it max-min fairly over a run of a few
-seconds (docs/experiments/runtime.md: ``flat`` missed its prediction by 32-40 % per host on
-FIFO links, while every planner was within 10 % on per-flow fair links). An agent knows, from
+seconds (docs/experiments/runtime.md compares FIFO and per-flow fair links). An agent knows, from
 the topology the coordinator hands it, the links its own transfers cross; it then
 
 * paces all its transfers that leave over one access link (the first hop, its *uplink*)
@@ -38,9 +37,9 @@ import numpy as np
 from ..sim.maxmin import progressive_filling
 
 HEADROOM = 0.98  # a link shared by several of an agent's transfers is paced this far below its goodput
-# A pacer's bucket holds at least this many seconds of its rate: with only two chunks (5.6 ms
-# at 187 Mbit/s) a sender thread woken a few ms late on a busy 2-core machine loses credit,
-# and the link stays under-used (flat's a-hosts on hetero-2switch: 45 instead of 50 Mbit/s).
+# A pacer's bucket holds at least this many seconds of its rate: with only a few milliseconds'
+# worth, a sender thread woken a few ms late on a busy machine loses credit and the link stays
+# under-used (docs/experiments/runtime.md, "fair uplink").
 PACER_SLACK = 0.02
 
 
@@ -260,8 +259,8 @@ def pacing_config(plan, topology, goodput: float, sndbuf: int, headroom: float =
         }
     # Small send buffers only where the agent may have to share: a transfer that crosses a
     # link with another transfer of the same sender (whose own caps do not already fit in
-    # it). Elsewhere the kernel's autotuned buffer stays: a small one makes a lone 200 Mbit/s
-    # relay sensitive to being descheduled for a few ms on a busy machine.
+    # it). Elsewhere the kernel's autotuned buffer stays: a small one makes a lone fast relay
+    # sensitive to being descheduled for a few ms on a busy machine.
     for h in out.values():
         users: dict = {}
         for k, tp in h["transfers"].items():

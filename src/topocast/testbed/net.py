@@ -6,8 +6,8 @@
 * a veth pair per physical link; HTB on the egress of *both* ends, so each direction of
   every link (host-to-switch, switch-to-switch, host-to-host) is shaped to its own rate,
   with a 5 ms token bucket (``HTB_BURST``) and small packets - TCP ACKs - served before the
-  data (``_small_packet_class``): without them, the runtime's predictions missed by up to
-  20 % on this machine for reasons that have nothing to do with the links' rates;
+  data (``_small_packet_class``): without them, predictions miss on a busy machine for
+  reasons that have nothing to do with the links' rates (docs/experiments/runtime.md);
   ``netem`` delay under the HTB class when the link has latency and the kernel has netem
   (otherwise a warning says latency is not emulated);
 * addresses only from 198.18.0.0/15: an L2 segment (switches joined by switch links, and
@@ -73,12 +73,11 @@ def netem_available(ns: str, dev: str) -> bool:
     return False
 
 
-# Token bucket of every shaped class, in seconds of its rate. tc's default (one MTU, 64 us at
-# 200 Mbit/s) loses the link's time whenever HTB's dequeue timer fires late, which on a busy
-# 2-core VM (the hypervisor took 0-57 % of our CPU time in 0.1 s samples during runs) it does:
-# depth_first on hetero-2switch missed its prediction by up to 20 % (4 runs in 18 above 10 %),
-# 1.0-5.4 % with this bucket alone (docs/experiments/runtime.md). With 5 ms a late timer is
-# caught up; the cost is a burst of at most 5 ms of the rate after an idle period.
+# Token bucket of every shaped class, in seconds of its rate. tc's default (one MTU, tens of
+# microseconds at a few hundred Mbit/s) loses the link's time whenever HTB's dequeue timer
+# fires late, as it does on a busy VM whose hypervisor steals CPU time (the measurements are
+# in docs/experiments/runtime.md). With 5 ms a late timer is caught up; the cost is a burst
+# of at most 5 ms of the rate after an idle period.
 HTB_BURST = 0.005
 # Packets shorter than this (IP total length) - TCP's pure ACKs, pings - get their own class
 # on every shaped egress, served before the data (see ``_small_packet_class``).
@@ -94,15 +93,14 @@ def _small_packet_class(ns: str, dev: str, r: str, b: str) -> None:
     first (HTB prio 0) and shaped on its own at the link rate (not charged to the data).
 
     Why: a host that relays (receives at line rate and sends at line rate, as every pipelined
-    relay does) puts the ACKs of its incoming flow behind its own outgoing data in one FIFO.
-    Measured with plain sockets: a1's egress held 68-192 kB of a1->a2's data, the ACKs of
-    s->a1 came back 6-11 ms late, BBR (which sizes its window from the minimum RTT) became
-    window-limited and s->a1 fell to 148-154 Mbit/s in 3 runs of 6; a chain of three such
-    flows ran at 128-188 Mbit/s per flow, 189-192 with this class. Hosts with fq or fq_codel
-    (most Linux distributions' default) serve such sparse flows first; this kernel has
-    neither, so the testbed does it with HTB and u32. ACKs are ~0.1 % of the data's bytes
-    (GRO: one ACK per ~50 kB received), so not charging them to the data's rate is exact to
-    that. A FIFO switch port would still delay them: ``ack_priority=False`` builds that."""
+    relay does) puts the ACKs of its incoming flow behind its own outgoing data in one FIFO;
+    the ACKs come back late, a congestion control that sizes its window from the minimum RTT
+    (BBR) becomes window-limited, and the incoming flow slows down (measured with plain
+    sockets in docs/experiments/runtime.md). Hosts with fq or fq_codel (most Linux
+    distributions' default) serve such sparse flows first; a kernel with neither gets it from
+    HTB and u32 here. With GRO a receiver sends about one ACK per tens of kB, so not charging
+    ACKs to the data's rate is exact to a fraction of a percent. A FIFO switch port would
+    still delay them: ``ack_priority=False`` builds that."""
     _tc(ns, "class", "add", "dev", dev, "parent", "1:", "classid", "1:2", "htb", "rate", r, "ceil", r, "burst", b, "cburst", b, "quantum", "1514", "prio", "0")
     mask = f"0x{(0xFFFF & ~(SMALL_PACKET - 1)):04x}"
     _tc(ns, "filter", "add", "dev", dev, "parent", "1:", "prio", "1", "protocol", "ip", "u32", "match", "u16", "0x0000", mask, "at", "2", "flowid", "1:2")
@@ -126,8 +124,8 @@ def _shape(ns: str, dev: str, rate: float, latency: float, netem: bool, queue: f
     elif queue:
         limit = max(30000, int(rate * queue))
         # A byte-limited queue must hold packets, not GSO super-packets: TCP hands veth skbs
-        # of up to 64 KiB, and a bfifo smaller than one drops every one of them (a 2 ms queue
-        # at 100 Mbit/s, 30 kB, stalled every transfer). One segment per skb makes the limit
+        # of up to 64 KiB, and a bfifo smaller than one drops every one of them (a short queue
+        # on a slow link stalls every transfer). One segment per skb makes the limit
         # mean what a switch buffer means.
         _ip("-n", ns, "link", "set", "dev", dev, "gso_max_segs", "1")
         _tc(ns, "qdisc", "add", "dev", dev, "parent", "1:10", "handle", "10:", "bfifo", "limit", str(limit))
