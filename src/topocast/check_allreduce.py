@@ -29,9 +29,10 @@ predecessors complete; the race rule assumes it does not.)
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections import defaultdict, deque
+from collections import defaultdict
 
 from .errors import PlanError
+from .plan_graph import find_upstream, topological_order
 
 __all__ = ["check_allreduce", "contribution_sets"]
 
@@ -44,8 +45,6 @@ def _fail(plan, i, msg):
 
 
 def _preds(plan) -> list[tuple[int, ...]]:
-    from .check import find_upstream
-
     incoming = defaultdict(list)
     for i, t in enumerate(plan.transfers):
         incoming[t.dst].append(i)
@@ -61,25 +60,7 @@ def _preds(plan) -> list[tuple[int, ...]]:
 
 
 def _topo_order(preds, plan) -> list[int]:
-    n = len(preds)
-    indeg = [len(p) for p in preds]
-    succ = [[] for _ in range(n)]
-    for i, p in enumerate(preds):
-        for a in p:
-            succ[a].append(i)
-    queue = deque(i for i in range(n) if indeg[i] == 0)
-    order = []
-    while queue:
-        i = queue.popleft()
-        order.append(i)
-        for j in succ[i]:
-            indeg[j] -= 1
-            if indeg[j] == 0:
-                queue.append(j)
-    if len(order) != n:
-        stuck = next(i for i in range(n) if indeg[i] > 0)
-        raise _fail(plan, stuck, "dependency cycle through 'after'/'upstream'")
-    return order
+    return topological_order(preds, lambda i, msg: _fail(plan, i, msg))
 
 
 def contribution_sets(plan, topology=None) -> dict[str, list[tuple[int, int, frozenset]]]:

@@ -45,6 +45,7 @@ import numpy as np
 
 from ..errors import InputError, PlanError
 from ..plan import Plan, Transfer
+from ..sim.maxmin import progressive_filling
 from .matrix import Redistribution, block_offsets, make_plan
 
 __all__ = [
@@ -108,42 +109,17 @@ def _max_min_rates(snd: np.ndarray, rcv: np.ndarray, n1: int, n2: int, backbone:
     """Max-min fair rates (uncontended speed = 1) of flows ``snd[e] -> rcv[e]``.
 
     Resources: each sender NIC (capacity 1, or ``send_cap[i]``), each receiver NIC (1, or
-    ``recv_cap[j]``), the backbone (``backbone``).
-    Progressive filling: raise every unfrozen flow together until a resource saturates; freeze
-    the flows through it; repeat.
+    ``recv_cap[j]``), the backbone (``backbone``); the simulator's progressive filling shares
+    them.
     """
     n = len(snd)
-    rate = np.zeros(n)
-    frozen = np.zeros(n, dtype=bool)
-    cap_s = np.ones(n1) if send_cap is None else np.array(send_cap, dtype=float)
-    cap_r = np.ones(n2) if recv_cap is None else np.array(recv_cap, dtype=float)
-    cap_b = float(backbone)
-    level = 0.0
-    while not frozen.all():
-        live = ~frozen
-        cnt_s = np.bincount(snd[live], minlength=n1)
-        cnt_r = np.bincount(rcv[live], minlength=n2)
-        cnt_b = int(live.sum())
-        with np.errstate(divide="ignore", invalid="ignore"):
-            inc_s = np.where(cnt_s > 0, cap_s / cnt_s, np.inf)
-            inc_r = np.where(cnt_r > 0, cap_r / cnt_r, np.inf)
-        inc_b = cap_b / cnt_b
-        inc = min(inc_s.min(), inc_r.min(), inc_b)
-        level += inc
-        rate[live] = level
-        cap_s -= inc * cnt_s
-        cap_r -= inc * cnt_r
-        cap_b -= inc * cnt_b
-        eps = 1e-12
-        sat_s = cap_s <= eps
-        sat_r = cap_r <= eps
-        newly = live & (sat_s[snd] | sat_r[rcv])
-        if cap_b <= eps:
-            newly = live.copy()
-        if not newly.any():  # numerical safety: freeze the tightest flows
-            newly = live
-        frozen |= newly
-    return rate
+    cap_s = np.ones(n1) if send_cap is None else np.asarray(send_cap, dtype=float)
+    cap_r = np.ones(n2) if recv_cap is None else np.asarray(recv_cap, dtype=float)
+    capacity = np.concatenate((cap_s, cap_r, [float(backbone)]))
+    flows = np.arange(n)
+    pair_flow = np.concatenate((flows, flows, flows))
+    pair_res = np.concatenate((snd, n1 + rcv, np.full(n, n1 + n2))).astype(np.int64)
+    return progressive_filling(pair_flow, pair_res, capacity, np.full(n, np.inf))
 
 
 def brute_force_time(matrix, backbone: float, *, nic: float = 1.0, send_cap=None, recv_cap=None, return_events: bool = False):

@@ -29,7 +29,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from ..check import find_upstream
+from ..plan_graph import find_upstream
 from ..errors import SimulationError
 from ..intervals import IntervalSet
 from ..plan import Plan
