@@ -121,31 +121,53 @@ def run(args) -> int:
     return 0
 
 
+#: How many of the best algorithms the per-host panel of the compare plot shows.
+PLOT_BEST = 4
+
+
 def plot_compare(path, topology, source, bound, results) -> None:
-    """Per-host predicted receive rate of each algorithm beside the bound (Mbit/s)."""
+    """Two panels that stay readable with any number of algorithms: (left) every algorithm's
+    aggregate bandwidth as a fraction of the bound, best first, one labelled bar each; (right)
+    per-host receive rates of the best few beside each host's bound, hosts sorted by bound."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
 
-    hosts = list(bound.per_host_rate)
-    order = sorted(range(len(hosts)), key=lambda i: -bound.per_host_rate[hosts[i]])
-    hosts = [hosts[i] for i in order]
+    ranked = sorted(results, key=lambda nr: -nr[1].aggregate_bandwidth)
+    total = bound.aggregate_bandwidth
+    fig, (left, right) = plt.subplots(1, 2, figsize=(13, max(4.5, 0.32 * len(ranked) + 1.5)),
+                                      gridspec_kw={"width_ratios": [1, 1.4]})
+    fracs = [r.aggregate_bandwidth / total if total > 0 else 0.0 for _, r in ranked]
+    y = np.arange(len(ranked))
+    left.barh(y, fracs, color=["tab:blue" if k < PLOT_BEST else "0.6" for k in range(len(ranked))])
+    left.axvline(1.0, color="k", lw=1, ls="--")
+    left.set_yticks(y, [name for name, _ in ranked], fontsize=8)
+    left.invert_yaxis()
+    for k, f in enumerate(fracs):
+        left.text(min(f, 1.0) + 0.01, k, f"{100 * f:.1f} %", va="center", fontsize=7)
+    left.set_xlim(0, 1.15)
+    left.set_xlabel("aggregate bandwidth / bound (max-flow)")
+    left.set_title("all algorithms, best first")
+
+    hosts = sorted(bound.per_host_rate, key=lambda h: -bound.per_host_rate[h])
     x = np.arange(len(hosts))
-    width = 0.8 / (len(results) + 1)
-    fig, ax = plt.subplots(figsize=(max(6, 0.35 * len(hosts) * (len(results) + 1) / 3 + 4), 4.5))
-    ax.bar(x, [bound.per_host_rate[h] * 8e-6 for h in hosts], width, label="bound (max-flow)", color="0.75")
-    for k, (name, r) in enumerate(results, start=1):
-        ax.bar(x + k * width, [r.per_host[h].rate * 8e-6 for h in hosts], width, label=name)
+    right.plot(x, [bound.per_host_rate[h] * 8e-6 for h in hosts], "k--", lw=1.5, label="bound (max-flow)")
+    markers = "osD^"
+    for k, (name, r) in enumerate(ranked[:PLOT_BEST]):
+        right.plot(x, [r.per_host[h].rate * 8e-6 for h in hosts], marker=markers[k % len(markers)], ms=4,
+                   lw=1, label=name)
     if len(hosts) <= 40:
-        ax.set_xticks(x + 0.4 - width / 2, hosts, rotation=60, ha="right", fontsize=8)
+        right.set_xticks(x, hosts, rotation=60, ha="right", fontsize=7)
     else:
-        ax.set_xticks([])
-        ax.set_xlabel(f"{len(hosts)} destinations, sorted by bound")
-    ax.set_ylabel("receive rate (Mbit/s)")
-    ax.set_title(f"{topology.name}: broadcast from {source}")
-    ax.legend(fontsize=8)
+        right.set_xticks([])
+    right.set_xlabel(f"{len(hosts)} destinations, sorted by bound")
+    right.set_ylabel("receive rate (Mbit/s)")
+    right.set_ylim(bottom=0)
+    right.set_title(f"per host: the best {min(PLOT_BEST, len(ranked))}")
+    right.legend(fontsize=8, loc="upper right", framealpha=0.9)
+    fig.suptitle(f"{topology.name}: broadcast from {source}")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -25,12 +25,13 @@ import socket
 import threading
 import time
 from collections import deque
+import dataclasses
 from dataclasses import dataclass, field
 
 from ..errors import TopocastError
 from ..intervals import IntervalSet
 from ..plan import Plan
-from ..results import HostResult, Result
+from ..results import Result, aggregate_from_times
 from .data import generate
 from .protocol import Conn, ProtocolError, digest_ranges
 
@@ -357,23 +358,13 @@ def perform(
         launcher.close()
 
     # step 6: the result, in the shape of a prediction
-    per_host = {}
-    aggregate = 0.0
-    makespan = 0.0
-    for h, ranges in wanted.items():
-        nbytes = _wanted_total(ranges)
-        if h in done:
-            t = done[h]
-            rate = nbytes / t if t > 0 else math.inf
-            if t <= 0:  # only without a shared clock (ssh): bytes arrived before "start"
-                warnings.append(f"{h}: completed before its clock started; its rate cannot be measured")
-            per_host[h] = HostResult(t, rate)
-            if math.isfinite(rate):
-                aggregate += rate
-            makespan = max(makespan, t)
-        else:
-            per_host[h] = HostResult(math.inf, 0.0, completed=False, reason=failed.get(h, "did not complete"))
-            makespan = math.inf
+    times = {h: done.get(h, math.inf) for h in wanted}
+    per_host, makespan, aggregate = aggregate_from_times({h: _wanted_total(r) for h, r in wanted.items()}, times)
+    for h, t in times.items():
+        if t <= 0:  # only without a shared clock (ssh): bytes arrived before "start"
+            warnings.append(f"{h}: completed before its clock started; its rate cannot be measured")
+        if h not in done:
+            per_host[h] = dataclasses.replace(per_host[h], reason=failed.get(h, "did not complete"))
     ttimes = tuple(transfer_times.get(i, (math.nan, math.nan)) for i in range(len(plan.transfers)))
     result = Result(plan.planner or "plan", per_host, makespan, aggregate, kind="measured", transfer_times=ttimes)
     busy, niced = _busy(stat0, stat1), _niced(stat0, stat1)
