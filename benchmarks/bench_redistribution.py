@@ -22,9 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from topocast.planners.redistribute.ggp import peel_schedule, unit_for  # noqa: E402
 from topocast.redistribution import dense_pattern, lower_bound, random_pattern, validate_schedule  # noqa: E402
+from topocast.redistribution.experiment import agreement_experiment, ratio_experiment, stress_experiment  # noqa: E402
 from topocast.redistribution.kpbs import brute_force_time  # noqa: E402
 from topocast.redistribution.matrix import MB  # noqa: E402
-from topocast.redistribution.experiment import agreement_experiment, ratio_experiment, stress_experiment  # noqa: E402
 
 NIC = 100e6 / 8
 
@@ -104,7 +104,7 @@ def main(argv=None) -> int:
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
-    print("dense 100 x 100, sizes U[10 MB, 80 MB], NIC 100 Mbit/s (best of %d runs)" % args.repeat)
+    print(f"dense 100 x 100, sizes U[10 MB, 80 MB], NIC 100 Mbit/s (best of {args.repeat} runs)")
     print(f"{'algorithm':9} {'k':>4} {'beta (s)':>8} {'seconds':>8} {'steps':>6} {'cost/bound':>10}")
     for r in rows:
         print(f"{r['algorithm']:9} {r['k']:>4} {r['beta']:>8g} {r['seconds']:>8.3f} {r['steps']:>6} {r['cost_over_bound']:>10.4f}")

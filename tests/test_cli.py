@@ -2,8 +2,6 @@
 
 import json
 
-import pytest
-
 from topocast.cli.main import main
 
 

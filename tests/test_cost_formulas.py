@@ -7,7 +7,6 @@
 * the gain of the modified algorithms in GridMPI's normalised throughput.
 """
 
-import math
 
 import pytest
 

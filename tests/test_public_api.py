@@ -32,9 +32,10 @@ def test_import_stays_light():
 def test_version_is_written_once():
     pyproject = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
     assert 'dynamic = ["version"]' in pyproject and topocast.__version__ not in pyproject
-    from topocast.cli.main import build_parser
     import contextlib
     import io
+
+    from topocast.cli.main import build_parser
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out):

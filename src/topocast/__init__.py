@@ -15,8 +15,15 @@ Public API (everything else is internal):
 
 from .bounds import Bound, broadcast_bounds
 from .check import check_plan
-from .errors import (InputError, PlanError, SimulationError, TopocastError, TopologyError, TopologyWarning,
-                     UnknownPlanner)
+from .errors import (
+    InputError,
+    PlanError,
+    SimulationError,
+    TopocastError,
+    TopologyError,
+    TopologyWarning,
+    UnknownPlanner,
+)
 from .plan import Broadcast, Plan, Transfer
 from .planners import available_planners, get_planner, register_planner
 from .planners.allreduce._common import Allreduce

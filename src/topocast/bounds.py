@@ -19,8 +19,8 @@ what remains, so a tree of 10,000 hosts needs no max-flow computation at all.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Iterable, Mapping
 
 from .errors import PlanError
 

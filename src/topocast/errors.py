@@ -34,7 +34,7 @@ class InputError(TopocastError, ValueError):
         parts = [p for p in (source, element, message) if p]
         super().__init__(": ".join(parts))
 
-    def at(self, source: str | None = None, element: str | None = None) -> "InputError":
+    def at(self, source: str | None = None, element: str | None = None) -> InputError:
         """Return a copy of this error with the source and/or element filled in."""
         cls = type(self)
         err = cls.__new__(cls)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from typing import Iterable
+from collections.abc import Iterable
 
 __all__ = ["IntervalSet"]
 
@@ -20,7 +20,7 @@ class IntervalSet:
         for off, length in ranges:
             self.add(off, off + length)
 
-    def copy(self) -> "IntervalSet":
+    def copy(self) -> IntervalSet:
         c = IntervalSet()
         c.starts = list(self.starts)
         c.ends = list(self.ends)

@@ -27,9 +27,10 @@ Collectives:
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from .errors import PlanError
 
@@ -105,7 +106,7 @@ class Transfer:
     label: str = ""
 
     @classmethod
-    def of(cls, src: str, dst: str, offset: int, length: int, **kw) -> "Transfer":
+    def of(cls, src: str, dst: str, offset: int, length: int, **kw) -> Transfer:
         """A transfer of one contiguous range ``[offset, offset + length)``."""
         return cls(src, dst, ((int(offset), int(length)),), **kw)
 
@@ -132,7 +133,7 @@ class Transfer:
         return d
 
     @classmethod
-    def from_json(cls, d: Mapping, where: str = "transfer") -> "Transfer":
+    def from_json(cls, d: Mapping, where: str = "transfer") -> Transfer:
         try:
             return cls(
                 src=str(d["src"]),
@@ -242,7 +243,7 @@ class Plan:
         params: Mapping[str, Any] | None = None,
         notes: Mapping[str, Any] | None = None,
         chunk_size: int = 0,
-    ) -> "Plan":
+    ) -> Plan:
         """A broadcast plan: ``source`` holds ``[0, size)``; every destination wants it."""
         whole = ((0, int(size)),)
         return cls(
@@ -258,7 +259,7 @@ class Plan:
             chunk_size=chunk_size,
         )
 
-    def with_chunk_size(self, chunk_size: int) -> "Plan":
+    def with_chunk_size(self, chunk_size: int) -> Plan:
         """The same plan with another pipelining granularity (bytes)."""
         return replace(self, chunk_size=int(chunk_size))
 
@@ -296,7 +297,7 @@ class Plan:
         }
 
     @classmethod
-    def from_json(cls, d: Mapping, source: str | None = None) -> "Plan":
+    def from_json(cls, d: Mapping, source: str | None = None) -> Plan:
         try:
             if d.get("format") != "topocast-plan/1":
                 raise PlanError(f"expected format 'topocast-plan/1', got {d.get('format')!r}", element="format")
@@ -321,7 +322,7 @@ class Plan:
         return json.dumps(self.to_json(), indent=1)
 
     @classmethod
-    def load(cls, path) -> "Plan":
+    def load(cls, path) -> Plan:
         """Read a plan written by ``topocast plan --output``."""
         try:
             with open(path) as fh:

@@ -8,8 +8,8 @@ Per host: the time it held everything it wanted (s) and its receive rate
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 __all__ = ["HostResult", "Result", "aggregate_from_times"]
 

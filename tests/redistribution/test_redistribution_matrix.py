@@ -1,12 +1,10 @@
 """Redistribution requests: matrix files, generators, platform (k from the topology)."""
 
-import json
 
 import numpy as np
 import pytest
 
 from topocast.errors import InputError
-from topocast.plan import Plan
 from topocast.redistribution import (
     Redistribution,
     fig2_pattern,

@@ -48,7 +48,7 @@ def test_after_and_store_and_forward_are_respected():
     out = perform(plan, launcher=make_launcher("local"), chunk_size=64 * 1024)
     assert out.failed == {}
     ta = out.result.per_host["a"].time
-    (s1, e1), (s2, e2) = out.result.transfer_times[1], out.result.transfer_times[2]
+    (s1, _), (s2, _) = out.result.transfer_times[1], out.result.transfer_times[2]
     assert s1 >= ta - 0.01 and s2 >= ta - 0.01
     assert out.result.per_host["b"].time >= ta
     # the senders' side: when each transfer could start and when its connection was ready

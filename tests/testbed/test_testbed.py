@@ -2,14 +2,12 @@
 
 import ipaddress
 import json
-import socket
 import subprocess
 
 import pytest
 
-from topocast.topology.model import PhysicalLink, Topology
-
 from topocast.topology import load_topology
+from topocast.topology.model import PhysicalLink, Topology
 
 MBIT = 1e6 / 8
 
@@ -132,8 +130,9 @@ def test_latency_is_emulated_or_warned(testbed_factory):
         assert any("netem" in w and "latency" in w for w in st.warnings)
         pytest.skip("this kernel has no sch_netem: latency not emulated (warning checked)")
     code = (
-        "import socket, time\nt = time.monotonic()\ntry:\n socket.create_connection(('%s', 9), timeout=2)\n"
-        "except ConnectionRefusedError:\n print(time.monotonic() - t)" % st.host_addr["y"]
+        "import socket, time\nt = time.monotonic()\ntry:\n"
+        f" socket.create_connection(('{st.host_addr['y']}', 9), timeout=2)\n"
+        "except ConnectionRefusedError:\n print(time.monotonic() - t)"
     )
     r = subprocess.run(["ip", "netns", "exec", st.host_ns["x"], "python3", "-c", code], capture_output=True, text=True)
     assert float(r.stdout) >= 0.04  # SYN and RST each cross two 10 ms links

@@ -262,8 +262,10 @@ def test_bare_numbers_are_bytes_per_second_with_a_warning_when_they_look_like_bi
 
 
 def test_topology_show_lists_what_the_import_left_out(intermediate_switch):
+    import contextlib
+    import io
+
     from topocast.cli.main import main as cli_main
-    import contextlib, io
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         assert cli_main(["topology", "show", str(intermediate_switch), "--json"]) == 0

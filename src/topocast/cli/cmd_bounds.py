@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from ..bounds import broadcast_bounds
 from ..units import format_bandwidth
-from .common import resolve_source
-from .common import add_topology_args, load_topology_arg, print_json
+from .common import add_topology_args, load_topology_arg, print_json, resolve_source
 
 
 def register(sub) -> None:

@@ -6,12 +6,20 @@ import math
 
 from ..bounds import broadcast_bounds
 from ..check import check_plan
-from ..errors import InputError, TopocastError
+from ..errors import TopocastError
 from ..plan import Broadcast
 from ..planners import available_planners, get_planner
 from ..sim import simulate
 from ..units import format_bandwidth, format_size, format_time
-from .common import PLOT_SUFFIXES, add_topology_args, check_output, load_topology_arg, print_json, resolve_source, size_arg
+from .common import (
+    PLOT_SUFFIXES,
+    add_topology_args,
+    check_output,
+    load_topology_arg,
+    print_json,
+    resolve_source,
+    size_arg,
+)
 
 
 def register(sub) -> None:

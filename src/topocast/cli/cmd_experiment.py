@@ -36,7 +36,14 @@ def register(sub) -> None:
 def run_stable_broadcast(args) -> int:
     check_output(args.out, "--out", folder=True)
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     from ..experiments.stable_broadcast import real_topology_table, run_experiment
 

@@ -9,8 +9,7 @@ from ..check import check_plan
 from ..plan import Broadcast
 from ..planners import get_planner
 from .cmd_compare import plan_with
-from .common import resolve_source
-from .common import add_topology_args, check_output, load_topology_arg, size_arg
+from .common import add_topology_args, check_output, load_topology_arg, resolve_source, size_arg
 
 
 def register(sub) -> None:

@@ -8,7 +8,6 @@ two-cluster platform (``--nic``, ``--backbone``; k = backbone / NIC unless ``--k
 from __future__ import annotations
 
 import argparse
-import json
 
 from .common import PLOT_SUFFIXES, bandwidth_arg, check_output, print_json, size_arg, time_arg
 

@@ -104,7 +104,6 @@ def _load_target(args):
         raise InputError("give --file PATH or --size SIZE", element="message")
     from ..check import check_plan
     from ..planners import get_planner
-
     from .common import resolve_source
 
     info = get_planner("broadcast", args.algorithm)

@@ -9,8 +9,7 @@ from ..planners import get_planner
 from ..sim import simulate
 from ..units import format_bandwidth, format_time
 from .cmd_compare import plan_with
-from .common import resolve_source
-from .common import add_topology_args, load_topology_arg, print_json, size_arg
+from .common import add_topology_args, load_topology_arg, print_json, resolve_source, size_arg
 
 
 def register(sub) -> None:

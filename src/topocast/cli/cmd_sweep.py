@@ -10,12 +10,11 @@ planner that takes it (for example ``connections=1`` for ``gridmpi``).
 from __future__ import annotations
 
 import inspect
-import math
 
 from ..errors import InputError, TopocastError
 from ..plan import Broadcast
 from ..planners import get_planner
-from ..units import format_size, format_time, parse_size
+from ..units import format_size, format_time
 from .common import PLOT_SUFFIXES, add_topology_args, check_output, load_topology_arg, print_json, size_arg
 
 COLLECTIVES = ("broadcast", "allreduce")

@@ -10,8 +10,8 @@ are keyword-only and any randomness goes through ``seed=``.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from ..errors import UnknownPlanner
 

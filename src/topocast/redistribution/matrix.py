@@ -14,9 +14,9 @@ from __future__ import annotations
 import csv
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -106,7 +106,7 @@ class Redistribution:
         """Total bytes of all blocks."""
         return int(self.matrix.sum())
 
-    def with_(self, **changes) -> "Redistribution":
+    def with_(self, **changes) -> Redistribution:
         d = dict(matrix=self.matrix, senders=self.senders, receivers=self.receivers, k=self.k, beta=self.beta, source=self.source)
         d.update(changes)
         return Redistribution(**d)

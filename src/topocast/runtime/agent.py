@@ -513,7 +513,7 @@ class Agent:
                     break
                 elif ftype == T_JSON:
                     raise ProtocolError("unexpected control message on a data connection")
-        except socket.timeout:
+        except TimeoutError:
             reason = f"no data or heartbeat from {t['src']} for {self.stall:g} s (link down?)"
         except (OSError, ProtocolError) as exc:
             reason = f"connection from {t['src']} broke ({exc})"

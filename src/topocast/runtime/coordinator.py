@@ -16,16 +16,15 @@ that never report by the deadline are reported as timed out with how much they h
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import queue
 import secrets
 import signal
-import socket
 import threading
 import time
 from collections import deque
-import dataclasses
 from dataclasses import dataclass, field
 
 from ..errors import TopocastError
@@ -166,7 +165,7 @@ def perform(
                     raise RunError(f"agent for {h} exited before connecting ({_describe_exit(p.returncode)}){_stderr_tail(procs, [h])}")
             try:
                 sock, _ = listener.accept()
-            except socket.timeout:
+            except TimeoutError:
                 continue
             sock.settimeout(10)
             conn = Conn(sock)

@@ -29,10 +29,10 @@ from collections import defaultdict
 
 import numpy as np
 
-from ..plan_graph import find_upstream
 from ..errors import SimulationError
 from ..intervals import IntervalSet
 from ..plan import Plan
+from ..plan_graph import find_upstream
 from ..results import Result, aggregate_from_times
 from .maxmin import progressive_filling
 

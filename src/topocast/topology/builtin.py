@@ -6,7 +6,7 @@ builtin:NAME file.yaml`` writes one out as a starting point for your own file.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from ..errors import TopologyError
 from .model import PhysicalLink, Topology

@@ -16,10 +16,9 @@ by the widest bottleneck, then by node order (deterministic).
 
 from __future__ import annotations
 
-from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -432,7 +431,7 @@ class Topology:
             g.add_edge(l.src, l.dst, capacity=l.bandwidth, latency=l.latency, sharing=l.sharing)
         return g
 
-    def replace(self, **changes) -> "Topology":
+    def replace(self, **changes) -> Topology:
         """A copy with some constructor arguments changed."""
         kwargs = dict(
             name=self.name,

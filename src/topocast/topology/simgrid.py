@@ -94,8 +94,8 @@ import math
 import re
 import warnings
 import xml.etree.ElementTree as ET
-from decimal import Decimal
 from collections import defaultdict
+from decimal import Decimal
 from pathlib import Path
 
 from ..errors import TopologyError, TopologyWarning
@@ -686,7 +686,6 @@ def _infer_graph(p: _Platform):
 
     Returns (raw links, explicit routes, extra switches, directed uses per link id).
     """
-    src = p.source
     # step 1: buses = links that single-link routes use between > 2 netpoints
     ends: dict[str, set[str]] = defaultdict(set)
     for a, b, links, *_ in p.statements:

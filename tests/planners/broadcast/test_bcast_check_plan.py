@@ -1,6 +1,7 @@
 """Every planner of issue 3 passes check_plan and stays under the bound on several topologies."""
 
 import pytest
+from bcast_helpers import ring_with_switches, triangle
 
 from topocast.bounds import broadcast_bounds
 from topocast.check import check_plan
@@ -9,8 +10,6 @@ from topocast.planners.registry import available_planners, get_planner
 from topocast.sim import simulate
 from topocast.topology import load_topology
 from topocast.topology.generators import fat_tree, multi_cluster_tree
-
-from bcast_helpers import ring_with_switches, triangle
 
 OURS = ["random_pipeline", "dijkstra", "fpfr", "balanced_multicast", "stable", "optimal"]
 

@@ -3,6 +3,7 @@
 import math
 
 import pytest
+from bcast_helpers import ring_with_switches, star, triangle
 
 from topocast.bounds import broadcast_bounds
 from topocast.check import check_plan
@@ -16,8 +17,6 @@ from topocast.planners.broadcast.random_pipeline import plan_random_pipeline
 from topocast.planners.broadcast.stable import plan_stable, stable_pipelines
 from topocast.sim import simulate
 from topocast.topology import load_topology
-
-from bcast_helpers import ring_with_switches, star, triangle
 
 MBIT = 125_000
 

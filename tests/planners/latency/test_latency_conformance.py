@@ -4,7 +4,6 @@ topologies, for power-of-two and other host counts."""
 import pytest
 
 from topocast.check import check_plan
-from topocast.errors import PlanError
 from topocast.plan import Broadcast
 from topocast.planners import get_planner
 from topocast.topology import Topology, load_topology

@@ -125,7 +125,6 @@ def test_value_equals_reference_dense_with_cap_and_work(seed):
 def test_tiny_matrices_brute_force(rows, seed):
     """Tie-heavy small weights; value = max over all perfect matchings of the min weight."""
     E = np.array(rows, dtype=np.int64)
-    N = E.shape[0]
     # keep only matrices whose support has a perfect matching
     if not _perfect_at(E, 1) or not (E > 0).any():
         return

@@ -14,7 +14,16 @@ first host; with ``k > 2`` clusters every root sends its cluster's sum to every 
 
 from __future__ import annotations
 
-from .._collective import MPISchedule, balanced_counts, binomial_scatter, clusters_for, counts_to_ranges, mpich_chunks, ring_allgather, ring_reduce_scatter
+from .._collective import (
+    MPISchedule,
+    balanced_counts,
+    binomial_scatter,
+    clusters_for,
+    counts_to_ranges,
+    mpich_chunks,
+    ring_allgather,
+    ring_reduce_scatter,
+)
 from ..registry import register_planner
 from ._common import allreduce_hosts, allreduce_plan
 

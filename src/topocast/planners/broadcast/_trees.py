@@ -19,8 +19,8 @@ exhausted up-links, the epsilon, the integer byte layout and the pacing are our 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 
@@ -127,7 +127,7 @@ class Arborescence:
         self._by_depth = None
 
     @classmethod
-    def dfs(cls, topology, root: str, *, usable=None, key=None) -> "Arborescence":
+    def dfs(cls, topology, root: str, *, usable=None, key=None) -> Arborescence:
         """DFS from ``root`` over directed links with ``usable[link]`` (default: all).
 
         Neighbours are visited by ``key(link)`` ascending (default: node index), so the result
@@ -165,7 +165,7 @@ class Arborescence:
         return cls(topology, node, parent, down, up)
 
     @classmethod
-    def from_parent_links(cls, topology, root: str, plink: np.ndarray, *, child_key=None) -> "Arborescence":
+    def from_parent_links(cls, topology, root: str, plink: np.ndarray, *, child_key=None) -> Arborescence:
         """Arborescence from ``plink[node]`` = directed link into the node (-1: root/unreached).
 
         Children are visited by ``child_key(link into child)`` ascending (default: node index).
@@ -242,12 +242,18 @@ class Arborescence:
         x, y = a, b
         dx, dy = self.depth[x], self.depth[y]
         while dx > dy:
-            x = int(self.parent[x]); dx -= 1; up_part.append(x)
+            x = int(self.parent[x])
+            dx -= 1
+            up_part.append(x)
         while dy > dx:
-            y = int(self.parent[y]); dy -= 1; down_part.append(y)
+            y = int(self.parent[y])
+            dy -= 1
+            down_part.append(y)
         while x != y:
-            x = int(self.parent[x]); up_part.append(x)
-            y = int(self.parent[y]); down_part.append(y)
+            x = int(self.parent[x])
+            up_part.append(x)
+            y = int(self.parent[y])
+            down_part.append(y)
         down_part.pop()  # the LCA is already in up_part
         return tuple(names[self.node[i]] for i in up_part + down_part[::-1])
 

@@ -23,8 +23,17 @@ import numpy as np
 
 from ...plan import Broadcast, Plan
 from ..registry import register_planner
-from ._trees import (Arborescence, has_reverse, unreachable_error, contiguous_layout, e1_rates, pipeline_over, pipeline_transfers,
-                     resource_arrays, residual_pipelines)
+from ._trees import (
+    Arborescence,
+    contiguous_layout,
+    e1_rates,
+    has_reverse,
+    pipeline_over,
+    pipeline_transfers,
+    residual_pipelines,
+    resource_arrays,
+    unreachable_error,
+)
 
 __all__ = ["plan_balanced_multicast", "usage_matrix", "random_spanning_pipelines"]
 

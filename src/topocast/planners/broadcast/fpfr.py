@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ...plan import Broadcast, Plan
 from ..registry import register_planner
-from ._trees import unreachable_error, contiguous_layout, e1_rates, pipeline_transfers, residual_pipelines
+from ._trees import contiguous_layout, e1_rates, pipeline_transfers, residual_pipelines, unreachable_error
 
 __all__ = ["plan_fpfr", "fpfr_pipelines"]
 

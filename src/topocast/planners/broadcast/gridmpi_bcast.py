@@ -26,7 +26,15 @@ inter-cluster step and the plan is MPICH's scatter + ring allgather (van de Geij
 from __future__ import annotations
 
 from ...plan import Broadcast, Plan
-from .._collective import GridLayout, MPISchedule, binomial_scatter, clusters_for, connections_for, participants, ring_allgather
+from .._collective import (
+    GridLayout,
+    MPISchedule,
+    binomial_scatter,
+    clusters_for,
+    connections_for,
+    participants,
+    ring_allgather,
+)
 from ..registry import register_planner
 
 __all__ = ["plan_gridmpi_bcast"]

@@ -45,8 +45,7 @@ import numpy as np
 from ...bounds import broadcast_bounds
 from ...plan import Broadcast, Plan
 from ..registry import register_planner
-from ._trees import Arborescence, has_reverse, e1_rates, pipeline_over, resource_arrays, undirected_tree
-from .balanced_multicast import usage_matrix
+from ._trees import Arborescence, e1_rates, has_reverse, pipeline_over, resource_arrays, undirected_tree
 from .stable import plan_from_nested, stable_pipelines
 
 __all__ = ["plan_optimal"]
@@ -76,11 +75,14 @@ def _solve(cols, _unused, dests, floors, res_of, cap):
     ri, rj, rv, fi, fj = [], [], [], [], []
     for j, c in enumerate(cols):
         for lid, u in c.link_uses.items():
-            ri.append(res_of[lid]); rj.append(j); rv.append(u)
+            ri.append(res_of[lid])
+            rj.append(j)
+            rv.append(u)
         for m in c.members:
             i = didx.get(m)
             if i is not None:
-                fi.append(i); fj.append(j)
+                fi.append(i)
+                fj.append(j)
     a_cap = coo_matrix((rv, (ri, rj)), shape=(n_res, len(cols))).tocsr()
     used_rows = np.zeros(n_res, dtype=bool)
     used_rows[np.asarray(ri, dtype=np.int64)] = True

@@ -51,7 +51,6 @@ peel instead of ~5 probes (the measured speed-up is in docs/experiments/redistri
 
 from __future__ import annotations
 
-import math
 from heapq import heappop, heappush
 
 import numpy as np
