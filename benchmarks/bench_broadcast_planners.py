@@ -44,8 +44,11 @@ def main(argv=None) -> None:
                     t0 = time.perf_counter()
                     plan = get_planner("broadcast", name)(topo, req)
                     best = min(best, time.perf_counter() - t0)
-                print(f"{bw + (' asym' if asym else ''):24s} {n:6d} {name:8s} {best:8.3f} "
-                      f"{plan.notes.get('trees', ''):>6} {len(plan.transfers):9d}", flush=True)
+                print(
+                    f"{bw + (' asym' if asym else ''):24s} {n:6d} {name:8s} {best:8.3f} "
+                    f"{plan.notes.get('trees', ''):>6} {len(plan.transfers):9d}",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

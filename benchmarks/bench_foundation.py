@@ -31,7 +31,9 @@ def main() -> None:
     ap.add_argument("--sizes", default="100,1000,10000")
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
-    print(f"{'hosts':>6} {'planner':<12} {'plan s':>8} {'simulate s':>10} {'total s':>8} {'aggregate Mbit/s':>17} {'of bound':>8}")
+    print(
+        f"{'hosts':>6} {'planner':<12} {'plan s':>8} {'simulate s':>10} {'total s':>8} {'aggregate Mbit/s':>17} {'of bound':>8}"
+    )
     for n in [int(x) for x in args.sizes.split(",")]:
         topo = multi_cluster_tree(n, n_clusters=max(1, n // 20), bandwidth="uniform-100-1000", seed=1)
         source = topo.hosts[0]

@@ -42,8 +42,16 @@ def speed(repeat: int = 3) -> list[dict]:
                     best = min(best, time.perf_counter() - t0)
                 validate_schedule(s, m, k)
                 lb = lower_bound(m, k, nic=NIC, beta=beta)
-                rows.append({"algorithm": name, "k": k, "beta": beta, "seconds": best, "steps": s.n_steps,
-                             "cost_over_bound": s.cost(beta, NIC) / lb.total})
+                rows.append(
+                    {
+                        "algorithm": name,
+                        "k": k,
+                        "beta": beta,
+                        "seconds": best,
+                        "steps": s.n_steps,
+                        "cost_over_bound": s.cost(beta, NIC) / lb.total,
+                    }
+                )
     return rows
 
 
@@ -62,9 +70,17 @@ def scaling(seed: int = 0, k: int = 5, beta: float = 0.01) -> list[dict]:
                 validate_schedule(s, m, k)
                 cost[name, b] = s.cost(b, NIC)
         best = min(cost["ggp", beta], cost["oggp", beta])
-        rows.append({"x_mb": x, "lower_bound": lower_bound(m, k, nic=NIC).total, "brute_force": bf,
-                     "ggp_beta0": cost["ggp", 0.0], "ggp_beta": cost["ggp", beta], "oggp_beta": cost["oggp", beta],
-                     "gain_beta": (bf - best) / bf})
+        rows.append(
+            {
+                "x_mb": x,
+                "lower_bound": lower_bound(m, k, nic=NIC).total,
+                "brute_force": bf,
+                "ggp_beta0": cost["ggp", 0.0],
+                "ggp_beta": cost["ggp", beta],
+                "oggp_beta": cost["oggp", beta],
+                "gain_beta": (bf - best) / bf,
+            }
+        )
     return rows
 
 
@@ -94,11 +110,15 @@ def main(argv=None) -> int:
             print(json.dumps(rows, indent=1))
             return 0
         print("random_pattern(10, 10, 30, x MB, seed=0), k = 5, NIC 100 Mbit/s; seconds")
-        print("| x (MB) | lower bound | brute force η_o | GGP, β = 0 | GGP, β = 10 ms | OGGP, β = 10 ms | gain, β = 10 ms |")
+        print(
+            "| x (MB) | lower bound | brute force η_o | GGP, β = 0 | GGP, β = 10 ms | OGGP, β = 10 ms | gain, β = 10 ms |"
+        )
         print("|---|---|---|---|---|---|---|")
         for r in rows:
-            print(f"| {r['x_mb']} | {r['lower_bound']:.2f} | {r['brute_force']:.2f} | {r['ggp_beta0']:.2f} | "
-                  f"{r['ggp_beta']:.2f} | {r['oggp_beta']:.2f} | {100 * r['gain_beta']:.1f} % |")
+            print(
+                f"| {r['x_mb']} | {r['lower_bound']:.2f} | {r['brute_force']:.2f} | {r['ggp_beta0']:.2f} | "
+                f"{r['ggp_beta']:.2f} | {r['oggp_beta']:.2f} | {100 * r['gain_beta']:.1f} % |"
+            )
         return 0
     rows = speed(args.repeat)
     if args.json:
@@ -107,7 +127,9 @@ def main(argv=None) -> int:
     print(f"dense 100 x 100, sizes U[10 MB, 80 MB], NIC 100 Mbit/s (best of {args.repeat} runs)")
     print(f"{'algorithm':9} {'k':>4} {'beta (s)':>8} {'seconds':>8} {'steps':>6} {'cost/bound':>10}")
     for r in rows:
-        print(f"{r['algorithm']:9} {r['k']:>4} {r['beta']:>8g} {r['seconds']:>8.3f} {r['steps']:>6} {r['cost_over_bound']:>10.4f}")
+        print(
+            f"{r['algorithm']:9} {r['k']:>4} {r['beta']:>8g} {r['seconds']:>8.3f} {r['steps']:>6} {r['cost_over_bound']:>10.4f}"
+        )
     return 0
 
 

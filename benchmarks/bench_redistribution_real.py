@@ -73,17 +73,34 @@ def make_patterns(topo, k: int, args) -> list[dict]:
     out = []
     for seed in args.seeds:
         for x in args.x:
-            r = random_pattern(len(senders), len(receivers), args.messages, x * MB * args.scale, low=10 * MB * args.scale,
-                               seed=seed, beta=args.beta)
+            r = random_pattern(
+                len(senders),
+                len(receivers),
+                args.messages,
+                x * MB * args.scale,
+                low=10 * MB * args.scale,
+                seed=seed,
+                beta=args.beta,
+            )
             r = r.with_(senders=senders, receivers=receivers)
-            out.append({"name": f"random s{seed} x={x:g}MB", "request": r,
-                        "what": f"{args.messages} messages, sizes U[{10 * args.scale:g}, {x * args.scale:g}] MB (paper's [10, {x:g}] MB x {args.scale:g}), seed {seed}"})
+            out.append(
+                {
+                    "name": f"random s{seed} x={x:g}MB",
+                    "request": r,
+                    "what": f"{args.messages} messages, sizes U[{10 * args.scale:g}, {x * args.scale:g}] MB (paper's [10, {x:g}] MB x {args.scale:g}), seed {seed}",
+                }
+            )
     if args.fig2_unit:
         unit = int(args.fig2_unit)
         r = fig2_pattern(unit, k=k, beta=args.beta)
         r = r.with_(senders=senders[: k + 1], receivers=receivers[: k + 1], k=None)
-        out.append({"name": f"fig2 k={k}", "request": r,
-                    "what": f"Fig. 2 generalised to k = {k}: {k} messages of {unit / MB:g} MB and one of {2 * unit / MB:g} MB"})
+        out.append(
+            {
+                "name": f"fig2 k={k}",
+                "request": r,
+                "what": f"Fig. 2 generalised to k = {k}: {k} messages of {unit / MB:g} MB and one of {2 * unit / MB:g} MB",
+            }
+        )
     return out
 
 
@@ -100,8 +117,16 @@ def predictions(plan, req: Redistribution, topo_eff, beta_hat: float | None) -> 
     m = req.matrix
     lb = lower_bound(m, plat.k, nic=plat.nic, beta=req.beta)
     sim = simulate(plan, topo_eff)
-    out = {"nic_eff": plat.nic, "k": plat.k, "eta": lb.eta, "P_over_k": lb.p_over_k, "W": lb.w, "step_bound": lb.steps,
-           "simulated": float(sim.makespan), "simulated_per_host": {h: float(r.time) for h, r in sim.per_host.items()}}
+    out = {
+        "nic_eff": plat.nic,
+        "k": plat.k,
+        "eta": lb.eta,
+        "P_over_k": lb.p_over_k,
+        "W": lb.w,
+        "step_bound": lb.steps,
+        "simulated": float(sim.makespan),
+        "simulated_per_host": {h: float(r.time) for h, r in sim.per_host.items()},
+    }
     if plan.planner == "brute_force":
         out["lower_bound"] = lb.eta
         out["model"] = brute_force_time(m, plat.ratio, nic=plat.nic)
@@ -223,8 +248,14 @@ def probe_beta(topo, st, k: int, nbytes: int, nsteps: int, chunk: int, nic_eff: 
     check_plan(plan, topo)
     rec = run_plan(plan, topo, st, chunk, 60 + 10 * nsteps * nbytes / nic_eff, nic_eff)
     data = nsteps * nbytes / nic_eff
-    rec.update({"steps": nsteps, "bytes_per_transfer": nbytes, "data_time": data,
-                "beta_hat": (rec["measured"] - data) / nsteps if not rec["failed"] else None})
+    rec.update(
+        {
+            "steps": nsteps,
+            "bytes_per_transfer": nbytes,
+            "data_time": data,
+            "beta_hat": (rec["measured"] - data) / nsteps if not rec["failed"] else None,
+        }
+    )
     return rec
 
 
@@ -242,11 +273,13 @@ def barrier_text(b: dict) -> str:
         v = b.get(key)
         return "-" if v is None else f"{v * 1e3:.2f}"
 
-    return (f"per-step overhead median {ms('overhead_median')} ms (mean {ms('overhead_mean')}, max {ms('overhead_max')}); "
-            f"previous step complete -> sender released median {ms('release_median')} ms (max {ms('release_max')}), "
-            f"released -> connection authenticated {ms('connect_median')} ms (max {ms('connect_max')}), "
-            f"connected -> first 64 KiB chunk held {ms('first_chunk_median')} ms (the chunk alone at the goodput rate: {ms('first_chunk_at_rate')}); "
-            f"release skew within a step median {ms('release_skew_median')} ms (max {ms('release_skew_max')})")
+    return (
+        f"per-step overhead median {ms('overhead_median')} ms (mean {ms('overhead_mean')}, max {ms('overhead_max')}); "
+        f"previous step complete -> sender released median {ms('release_median')} ms (max {ms('release_max')}), "
+        f"released -> connection authenticated {ms('connect_median')} ms (max {ms('connect_max')}), "
+        f"connected -> first 64 KiB chunk held {ms('first_chunk_median')} ms (the chunk alone at the goodput rate: {ms('first_chunk_at_rate')}); "
+        f"release skew within a step median {ms('release_skew_median')} ms (max {ms('release_skew_max')})"
+    )
 
 
 def gains(runs: list[dict]) -> list[dict]:
@@ -268,9 +301,13 @@ def gains(runs: list[dict]) -> list[dict]:
             row[s] = med[s]
             row[f"{s}_gain_measured"] = (med["brute_force"] - med[s]) / med["brute_force"]
             row[f"{s}_gain_model"] = (pred["brute_force"]["model"] - pred[s]["model"]) / pred["brute_force"]["model"]
-            row[f"{s}_gain_simulated"] = (pred["brute_force"]["simulated"] - pred[s]["simulated"]) / pred["brute_force"]["simulated"]
+            row[f"{s}_gain_simulated"] = (pred["brute_force"]["simulated"] - pred[s]["simulated"]) / pred[
+                "brute_force"
+            ]["simulated"]
             if "model_beta_hat" in pred[s]:
-                row[f"{s}_gain_model_beta_hat"] = (pred["brute_force"]["model"] - pred[s]["model_beta_hat"]) / pred["brute_force"]["model"]
+                row[f"{s}_gain_model_beta_hat"] = (pred["brute_force"]["model"] - pred[s]["model_beta_hat"]) / pred[
+                    "brute_force"
+                ]["model"]
         out.append(row)
     return out
 
@@ -282,84 +319,176 @@ def report(mode: dict, out=sys.stdout) -> None:
     con = Console(file=out, width=220)
     pr = mode.get("beta_probe")
     if pr:
-        con.print(f"[bold]{mode['links']} links[/]: beta probe: {pr['steps']} steps x {mode['k']} transfers of {pr['bytes_per_transfer'] / MB:g} MB: "
-                  f"measured {pr['measured']:.3f} s, data {pr['data_time']:.3f} s -> beta-hat {_f(pr['beta_hat'] and pr['beta_hat'] * 1e3)} ms per step; "
-                  + barrier_text(pr["barriers"]))
-    t = Table(title=f"{mode['topology']} ({mode['links']} links): measured vs predicted, seconds (predictions at goodput {mode['goodput']} of the link rates)")
-    for c in ("pattern", "schedule", "rep", "steps", "xfers", "lower bd", "model", "model β̂", "fluid sim", "measured", "m/model", "m/sim",
-              "host err", "β run ms", "cpu", "load"):
+        con.print(
+            f"[bold]{mode['links']} links[/]: beta probe: {pr['steps']} steps x {mode['k']} transfers of {pr['bytes_per_transfer'] / MB:g} MB: "
+            f"measured {pr['measured']:.3f} s, data {pr['data_time']:.3f} s -> beta-hat {_f(pr['beta_hat'] and pr['beta_hat'] * 1e3)} ms per step; "
+            + barrier_text(pr["barriers"])
+        )
+    t = Table(
+        title=f"{mode['topology']} ({mode['links']} links): measured vs predicted, seconds (predictions at goodput {mode['goodput']} of the link rates)"
+    )
+    for c in (
+        "pattern",
+        "schedule",
+        "rep",
+        "steps",
+        "xfers",
+        "lower bd",
+        "model",
+        "model β̂",
+        "fluid sim",
+        "measured",
+        "m/model",
+        "m/sim",
+        "host err",
+        "β run ms",
+        "cpu",
+        "load",
+    ):
         t.add_column(c, justify="left" if c in ("pattern", "schedule", "cpu") else "right")
     for r in mode["runs"]:
         p, m = r["predicted"], r["run"]
-        errs = [abs(m["per_host"][h] / p["simulated_per_host"][h] - 1) for h in p["simulated_per_host"] if math.isfinite(m["per_host"].get(h, math.inf))]
-        cpu = "FAILED " + str(m["failed"]) if m["failed"] else ("CPU? " + m["cpu_bound"] if m["cpu_bound"] else f"ok {_f(m['cpu_busy'], '{:.0%}')} (+{_f(m['cpu_niced'], '{:.0%}')} niced)")
-        t.add_row(r["pattern"], r["schedule"], str(r["rep"]), str(p["steps"]), str(r["transfers"]), _f(p["lower_bound"]), _f(p["model"]),
-                  _f(p.get("model_beta_hat")), _f(p["simulated"]), f"[bold]{m['measured']:.2f}[/]", _f(m["measured"] / p["model"], "{:.3f}"),
-                  _f(m["measured"] / p["simulated"], "{:.3f}"), _f(max(errs) if errs else None, "{:.1%}"),
-                  _f(m["barriers"].get("overhead_mean") and m["barriers"]["overhead_mean"] * 1e3, "{:.1f}"), cpu, f"{m['load_before'][0]:.1f}")
+        errs = [
+            abs(m["per_host"][h] / p["simulated_per_host"][h] - 1)
+            for h in p["simulated_per_host"]
+            if math.isfinite(m["per_host"].get(h, math.inf))
+        ]
+        cpu = (
+            "FAILED " + str(m["failed"])
+            if m["failed"]
+            else (
+                "CPU? " + m["cpu_bound"]
+                if m["cpu_bound"]
+                else f"ok {_f(m['cpu_busy'], '{:.0%}')} (+{_f(m['cpu_niced'], '{:.0%}')} niced)"
+            )
+        )
+        t.add_row(
+            r["pattern"],
+            r["schedule"],
+            str(r["rep"]),
+            str(p["steps"]),
+            str(r["transfers"]),
+            _f(p["lower_bound"]),
+            _f(p["model"]),
+            _f(p.get("model_beta_hat")),
+            _f(p["simulated"]),
+            f"[bold]{m['measured']:.2f}[/]",
+            _f(m["measured"] / p["model"], "{:.3f}"),
+            _f(m["measured"] / p["simulated"], "{:.3f}"),
+            _f(max(errs) if errs else None, "{:.1%}"),
+            _f(m["barriers"].get("overhead_mean") and m["barriers"]["overhead_mean"] * 1e3, "{:.1f}"),
+            cpu,
+            f"{m['load_before'][0]:.1f}",
+        )
     con.print(t)
-    g = Table(title=f"{mode['links']} links: gain of scheduling over brute force = (T_bf - T_sched) / T_bf (median of repetitions); paper: 30 % (sockets), 20 % (MPI)")
-    for c in ("pattern", "brute force s", "ggp s", "oggp s", "ggp measured", "oggp measured", "model (β)", "model (β̂)", "fluid sim"):
+    g = Table(
+        title=f"{mode['links']} links: gain of scheduling over brute force = (T_bf - T_sched) / T_bf (median of repetitions); paper: 30 % (sockets), 20 % (MPI)"
+    )
+    for c in (
+        "pattern",
+        "brute force s",
+        "ggp s",
+        "oggp s",
+        "ggp measured",
+        "oggp measured",
+        "model (β)",
+        "model (β̂)",
+        "fluid sim",
+    ):
         g.add_column(c, justify="left" if c == "pattern" else "right")
     for row in mode["gains"]:
-        g.add_row(row["pattern"], _f(row["brute_force"]), _f(row.get("ggp")), _f(row.get("oggp")), _f(row.get("ggp_gain_measured"), "{:+.1%}"),
-                  _f(row.get("oggp_gain_measured"), "{:+.1%}"), _f(row.get("ggp_gain_model"), "{:+.1%}"), _f(row.get("ggp_gain_model_beta_hat"), "{:+.1%}"),
-                  _f(row.get("ggp_gain_simulated"), "{:+.1%}"))
+        g.add_row(
+            row["pattern"],
+            _f(row["brute_force"]),
+            _f(row.get("ggp")),
+            _f(row.get("oggp")),
+            _f(row.get("ggp_gain_measured"), "{:+.1%}"),
+            _f(row.get("oggp_gain_measured"), "{:+.1%}"),
+            _f(row.get("ggp_gain_model"), "{:+.1%}"),
+            _f(row.get("ggp_gain_model_beta_hat"), "{:+.1%}"),
+            _f(row.get("ggp_gain_simulated"), "{:+.1%}"),
+        )
     con.print(g)
 
 
 def summary_markdown(everything: dict) -> str:
     """One row per (links, pattern): predictions and the median (min-max) of the measured times."""
-    out = ["| links | pattern | lower bound | brute force: model η_o = fluid sim | measured | GGP: model Σ m_i (β = 0) | with β̂ | measured | OGGP measured "
-           "| gain measured (GGP) | gain model (β = 0) | gain model (β̂) |",
-           "|---" * 12 + "|"]
+    out = [
+        "| links | pattern | lower bound | brute force: model η_o = fluid sim | measured | GGP: model Σ m_i (β = 0) | with β̂ | measured | OGGP measured "
+        "| gain measured (GGP) | gain model (β = 0) | gain model (β̂) |",
+        "|---" * 12 + "|",
+    ]
     for mode in everything["modes"]:
         by: dict = {}
         for r in mode["runs"]:
             by.setdefault(r["pattern"], {}).setdefault(r["schedule"], []).append(r)
         for pat, d in by.items():
+
             def meas(s):
                 xs = sorted(x["run"]["measured"] for x in d.get(s, ()))
                 if not xs:
                     return "-", None
                 return f"**{statistics.median(xs):.2f}** ({xs[0]:.2f}–{xs[-1]:.2f})", statistics.median(xs)
+
             bf, g, og = meas("brute_force"), meas("ggp"), meas("oggp")
             pb, pg = d["brute_force"][0]["predicted"], d["ggp"][0]["predicted"]
             gm = (bf[1] - g[1]) / bf[1] if bf[1] and g[1] else None
-            out.append(f"| {mode['links']} | {pat} | {pb['lower_bound']:.2f} | {pb['model']:.2f} = {pb['simulated']:.2f} | {bf[0]} | {pg['model']:.2f} | "
-                       f"{_f(pg.get('model_beta_hat'))} | {g[0]} | {og[0]} | {_f(gm, '{:+.1%}')} | {(pb['model'] - pg['model']) / pb['model']:+.1%} | "
-                       f"{_f(pg.get('model_beta_hat') and (pb['model'] - pg['model_beta_hat']) / pb['model'], '{:+.1%}')} |")
+            out.append(
+                f"| {mode['links']} | {pat} | {pb['lower_bound']:.2f} | {pb['model']:.2f} = {pb['simulated']:.2f} | {bf[0]} | {pg['model']:.2f} | "
+                f"{_f(pg.get('model_beta_hat'))} | {g[0]} | {og[0]} | {_f(gm, '{:+.1%}')} | {(pb['model'] - pg['model']) / pb['model']:+.1%} | "
+                f"{_f(pg.get('model_beta_hat') and (pb['model'] - pg['model_beta_hat']) / pb['model'], '{:+.1%}')} |"
+            )
     return "\n".join(out)
 
 
 def render_markdown(everything: dict) -> str:
     out = [summary_markdown(everything), ""]
     for mode in everything["modes"]:
-        out.append(f"**{mode['topology']}, {mode['links']} links** (chunk {mode['chunk_size'] // 1024} KiB, predictions at goodput "
-                   f"{mode['goodput']} x link rate = {mode['nic_eff'] * 8 / 1e6:.2f} Mbit/s per NIC, k = {mode['k']}, planning beta = {everything['beta']:g} s)\n")
+        out.append(
+            f"**{mode['topology']}, {mode['links']} links** (chunk {mode['chunk_size'] // 1024} KiB, predictions at goodput "
+            f"{mode['goodput']} x link rate = {mode['nic_eff'] * 8 / 1e6:.2f} Mbit/s per NIC, k = {mode['k']}, planning beta = {everything['beta']:g} s)\n"
+        )
         pr = mode.get("beta_probe")
         if pr and pr.get("beta_hat") is not None:
-            out.append(f"beta probe: {pr['steps']} steps of {mode['k']} x {pr['bytes_per_transfer'] / MB:g} MB: measured {pr['measured']:.3f} s, "
-                       f"data {pr['data_time']:.3f} s, **beta-hat = {pr['beta_hat'] * 1e3:.1f} ms per step**; " + barrier_text(pr["barriers"]) + ".\n")
-        out.append("| pattern | schedule | rep | steps | transfers | lower bound | model | model β̂ | fluid sim | **measured** | meas/model | meas/sim | max host err vs sim | step overhead ms (mean) | cores busy (+niced) | load |")
+            out.append(
+                f"beta probe: {pr['steps']} steps of {mode['k']} x {pr['bytes_per_transfer'] / MB:g} MB: measured {pr['measured']:.3f} s, "
+                f"data {pr['data_time']:.3f} s, **beta-hat = {pr['beta_hat'] * 1e3:.1f} ms per step**; "
+                + barrier_text(pr["barriers"])
+                + ".\n"
+            )
+        out.append(
+            "| pattern | schedule | rep | steps | transfers | lower bound | model | model β̂ | fluid sim | **measured** | meas/model | meas/sim | max host err vs sim | step overhead ms (mean) | cores busy (+niced) | load |"
+        )
         out.append("|---" * 16 + "|")
         for r in mode["runs"]:
             p, m = r["predicted"], r["run"]
-            errs = [abs(m["per_host"][h] / p["simulated_per_host"][h] - 1) for h in p["simulated_per_host"] if math.isfinite(m["per_host"].get(h, math.inf))]
-            cpu = f"{_f(m['cpu_busy'], '{:.0%}')} (+{_f(m['cpu_niced'], '{:.0%}')})" + (f" CPU? {m['cpu_bound']}" if m["cpu_bound"] else "")
+            errs = [
+                abs(m["per_host"][h] / p["simulated_per_host"][h] - 1)
+                for h in p["simulated_per_host"]
+                if math.isfinite(m["per_host"].get(h, math.inf))
+            ]
+            cpu = f"{_f(m['cpu_busy'], '{:.0%}')} (+{_f(m['cpu_niced'], '{:.0%}')})" + (
+                f" CPU? {m['cpu_bound']}" if m["cpu_bound"] else ""
+            )
             if m["failed"]:
                 cpu = f"FAILED {m['failed']}"
             gap = m["barriers"].get("overhead_mean")
-            out.append(f"| {r['pattern']} | {r['schedule']} | {r['rep']} | {p['steps']} | {r['transfers']} | {p['lower_bound']:.2f} | {p['model']:.2f} | "
-                       f"{_f(p.get('model_beta_hat'))} | {p['simulated']:.2f} | **{m['measured']:.2f}** | {m['measured'] / p['model']:.3f} | "
-                       f"{m['measured'] / p['simulated']:.3f} | {_f(max(errs) if errs else None, '{:.1%}')} | {_f(gap and gap * 1e3, '{:.1f}')} | {cpu} | {m['load_before'][0]:.1f} |")
+            out.append(
+                f"| {r['pattern']} | {r['schedule']} | {r['rep']} | {p['steps']} | {r['transfers']} | {p['lower_bound']:.2f} | {p['model']:.2f} | "
+                f"{_f(p.get('model_beta_hat'))} | {p['simulated']:.2f} | **{m['measured']:.2f}** | {m['measured'] / p['model']:.3f} | "
+                f"{m['measured'] / p['simulated']:.3f} | {_f(max(errs) if errs else None, '{:.1%}')} | {_f(gap and gap * 1e3, '{:.1f}')} | {cpu} | {m['load_before'][0]:.1f} |"
+            )
         out.append("")
-        out.append("| pattern | brute force s | GGP s | OGGP s | GGP gain measured | OGGP gain measured | GGP gain model (β) | GGP gain model (β̂) | GGP gain fluid sim |")
+        out.append(
+            "| pattern | brute force s | GGP s | OGGP s | GGP gain measured | OGGP gain measured | GGP gain model (β) | GGP gain model (β̂) | GGP gain fluid sim |"
+        )
         out.append("|---" * 9 + "|")
         for row in mode["gains"]:
-            out.append(f"| {row['pattern']} | {row['brute_force']:.2f} | {_f(row.get('ggp'))} | {_f(row.get('oggp'))} | {_f(row.get('ggp_gain_measured'), '{:+.1%}')} | "
-                       f"{_f(row.get('oggp_gain_measured'), '{:+.1%}')} | {_f(row.get('ggp_gain_model'), '{:+.1%}')} | {_f(row.get('ggp_gain_model_beta_hat'), '{:+.1%}')} | "
-                       f"{_f(row.get('ggp_gain_simulated'), '{:+.1%}')} |")
+            out.append(
+                f"| {row['pattern']} | {row['brute_force']:.2f} | {_f(row.get('ggp'))} | {_f(row.get('oggp'))} | {_f(row.get('ggp_gain_measured'), '{:+.1%}')} | "
+                f"{_f(row.get('oggp_gain_measured'), '{:+.1%}')} | {_f(row.get('ggp_gain_model'), '{:+.1%}')} | {_f(row.get('ggp_gain_model_beta_hat'), '{:+.1%}')} | "
+                f"{_f(row.get('ggp_gain_simulated'), '{:+.1%}')} |"
+            )
         out.append("")
     return "\n".join(out)
 
@@ -379,9 +508,19 @@ def clusters(topo) -> tuple[list[str], list[str]]:
 def run_mode(links: str, topo, args, chunk: int) -> dict:
     topo_eff = scale_topology(topo, args.goodput)
     senders, receivers = clusters(topo)
-    plat = resolve_platform(Redistribution(np.ones((len(senders), len(receivers)), dtype=np.int64), senders, receivers), topo_eff)
-    mode = {"links": links, "topology": topo.name, "goodput": args.goodput, "chunk_size": chunk, "nic_eff": plat.nic, "k": plat.k,
-            "runs": [], "patterns": []}
+    plat = resolve_platform(
+        Redistribution(np.ones((len(senders), len(receivers)), dtype=np.int64), senders, receivers), topo_eff
+    )
+    mode = {
+        "links": links,
+        "topology": topo.name,
+        "goodput": args.goodput,
+        "chunk_size": chunk,
+        "nic_eff": plat.nic,
+        "k": plat.k,
+        "runs": [],
+        "patterns": [],
+    }
     name = f"{args.name}-{links}"  # testbed names: letters, digits, - and _
     print(f"[{links}] testbed up: {name}", file=sys.stderr, flush=True)
     queue = args.queue if links == "fifo" else None
@@ -397,11 +536,23 @@ def run_mode(links: str, topo, args, chunk: int) -> dict:
             pr = probe_beta(topo, st, plat.k, int(args.probe_bytes), args.probe_steps, chunk, plat.nic)
             mode["beta_probe"] = pr
             beta_hat = pr["beta_hat"]
-            print(f"[{links}] beta probe: {pr['measured']:.3f} s for {args.probe_steps} steps, beta-hat {_f(beta_hat and beta_hat * 1e3)} ms", file=sys.stderr, flush=True)
+            print(
+                f"[{links}] beta probe: {pr['measured']:.3f} s for {args.probe_steps} steps, beta-hat {_f(beta_hat and beta_hat * 1e3)} ms",
+                file=sys.stderr,
+                flush=True,
+            )
         for pat in make_patterns(topo, plat.k, args):
             req = pat["request"]
-            mode["patterns"].append({"name": pat["name"], "what": pat["what"], "matrix": req.matrix.tolist(), "senders": list(req.senders),
-                                     "receivers": list(req.receivers), "total_bytes": req.total})
+            mode["patterns"].append(
+                {
+                    "name": pat["name"],
+                    "what": pat["what"],
+                    "matrix": req.matrix.tolist(),
+                    "senders": list(req.senders),
+                    "receivers": list(req.receivers),
+                    "total_bytes": req.total,
+                }
+            )
             plans = {s: plan_of(s, topo, req) for s in args.schedules}
             preds = {}
             for s, plan in plans.items():
@@ -409,14 +560,30 @@ def run_mode(links: str, topo, args, chunk: int) -> dict:
                 preds[s] = predictions(plan, req, topo_eff, beta_hat)
             for rep in range(args.repeat):
                 order = list(args.schedules)
-                order = order[rep % len(order):] + order[: rep % len(order)]  # rotate: no schedule always runs first
+                order = order[rep % len(order) :] + order[: rep % len(order)]  # rotate: no schedule always runs first
                 for s in order:
-                    print(f"[{links}] {pat['name']} {s} rep {rep}: model {preds[s]['model']:.2f} s ...", file=sys.stderr, flush=True)
+                    print(
+                        f"[{links}] {pat['name']} {s} rep {rep}: model {preds[s]['model']:.2f} s ...",
+                        file=sys.stderr,
+                        flush=True,
+                    )
                     rec = run_plan(plans[s], topo, st, chunk, 60 + 5 * preds[s]["model"], plat.nic)
-                    print(f"[{links}]   measured {rec['measured']:.3f} s (sim {preds[s]['simulated']:.3f}){' FAILED ' + str(rec['failed']) if rec['failed'] else ''}"
-                          f"{' CPU? ' + rec['cpu_bound'] if rec['cpu_bound'] else ''}", file=sys.stderr, flush=True)
-                    mode["runs"].append({"pattern": pat["name"], "schedule": s, "rep": rep, "transfers": len(plans[s].transfers),
-                                         "predicted": preds[s], "run": rec})
+                    print(
+                        f"[{links}]   measured {rec['measured']:.3f} s (sim {preds[s]['simulated']:.3f}){' FAILED ' + str(rec['failed']) if rec['failed'] else ''}"
+                        f"{' CPU? ' + rec['cpu_bound'] if rec['cpu_bound'] else ''}",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                    mode["runs"].append(
+                        {
+                            "pattern": pat["name"],
+                            "schedule": s,
+                            "rep": rep,
+                            "transfers": len(plans[s].transfers),
+                            "predicted": preds[s],
+                            "run": rec,
+                        }
+                    )
     finally:
         removed = down(st.name)
         print(f"[{links}] testbed down: {len(removed)} namespaces removed", file=sys.stderr, flush=True)
@@ -427,19 +594,43 @@ def run_mode(links: str, topo, args, chunk: int) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--topology", default="builtin:redistribution-2x8")
-    ap.add_argument("--name", default=f"redist-real-{os.getpid()}", help="testbed name prefix (unique: default uses the PID)")
-    ap.add_argument("--links", nargs="+", choices=("fifo", "fair"), default=["fifo"],
-                    help="fifo: one FIFO per link direction (default); fair: per-flow fair links (testbed --fair)")
+    ap.add_argument(
+        "--name", default=f"redist-real-{os.getpid()}", help="testbed name prefix (unique: default uses the PID)"
+    )
+    ap.add_argument(
+        "--links",
+        nargs="+",
+        choices=("fifo", "fair"),
+        default=["fifo"],
+        help="fifo: one FIFO per link direction (default); fair: per-flow fair links (testbed --fair)",
+    )
     ap.add_argument("--fair", action="store_true", help="same as --links fair")
-    ap.add_argument("--queue", type=float, default=None, metavar="SECONDS",
-                    help="fifo links: leaf queue of every link direction in seconds of its rate (bfifo; default: the "
-                         "kernel's pfifo of txqueuelen packets). Shallow queues (switch-like buffers) drop packets")
-    ap.add_argument("--x", type=float, nargs="+", default=[20, 50, 80], help="the paper's x (MB): sizes U[10, x] MB before --scale")
-    ap.add_argument("--scale", type=float, default=0.25, help="multiply the paper's sizes by this (default 0.25: a run takes seconds)")
+    ap.add_argument(
+        "--queue",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="fifo links: leaf queue of every link direction in seconds of its rate (bfifo; default: the "
+        "kernel's pfifo of txqueuelen packets). Shallow queues (switch-like buffers) drop packets",
+    )
+    ap.add_argument(
+        "--x", type=float, nargs="+", default=[20, 50, 80], help="the paper's x (MB): sizes U[10, x] MB before --scale"
+    )
+    ap.add_argument(
+        "--scale",
+        type=float,
+        default=0.25,
+        help="multiply the paper's sizes by this (default 0.25: a run takes seconds)",
+    )
     ap.add_argument("--messages", type=int, default=24, help="messages per random pattern (default 24 on 8 x 8 hosts)")
-    ap.add_argument("--seeds", type=int, nargs="+", default=[6, 24],
-                    help="random patterns' seeds (default 6 and 24: on 8 x 8 hosts, 24 messages, the fair-sharing model "
-                         "predicts scheduling gains of 4.5 %% (the median of seeds 1-30) and 13.8 %% (their largest) at x = 80 MB)")
+    ap.add_argument(
+        "--seeds",
+        type=int,
+        nargs="+",
+        default=[6, 24],
+        help="random patterns' seeds (default 6 and 24: on 8 x 8 hosts, 24 messages, the fair-sharing model "
+        "predicts scheduling gains of 4.5 %% (the median of seeds 1-30) and 13.8 %% (their largest) at x = 80 MB)",
+    )
     ap.add_argument("--fig2-unit", type=parse_size, default="20MB", help="Fig. 2 unit in bytes (0: skip the pattern)")
     ap.add_argument("--beta", type=float, default=0.0, help="beta (s) the schedules are planned with (default 0)")
     ap.add_argument("--schedules", nargs="+", choices=SCHEDULES, default=list(SCHEDULES))
@@ -447,9 +638,16 @@ def main(argv=None) -> int:
     ap.add_argument("--probe-steps", type=int, default=20, help="beta probe: steps (0: skip)")
     ap.add_argument("--probe-bytes", type=parse_size, default="1MB", help="beta probe: bytes per transfer")
     ap.add_argument("--chunk-size", type=parse_size, default=str(DEFAULT_CHUNK))
-    ap.add_argument("--goodput", type=float, default=GOODPUT_TESTBED, help=f"TCP goodput / HTB rate for the predictions (default {GOODPUT_TESTBED})")
+    ap.add_argument(
+        "--goodput",
+        type=float,
+        default=GOODPUT_TESTBED,
+        help=f"TCP goodput / HTB rate for the predictions (default {GOODPUT_TESTBED})",
+    )
     ap.add_argument("--json", default=None, help="write every number here")
-    ap.add_argument("--render", default=None, metavar="JSON", help="only print the markdown tables of an earlier --json file")
+    ap.add_argument(
+        "--render", default=None, metavar="JSON", help="only print the markdown tables of an earlier --json file"
+    )
     args = ap.parse_args(argv)
     if args.render:
         print(render_markdown(json.loads(Path(args.render).read_text())))
@@ -461,8 +659,18 @@ def main(argv=None) -> int:
         args.links = list(args.links) + ["fair"] if args.links != ["fifo"] else ["fair"]
     signal.signal(signal.SIGTERM, _interrupt)
     topo = load_topology(args.topology)
-    everything = {"command": " ".join(sys.argv), "started": time.strftime("%Y-%m-%d %H:%M:%S"), "beta": args.beta, "scale": args.scale,
-                  "x": args.x, "messages": args.messages, "seeds": args.seeds, "paper_gains": PAPER, "cpus": os.cpu_count(), "modes": []}
+    everything = {
+        "command": " ".join(sys.argv),
+        "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "beta": args.beta,
+        "scale": args.scale,
+        "x": args.x,
+        "messages": args.messages,
+        "seeds": args.seeds,
+        "paper_gains": PAPER,
+        "cpus": os.cpu_count(),
+        "modes": [],
+    }
     for links in args.links:
         mode = run_mode(links, topo, args, int(args.chunk_size))
         everything["modes"].append(mode)

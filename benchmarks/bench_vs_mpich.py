@@ -64,7 +64,15 @@ def run_topocast(topo, st, name, size, chunk, goodput, timeout, fair_uplink=True
     predicted = simulate(plan, scale_topology(topo, goodput), chunk_size=chunk)
     ld = load()
     c0 = counters(st)
-    out = perform(plan, topo, launcher=TestbedLauncher(st), chunk_size=chunk, timeout=timeout, fair_uplink=fair_uplink, goodput=goodput)
+    out = perform(
+        plan,
+        topo,
+        launcher=TestbedLauncher(st),
+        chunk_size=chunk,
+        timeout=timeout,
+        fair_uplink=fair_uplink,
+        goodput=goodput,
+    )
     c1 = counters(st)
     return {
         "algorithm": name,
@@ -152,7 +160,12 @@ def run_mpich(topo, st, source, size, timeout):
     if len(ifaces) != 1:
         return {"kind": "mpich", "skipped": f"hosts have different data interfaces {ifaces}"}
     env = []
-    for k, v in (("MPIR_CVAR_CH4_NETMOD", "ofi"), ("FI_PROVIDER", "tcp"), ("FI_TCP_IFACE", ifaces.pop()), ("MPIR_CVAR_NOLOCAL", "1")):
+    for k, v in (
+        ("MPIR_CVAR_CH4_NETMOD", "ofi"),
+        ("FI_PROVIDER", "tcp"),
+        ("FI_TCP_IFACE", ifaces.pop()),
+        ("MPIR_CVAR_NOLOCAL", "1"),
+    ):
         env += ["-genv", k, v]
     cmd = [
         "ip", "netns", "exec", st.host_ns[source],
@@ -198,7 +211,9 @@ def report(topo_name, size, bound, runs, out=sys.stdout):
 
     con = Console(file=out, width=200)
     hosts = list(bound.per_host_rate)
-    t = Table(title=f"{topo_name}: {size / 2**20:g} MiB from s; per-host completion time in s, measured (predicted); rates Mbit/s")
+    t = Table(
+        title=f"{topo_name}: {size / 2**20:g} MiB from s; per-host completion time in s, measured (predicted); rates Mbit/s"
+    )
     t.add_column("host")
     t.add_column("bound rate", justify="right")
     for r in runs:
@@ -270,8 +285,10 @@ def render_markdown(everything) -> str:
         bound = t["bound"]
         runs = [r for r in t["runs"] if "measured" in r]
         mp = next((r for r in runs if r["kind"] == "mpich"), None)
-        out.append(f"**{t['topology']}**, {everything['size_bytes'] / 2**20:g} MiB from `{t['source']}`, chunk {everything['chunk_size'] // 1024} KiB, "
-                   f"goodput factor {everything['goodput_factor']}{_testbed_note(everything)}; completion time in s, measured (predicted)\n")
+        out.append(
+            f"**{t['topology']}**, {everything['size_bytes'] / 2**20:g} MiB from `{t['source']}`, chunk {everything['chunk_size'] // 1024} KiB, "
+            f"goodput factor {everything['goodput_factor']}{_testbed_note(everything)}; completion time in s, measured (predicted)\n"
+        )
         out.append("| host | bound Mbit/s | " + " | ".join(r["algorithm"] for r in runs) + " |")
         out.append("|---" * (2 + len(runs)) + "|")
         for h, b in bound["per_host_rate"].items():
@@ -293,24 +310,41 @@ def render_markdown(everything) -> str:
         cells = [f"{r['measured']['aggregate_bandwidth'] / bound['aggregate_bandwidth']:.1%}" for r in runs]
         out.append("| of bound | | " + " | ".join(cells) + " |")
         if mp:
-            cells = [f"{r['measured']['aggregate_bandwidth'] / mp['measured']['aggregate_bandwidth']:.2f}x" for r in runs]
+            cells = [
+                f"{r['measured']['aggregate_bandwidth'] / mp['measured']['aggregate_bandwidth']:.2f}x" for r in runs
+            ]
             out.append("| vs MPICH | | " + " | ".join(cells) + " |")
         cells = []
         for r in runs:
             if r.get("predicted") and r["kind"] != "mpich":
-                errs = [abs(r["measured"]["per_host"][h]["time"] / r["predicted"]["per_host"][h]["time"] - 1) for h in bound["per_host_rate"]]
-                rr = [r["measured"]["per_host"][h]["rate"] / r["predicted"]["per_host"][h]["rate"] for h in bound["per_host_rate"]]
+                errs = [
+                    abs(r["measured"]["per_host"][h]["time"] / r["predicted"]["per_host"][h]["time"] - 1)
+                    for h in bound["per_host_rate"]
+                ]
+                rr = [
+                    r["measured"]["per_host"][h]["rate"] / r["predicted"]["per_host"][h]["rate"]
+                    for h in bound["per_host_rate"]
+                ]
                 cells.append(f"{max(errs):.1%} / {min(rr):.3f}")
             else:
                 cells.append("-")
         out.append("| max time error / min meas÷pred rate | | " + " | ".join(cells) + " |")
-        cells = [f"{r['load_before'][0]:.1f}→{r['load_after'][0]:.1f}" + (f", cores {r['cpu_busy']:.0%}" if r.get("cpu_busy") is not None else "") for r in runs]
+        cells = [
+            f"{r['load_before'][0]:.1f}→{r['load_after'][0]:.1f}"
+            + (f", cores {r['cpu_busy']:.0%}" if r.get("cpu_busy") is not None else "")
+            for r in runs
+        ]
         out.append("| load (1 min), cores busy | | " + " | ".join(cells) + " |")
         if mp:
-            out.append(f"\nMPICH: bytes received on each host's `e0` during MPI_Bcast: {mp['rx_bytes']}; "
-                       "(predicted) = topocast's model of MPICH's algorithm (planner `mpich`), simulated.")
+            out.append(
+                f"\nMPICH: bytes received on each host's `e0` during MPI_Bcast: {mp['rx_bytes']}; "
+                "(predicted) = topocast's model of MPICH's algorithm (planner `mpich`), simulated."
+            )
         if t.get("goodput_probe"):
-            out.append("\nOne transfer alone, goodput / HTB rate: " + ", ".join(f"{h} {x:.3f}" for h, x in t["goodput_probe"].items()))
+            out.append(
+                "\nOne transfer alone, goodput / HTB rate: "
+                + ", ".join(f"{h} {x:.3f}" for h, x in t["goodput_probe"].items())
+            )
         out.append("")
     return "\n".join(out)
 
@@ -324,9 +358,24 @@ def main(argv=None) -> int:
     ap.add_argument("--goodput", type=float, default=GOODPUT_TESTBED)
     ap.add_argument("--no-mpich", action="store_true")
     ap.add_argument("--json", default=None, help="write all numbers here")
-    ap.add_argument("--fair", action="store_true", help="testbed links share fairly among TCP flows (see topocast.testbed.net._shape_fair)")
-    ap.add_argument("--no-ack-priority", dest="ack_priority", action="store_false", help="testbed: TCP ACKs wait behind data in each link's FIFO (before 2026-11-23)")
-    ap.add_argument("--htb-burst", type=float, default=None, metavar="SECONDS", help="testbed: HTB token bucket in seconds of the rate (default 0.005; tc's own default was one MTU before 2026-11-23)")
+    ap.add_argument(
+        "--fair",
+        action="store_true",
+        help="testbed links share fairly among TCP flows (see topocast.testbed.net._shape_fair)",
+    )
+    ap.add_argument(
+        "--no-ack-priority",
+        dest="ack_priority",
+        action="store_false",
+        help="testbed: TCP ACKs wait behind data in each link's FIFO (before 2026-11-23)",
+    )
+    ap.add_argument(
+        "--htb-burst",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="testbed: HTB token bucket in seconds of the rate (default 0.005; tc's own default was one MTU before 2026-11-23)",
+    )
     ap.add_argument(
         "--no-fair-uplink",
         dest="fair_uplink",
@@ -334,8 +383,12 @@ def main(argv=None) -> int:
         help="leave the sharing of each link among a sender's transfers to TCP and the links' queues "
         "(default: agents pace their transfers max-min, topocast.runtime.pacing)",
     )
-    ap.add_argument("--probe-goodput", default=None, metavar="SIZE", help="first measure single-transfer goodput with SIZE bytes")
-    ap.add_argument("--render", default=None, metavar="JSON", help="only print the markdown tables of an earlier --json file")
+    ap.add_argument(
+        "--probe-goodput", default=None, metavar="SIZE", help="first measure single-transfer goodput with SIZE bytes"
+    )
+    ap.add_argument(
+        "--render", default=None, metavar="JSON", help="only print the markdown tables of an earlier --json file"
+    )
     args = ap.parse_args(argv)
     if args.htb_burst is not None and not args.htb_burst > 0:
         ap.error(f"--htb-burst: expected a positive number of seconds, got {args.htb_burst}")
@@ -354,7 +407,16 @@ def main(argv=None) -> int:
     for p in wanted:
         if p not in registered:
             print(f"bench_vs_mpich: planner {p!r} is not registered here; skipped", file=sys.stderr)
-    everything = {"fair_links": args.fair, "ack_priority": args.ack_priority, "htb_burst": htb_burst, "fair_uplink": args.fair_uplink, "size_bytes": size, "chunk_size": chunk, "goodput_factor": args.goodput, "topologies": []}
+    everything = {
+        "fair_links": args.fair,
+        "ack_priority": args.ack_priority,
+        "htb_burst": htb_burst,
+        "fair_uplink": args.fair_uplink,
+        "size_bytes": size,
+        "chunk_size": chunk,
+        "goodput_factor": args.goodput,
+        "topologies": [],
+    }
     for spec in args.topology or ["builtin:hetero-2switch", "builtin:uniform-2switch"]:
         topo = load_topology(spec)
         source = "s" if "s" in topo.hosts else topo.hosts[0]
@@ -368,7 +430,10 @@ def main(argv=None) -> int:
             probe = None
             if args.probe_goodput:
                 probe = probe_goodput(topo, st, source, int(parse_size(args.probe_goodput, field="--probe-goodput")))
-                print(f"[{topo.name}] goodput / bottleneck bandwidth, one transfer alone: " + ", ".join(f"{h} {x:.3f}" for h, x in probe.items()))
+                print(
+                    f"[{topo.name}] goodput / bottleneck bandwidth, one transfer alone: "
+                    + ", ".join(f"{h} {x:.3f}" for h, x in probe.items())
+                )
             for p in planners:
                 print(f"[{topo.name}] topocast {p} ...", file=sys.stderr, flush=True)
                 runs.append(run_topocast(topo, st, p, size, chunk, args.goodput, timeout, args.fair_uplink))
@@ -382,7 +447,9 @@ def main(argv=None) -> int:
         finally:
             down(st.name)
         report(topo.name, size, bound, runs)
-        everything["topologies"].append({"topology": topo.name, "source": source, "bound": bound.to_json(), "runs": runs, "goodput_probe": probe})
+        everything["topologies"].append(
+            {"topology": topo.name, "source": source, "bound": bound.to_json(), "runs": runs, "goodput_probe": probe}
+        )
     if args.json:
         Path(args.json).write_text(json.dumps(everything, indent=1, default=lambda x: None))
     return 0

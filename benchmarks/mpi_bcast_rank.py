@@ -4,6 +4,7 @@ Rank 0 fills SIZE random bytes; after a barrier every rank times MPI_Bcast from 
 its own clock, checks the digest of what it received, and rank 0 prints one JSON line:
 {"times": [...], "ok": [...]} (seconds, per rank).
 """
+
 import json
 import os
 import sys

@@ -11,7 +11,13 @@ def test_tree_bound_is_path_minimum():
         "tree",
         ["s", "a", "b", "c"],
         ["x", "y"],
-        [L("s", "x", 100.0), L("a", "x", 30.0), L("x", "y", 50.0, bandwidth_ba=5.0), L("b", "y", 80.0), L("c", "y", 20.0)],
+        [
+            L("s", "x", 100.0),
+            L("a", "x", 30.0),
+            L("x", "y", 50.0, bandwidth_ba=5.0),
+            L("b", "y", 80.0),
+            L("c", "y", 20.0),
+        ],
     )
     b = broadcast_bounds(t, "s")
     assert b.per_host_rate == {"a": 30.0, "b": 50.0, "c": 20.0}
@@ -23,7 +29,9 @@ def test_tree_bound_is_path_minimum():
 
 def test_two_disjoint_paths_add_up():
     # s -> d by two paths of 10 and 15: max-flow 25, more than any single route
-    t = Topology("diamond", ["s", "d"], ["x", "y"], [L("s", "x", 10.0), L("x", "d", 10.0), L("s", "y", 15.0), L("y", "d", 15.0)])
+    t = Topology(
+        "diamond", ["s", "d"], ["x", "y"], [L("s", "x", 10.0), L("x", "d", 10.0), L("s", "y", 15.0), L("y", "d", 15.0)]
+    )
     assert broadcast_bounds(t, "s").per_host_rate["d"] == pytest.approx(25.0)
 
 

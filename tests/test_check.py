@@ -20,14 +20,19 @@ def test_valid_relay_plan_passes(topo):
 
 
 def test_pipelined_relay_passes(topo):
-    check_plan(bcast([Transfer.of("s", "a", 0, 100, pipelined=True), Transfer.of("a", "b", 0, 100, pipelined=True)]), topo)
+    check_plan(
+        bcast([Transfer.of("s", "a", 0, 100, pipelined=True), Transfer.of("a", "b", 0, 100, pipelined=True)]), topo
+    )
 
 
 @pytest.mark.parametrize(
     "transfers, match",
     [
         ([Transfer.of("s", "a", 0, 100)], "never receives bytes \\[0, 100\\)"),
-        ([Transfer.of("s", "a", 0, 50), Transfer.of("a", "b", 0, 100), Transfer.of("s", "a", 50, 50, after=(1,))], "never starts|never receives"),
+        (
+            [Transfer.of("s", "a", 0, 50), Transfer.of("a", "b", 0, 100), Transfer.of("s", "a", 50, 50, after=(1,))],
+            "never starts|never receives",
+        ),
         ([Transfer.of("s", "a", 0, 50), Transfer.of("a", "b", 0, 100)], "host 'a' sends bytes \\[50, 100\\)"),
         ([Transfer.of("s", "zz", 0, 100)], "must be hosts"),
         ([Transfer.of("s", "s", 0, 100)], "two different hosts"),
@@ -36,7 +41,14 @@ def test_pipelined_relay_passes(topo):
         ([Transfer.of("s", "a", 0, 100, after=(1,)), Transfer.of("s", "b", 0, 100, after=(0,))], "cycle"),
         ([Transfer.of("s", "a", 0, 100, path=("s", "a"))], "no route"),
         ([Transfer.of("s", "a", 0, 100, rate_cap=0.0)], "rate_cap"),
-        ([Transfer.of("s", "a", 0, 100), Transfer.of("a", "b", 0, 100, pipelined=True, upstream=0), Transfer.of("s", "b", 0, 10, pipelined=True, upstream=1)], "goes to"),
+        (
+            [
+                Transfer.of("s", "a", 0, 100),
+                Transfer.of("a", "b", 0, 100, pipelined=True, upstream=0),
+                Transfer.of("s", "b", 0, 10, pipelined=True, upstream=1),
+            ],
+            "goes to",
+        ),
     ],
 )
 def test_broken_plans_are_rejected(topo, transfers, match):
@@ -45,7 +57,12 @@ def test_broken_plans_are_rejected(topo, transfers, match):
 
 
 def test_plan_json_round_trip(topo, tmp_path):
-    plan = bcast([Transfer.of("s", "a", 0, 100, rate_cap=5.0, label="x"), Transfer.of("a", "b", 0, 100, pipelined=True, upstream=0)])
+    plan = bcast(
+        [
+            Transfer.of("s", "a", 0, 100, rate_cap=5.0, label="x"),
+            Transfer.of("a", "b", 0, 100, pipelined=True, upstream=0),
+        ]
+    )
     f = tmp_path / "p.json"
     f.write_text(plan.dumps())
     again = Plan.load(f)

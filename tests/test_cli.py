@@ -12,8 +12,18 @@ def run(capsys, *argv):
 
 
 def test_compare_json_has_the_design_keys(capsys, tmp_path):
-    code, out, err = run(capsys, "compare", "builtin:two-clusters", "--size", "100MB", "--json",
-                         "--algorithms", "flat,depth_first", "--plot", str(tmp_path / "p.png"))
+    code, out, err = run(
+        capsys,
+        "compare",
+        "builtin:two-clusters",
+        "--size",
+        "100MB",
+        "--json",
+        "--algorithms",
+        "flat,depth_first",
+        "--plot",
+        str(tmp_path / "p.png"),
+    )
     assert code == 0, err
     data = json.loads(out)
     assert {"topology", "source", "size_bytes", "bound", "results"} <= set(data)
@@ -60,8 +70,21 @@ def test_plan_then_simulate_round_trip(capsys, tmp_path):
 
 def test_allreduce_plan_then_simulate(capsys, tmp_path):
     f = tmp_path / "ar.json"
-    code, _, err = run(capsys, "plan", "builtin:two-clusters", "--collective", "allreduce", "-a", "ring",
-                       "--size", "8MB", "--destinations", "s,a1,b1", "-o", str(f))
+    code, _, err = run(
+        capsys,
+        "plan",
+        "builtin:two-clusters",
+        "--collective",
+        "allreduce",
+        "-a",
+        "ring",
+        "--size",
+        "8MB",
+        "--destinations",
+        "s,a1,b1",
+        "-o",
+        str(f),
+    )
     assert code == 0, err
     plan = json.loads(f.read_text())
     assert plan["collective"] == "allreduce"
@@ -96,4 +119,6 @@ def test_docs_planner_table_is_generated_from_the_registry():
     from topocast.planners import available_planners
 
     doc = Path(__file__).resolve().parents[1] / "docs" / "planners.md"
-    assert doc.read_text() == markdown_table(available_planners()), "run: topocast planners --markdown > docs/planners.md"
+    assert doc.read_text() == markdown_table(available_planners()), (
+        "run: topocast planners --markdown > docs/planners.md"
+    )

@@ -22,16 +22,19 @@ def _run_cli(capsys, *argv) -> tuple[int, str]:
     return code, captured.out + captured.err
 
 
-@pytest.mark.parametrize("argv, option", [
-    (["plan", "builtin:two-clusters", "-a", "stable", "-o", "{missing}/plan.json"], "--output"),
-    (["plan", "builtin:two-clusters", "-a", "stable", "-o", "{tmp}/plan.txt"], "--output"),
-    (["compare", "builtin:two-clusters", "--plot", "{missing}/c.png"], "--plot"),
-    (["compare", "builtin:two-clusters", "--plot", "{tmp}/c.nope"], "--plot"),
-    (["sweep", "builtin:two-clusters", "-a", "flat", "--plot", "{missing}/s.png"], "--plot"),
-    (["redistribute", "plan", "--pattern", "random", "-o", "{missing}/r.json"], "--output"),
-    (["redistribute", "plan", "--pattern", "random", "--plot", "{tmp}/g.nope"], "--plot"),
-    (["experiment", "stable-broadcast", "--out", "{file}/sub"], "--out"),
-])
+@pytest.mark.parametrize(
+    "argv, option",
+    [
+        (["plan", "builtin:two-clusters", "-a", "stable", "-o", "{missing}/plan.json"], "--output"),
+        (["plan", "builtin:two-clusters", "-a", "stable", "-o", "{tmp}/plan.txt"], "--output"),
+        (["compare", "builtin:two-clusters", "--plot", "{missing}/c.png"], "--plot"),
+        (["compare", "builtin:two-clusters", "--plot", "{tmp}/c.nope"], "--plot"),
+        (["sweep", "builtin:two-clusters", "-a", "flat", "--plot", "{missing}/s.png"], "--plot"),
+        (["redistribute", "plan", "--pattern", "random", "-o", "{missing}/r.json"], "--output"),
+        (["redistribute", "plan", "--pattern", "random", "--plot", "{tmp}/g.nope"], "--plot"),
+        (["experiment", "stable-broadcast", "--out", "{file}/sub"], "--out"),
+    ],
+)
 def test_bad_outputs_are_refused_before_the_work(tmp_path, capsys, argv, option):
     (tmp_path / "a-file").write_text("x")
     fill = {"missing": str(tmp_path / "no-such-folder"), "tmp": str(tmp_path), "file": str(tmp_path / "a-file")}
@@ -95,14 +98,16 @@ def test_bad_bandwidth_lists_the_accepted_forms():
 
 
 def test_run_unknown_source_lists_the_hosts(capsys):
-    code, text = _run_cli(capsys, "run", "builtin:two-clusters", "-a", "stable", "-s", "nosuch", "--size", "1MB",
-                          "--launcher", "local")
+    code, text = _run_cli(
+        capsys, "run", "builtin:two-clusters", "-a", "stable", "-s", "nosuch", "--size", "1MB", "--launcher", "local"
+    )
     assert code == 2 and "hosts: s, a1" in text
 
 
 def test_run_plan_without_topology_names_an_unknown_host_before_starting(tmp_path, capsys):
-    code, _ = _run_cli(capsys, "plan", "builtin:two-clusters", "-a", "depth_first", "--size", "1MB",
-                       "-o", str(tmp_path / "p.json"))
+    code, _ = _run_cli(
+        capsys, "plan", "builtin:two-clusters", "-a", "depth_first", "--size", "1MB", "-o", str(tmp_path / "p.json")
+    )
     assert code == 0
     data = json.loads((tmp_path / "p.json").read_text())
     data["transfers"][2]["dst"] = "ghost"
@@ -143,15 +148,25 @@ def test_a_stalled_run_fails_from_missing_progress_not_message_size():
 
 def test_names_are_never_cut_at_80_columns():
     env = {**os.environ, "COLUMNS": "80"}
-    r = subprocess.run([sys.executable, "-m", "topocast", "topology", "show", "builtin:list"], capture_output=True,
-                       text=True, env=env, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "topocast", "topology", "show", "builtin:list"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert r.returncode == 0
     from topocast.topology.builtin import builtin_names
 
     for name in builtin_names():
         assert f"builtin:{name}" in r.stdout, name
-    r = subprocess.run([sys.executable, "-m", "topocast", "compare", "builtin:two-clusters", "--size", "1MB"],
-                       capture_output=True, text=True, env=env, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "topocast", "compare", "builtin:two-clusters", "--size", "1MB"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert r.returncode == 0
     from topocast.planners.registry import available_planners
 

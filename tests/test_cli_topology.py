@@ -13,11 +13,15 @@ from topocast.topology.simgrid import load_simgrid
 
 _ROOT = Path(__file__).resolve().parents[1]
 # ../shared/data beside the repository root (one level further up from a git worktree)
-DATA = next((d for d in (_ROOT / ".." / "shared" / "data", _ROOT / ".." / ".." / "shared" / "data") if d.is_dir()), None)
+DATA = next(
+    (d for d in (_ROOT / ".." / "shared" / "data", _ROOT / ".." / ".." / "shared" / "data") if d.is_dir()), None
+)
 FILES = (
-    sorted((DATA / "simgrid").glob("*.xml")) + sorted((DATA / "simgrid").glob("*.conf"))
+    sorted((DATA / "simgrid").glob("*.xml"))
+    + sorted((DATA / "simgrid").glob("*.conf"))
     + sorted((DATA / "topology-zoo").glob("*.graphml"))
-    if DATA else []
+    if DATA
+    else []
 )
 
 
@@ -45,8 +49,15 @@ def test_show_counts_edges_without_speed(capsys):
         pytest.skip("../shared/data is not present beside the repository")
     code, out, _ = run(capsys, "topology", "show", DATA / "topology-zoo" / "Geant2012.graphml", "--json")
     assert code == 0 and json.loads(out)["links_without_speed"] == 22
-    code, out, _ = run(capsys, "topology", "show", DATA / "topology-zoo" / "Geant2012.graphml",
-                       "--default-bandwidth", "10Gbps", "--json")
+    code, out, _ = run(
+        capsys,
+        "topology",
+        "show",
+        DATA / "topology-zoo" / "Geant2012.graphml",
+        "--default-bandwidth",
+        "10Gbps",
+        "--json",
+    )
     assert code == 0 and "links_without_speed" not in json.loads(out)
 
 
@@ -119,26 +130,43 @@ def test_generate_to_stdout(capsys):
 ERRORS = {
     "malformed.yaml": ("hosts: [a, b\nlinks: []\n", ["malformed YAML at line 2, column"]),
     "malformed.json": ('{"hosts": ["a",\n ]}\n', ["malformed JSON at line 2"]),
-    "unit.yaml": ("hosts: [a, b]\nlinks:\n  - {a: a, b: b, bandwidth: 10 Gbits}\n",
-                  [":3: links[0] (a-b): bandwidth", "unknown bandwidth unit"]),
-    "zero.yaml": ("hosts: [a, b]\nlinks:\n  - {a: a, b: b, bandwidth: 0Mbps}\n",
-                  ["links[0] (a-b): bandwidth", "must be positive"]),
-    "negative.yaml": ("hosts: [a, b]\nlinks:\n  - {a: a, b: b, bandwidth: -1Gbps}\n",
-                      ["links[0] (a-b): bandwidth", "must be positive"]),
-    "undeclared.yaml": ("hosts: [a, b]\nlinks:\n  - {a: a, b: zz, bandwidth: 1Gbps}\n",
-                        ["links[0] (a-zz): b", "'zz' is not a declared host or switch"]),
-    "duplicate.yaml": ("hosts: [a, b, a]\nlinks:\n  - {a: a, b: b, bandwidth: 1Gbps}\n",
-                       ["hosts[2] (a)", "duplicate name 'a'"]),
-    "unreachable.yaml": ("hosts: [a, b, c]\nswitches: [s]\nlinks:\n  - {a: a, b: s, bandwidth: 1Gbps}\n"
-                         "  - {a: b, b: s, bandwidth: 1Gbps}\n", ["host 'c'", "cannot be reached"]),
-    "duplink.yaml": ("hosts: [a, b]\nlinks:\n  - {a: a, b: b, bandwidth: 1Gbps}\n  - {a: b, b: a, bandwidth: 1Gbps}\n",
-                     [":4: links[1] (b-a)", "duplicate link"]),
+    "unit.yaml": (
+        "hosts: [a, b]\nlinks:\n  - {a: a, b: b, bandwidth: 10 Gbits}\n",
+        [":3: links[0] (a-b): bandwidth", "unknown bandwidth unit"],
+    ),
+    "zero.yaml": (
+        "hosts: [a, b]\nlinks:\n  - {a: a, b: b, bandwidth: 0Mbps}\n",
+        ["links[0] (a-b): bandwidth", "must be positive"],
+    ),
+    "negative.yaml": (
+        "hosts: [a, b]\nlinks:\n  - {a: a, b: b, bandwidth: -1Gbps}\n",
+        ["links[0] (a-b): bandwidth", "must be positive"],
+    ),
+    "undeclared.yaml": (
+        "hosts: [a, b]\nlinks:\n  - {a: a, b: zz, bandwidth: 1Gbps}\n",
+        ["links[0] (a-zz): b", "'zz' is not a declared host or switch"],
+    ),
+    "duplicate.yaml": (
+        "hosts: [a, b, a]\nlinks:\n  - {a: a, b: b, bandwidth: 1Gbps}\n",
+        ["hosts[2] (a)", "duplicate name 'a'"],
+    ),
+    "unreachable.yaml": (
+        "hosts: [a, b, c]\nswitches: [s]\nlinks:\n  - {a: a, b: s, bandwidth: 1Gbps}\n"
+        "  - {a: b, b: s, bandwidth: 1Gbps}\n",
+        ["host 'c'", "cannot be reached"],
+    ),
+    "duplink.yaml": (
+        "hosts: [a, b]\nlinks:\n  - {a: a, b: b, bandwidth: 1Gbps}\n  - {a: b, b: a, bandwidth: 1Gbps}\n",
+        [":4: links[1] (b-a)", "duplicate link"],
+    ),
     "topkey.yaml": ("hosts: [a]\nlinks: []\nroutez: []\n", ["top level", "unknown key 'routez'"]),
     "type.yaml": ("hosts: [a, b]\nlinks:\n  - {a: a, b: b, bandwidth: [1]}\n", ["links[0] (a-b): bandwidth"]),
-    "bad.xml": ('<?xml version="1.0"?>\n<platform version="4.1"><zone id="z" routing="Full">\n'
-                '<host id="a" speed="1f"/><host id="b" speed="1f"/><link id="l" bandwidth="-5MBps"/>\n'
-                '<route src="a" dst="b"><link_ctn id="l"/></route></zone></platform>\n',
-                ['<link id="l">: bandwidth', "must be positive"]),
+    "bad.xml": (
+        '<?xml version="1.0"?>\n<platform version="4.1"><zone id="z" routing="Full">\n'
+        '<host id="a" speed="1f"/><host id="b" speed="1f"/><link id="l" bandwidth="-5MBps"/>\n'
+        '<route src="a" dst="b"><link_ctn id="l"/></route></zone></platform>\n',
+        ['<link id="l">: bandwidth', "must be positive"],
+    ),
 }
 
 
@@ -163,8 +191,13 @@ def test_error_through_subprocess(tmp_path):
     p = tmp_path / "bad.yaml"
     p.write_text("hosts: [a, b]\nlinks:\n  - {a: a, b: b, bandwidth: 5 furlongs}\n")
     env_path = str(_ROOT / "src")
-    r = subprocess.run([sys.executable, "-m", "topocast", "topology", "show", str(p)], capture_output=True, text=True,
-                       env={"PYTHONPATH": env_path, "PATH": "/usr/bin:/bin"}, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "topocast", "topology", "show", str(p)],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": env_path, "PATH": "/usr/bin:/bin"},
+        timeout=60,
+    )
     assert r.returncode == 2
     assert "Traceback" not in r.stderr
     assert str(p) in r.stderr and "links[0] (a-b): bandwidth" in r.stderr
@@ -184,7 +217,9 @@ def test_convert_geo_latency(capsys, tmp_path):
     if DATA is None:
         pytest.skip("../shared/data is not present beside the repository")
     out_file = tmp_path / "g.yaml"
-    code, _, err = run(capsys, "topology", "convert", DATA / "topology-zoo" / "Geant2009.graphml", out_file, "--geo-latency")
+    code, _, err = run(
+        capsys, "topology", "convert", DATA / "topology-zoo" / "Geant2009.graphml", out_file, "--geo-latency"
+    )
     assert code == 0, err
     assert all(pl.latency > 0 for pl in load_file(out_file).physical_links)
     code, _, err = run(capsys, "topology", "convert", "builtin:two-clusters", out_file, "--geo-latency")

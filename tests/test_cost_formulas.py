@@ -7,7 +7,6 @@
 * the gain of the modified algorithms in GridMPI's normalised throughput.
 """
 
-
 import pytest
 
 from topocast import cost
@@ -24,8 +23,13 @@ BW, LAT, GAMMA = 125e6, 25e-6, 2e-10
 
 def switch(p, gamma=0.0):
     hosts = [f"h{i}" for i in range(p)]
-    return Topology(f"switch-{p}", hosts, ["sw"], [PhysicalLink(h, "sw", BW, LAT) for h in hosts],
-                    reduction_cost={h: gamma for h in hosts} if gamma else None)
+    return Topology(
+        f"switch-{p}",
+        hosts,
+        ["sw"],
+        [PhysicalLink(h, "sw", BW, LAT) for h in hosts],
+        reduction_cost={h: gamma for h in hosts} if gamma else None,
+    )
 
 
 def predicted(collective, name, topo, size, **params):
@@ -42,10 +46,16 @@ def test_hockney_broadcast_formulas(p):
     topo = switch(p)
     for n in SIZES:
         n = max(n // p * p, p)  # chunks of equal size, as in the formulas
-        assert predicted("broadcast", "binomial", topo, n) == pytest.approx(cost.binomial_bcast(n, p, ALPHA, BETA), rel=0.01)
-        assert predicted("broadcast", "scatter_allgather_ring", topo, n) == pytest.approx(cost.scatter_ring_bcast(n, p, ALPHA, BETA), rel=0.01)
+        assert predicted("broadcast", "binomial", topo, n) == pytest.approx(
+            cost.binomial_bcast(n, p, ALPHA, BETA), rel=0.01
+        )
+        assert predicted("broadcast", "scatter_allgather_ring", topo, n) == pytest.approx(
+            cost.scatter_ring_bcast(n, p, ALPHA, BETA), rel=0.01
+        )
         if p & (p - 1) == 0:
-            assert predicted("broadcast", "scatter_allgather_rdb", topo, n) == pytest.approx(cost.scatter_rdb_bcast(n, p, ALPHA, BETA), rel=0.01)
+            assert predicted("broadcast", "scatter_allgather_rdb", topo, n) == pytest.approx(
+                cost.scatter_rdb_bcast(n, p, ALPHA, BETA), rel=0.01
+            )
 
 
 @pytest.mark.parametrize("p", [2, 4, 5, 8, 12, 16])
@@ -53,8 +63,11 @@ def test_hockney_allreduce_formulas(p):
     topo = switch(p, gamma=GAMMA)
     for n in SIZES:
         n = max(n // p * p, p)
-        for name, f in (("ring", cost.ring_allreduce), ("recursive_doubling", cost.recursive_doubling_allreduce),
-                        ("rabenseifner", cost.rabenseifner_allreduce)):
+        for name, f in (
+            ("ring", cost.ring_allreduce),
+            ("recursive_doubling", cost.recursive_doubling_allreduce),
+            ("rabenseifner", cost.rabenseifner_allreduce),
+        ):
             if name == "rabenseifner":
                 pof2 = 1 << (p.bit_length() - 1)
                 n = max(n // pof2 * pof2, pof2)
@@ -83,10 +96,25 @@ def test_gridmpi_formulas(p):
     for M in (1 << 20, 64 << 20):
         M = M // p * p
         cases = [
-            ("broadcast", "far_first", cost.far_first_bcast_model(M, B, L, p, alpha), cost.far_first_bcast_paper(M, B, L)),
+            (
+                "broadcast",
+                "far_first",
+                cost.far_first_bcast_model(M, B, L, p, alpha),
+                cost.far_first_bcast_paper(M, B, L),
+            ),
             ("broadcast", "gridmpi", cost.gridmpi_bcast_model(M, B, L, p, alpha), cost.gridmpi_bcast_paper(M, B, L, p)),
-            ("allreduce", "two_tier", cost.two_tier_allreduce_model(M, B, L, p, alpha), cost.two_tier_allreduce_paper(M, B, L)),
-            ("allreduce", "gridmpi", cost.gridmpi_allreduce_model(M, B, L, p, alpha), cost.gridmpi_allreduce_paper(M, B, L, p)),
+            (
+                "allreduce",
+                "two_tier",
+                cost.two_tier_allreduce_model(M, B, L, p, alpha),
+                cost.two_tier_allreduce_paper(M, B, L),
+            ),
+            (
+                "allreduce",
+                "gridmpi",
+                cost.gridmpi_allreduce_model(M, B, L, p, alpha),
+                cost.gridmpi_allreduce_paper(M, B, L, p),
+            ),
         ]
         for coll, name, model, paper in cases:
             t = predicted(coll, name, topo, M)

@@ -25,7 +25,9 @@ def test_route_is_fewest_hops_and_reports_links():
 
 def test_route_ties_broken_by_widest_bottleneck():
     # two 2-hop paths a->b: via x (bottleneck 10) or via y (bottleneck 50)
-    t = Topology("tie", ["a", "b"], ["x", "y"], [L("a", "x", 10.0), L("x", "b", 100.0), L("a", "y", 50.0), L("y", "b", 100.0)])
+    t = Topology(
+        "tie", ["a", "b"], ["x", "y"], [L("a", "x", 10.0), L("x", "b", 100.0), L("a", "y", 50.0), L("y", "b", 100.0)]
+    )
     assert t.route_nodes("a", "b") == ("a", "y", "b")
 
 
@@ -74,7 +76,12 @@ def test_injection_and_gamma_defaults():
 
 
 def test_directed_link_has_one_direction_only():
-    one_way = Topology("o", ["a", "b", "c"], ["x"], [L("a", "x", 5.0), L("x", "b", 5.0), L("b", "c", 1.0), L("c", "x", 9.0, directed=True)])
+    one_way = Topology(
+        "o",
+        ["a", "b", "c"],
+        ["x"],
+        [L("a", "x", 5.0), L("x", "b", 5.0), L("b", "c", 1.0), L("c", "x", 9.0, directed=True)],
+    )
     assert one_way.route_nodes("c", "a") == ("c", "x", "a")
     with pytest.raises(TopologyError):
         one_way.link_id("x", "c")

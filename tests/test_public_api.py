@@ -8,10 +8,34 @@ from pathlib import Path
 import topocast
 
 PUBLIC = {
-    "Allreduce", "Bound", "Broadcast", "HostResult", "InputError", "PhysicalLink", "Plan", "PlanError",
-    "Redistribution", "Result", "RunError", "RunOutcome", "SimulationError", "TopocastError", "Topology",
-    "TopologyError", "TopologyWarning", "Transfer", "UnknownPlanner", "available_planners", "broadcast_bounds",
-    "check_plan", "get_planner", "load_topology", "make_launcher", "perform", "register_planner", "simulate",
+    "Allreduce",
+    "Bound",
+    "Broadcast",
+    "HostResult",
+    "InputError",
+    "PhysicalLink",
+    "Plan",
+    "PlanError",
+    "Redistribution",
+    "Result",
+    "RunError",
+    "RunOutcome",
+    "SimulationError",
+    "TopocastError",
+    "Topology",
+    "TopologyError",
+    "TopologyWarning",
+    "Transfer",
+    "UnknownPlanner",
+    "available_planners",
+    "broadcast_bounds",
+    "check_plan",
+    "get_planner",
+    "load_topology",
+    "make_launcher",
+    "perform",
+    "register_planner",
+    "simulate",
 }
 
 

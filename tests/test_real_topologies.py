@@ -12,10 +12,17 @@ import pytest
 from topocast.cli.main import main
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason=f"shared data not found at {DATA} (only in the project workspace)")
+pytestmark = pytest.mark.skipif(
+    not DATA.is_dir(), reason=f"shared data not found at {DATA} (only in the project workspace)"
+)
 
-FILES = sorted(p for sub in ("simgrid", "topology-zoo") if (DATA / sub).is_dir() for p in (DATA / sub).iterdir()
-               if p.suffix in (".xml", ".conf", ".graphml"))
+FILES = sorted(
+    p
+    for sub in ("simgrid", "topology-zoo")
+    if (DATA / sub).is_dir()
+    for p in (DATA / sub).iterdir()
+    if p.suffix in (".xml", ".conf", ".graphml")
+)
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)

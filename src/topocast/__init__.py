@@ -75,4 +75,3 @@ def __getattr__(name: str):
 
         return getattr(runtime, name)
     raise AttributeError(f"module 'topocast' has no attribute {name!r}")
-

@@ -41,7 +41,9 @@ def _fail(plan, i, msg):
     if i is None:
         return PlanError(msg, source=f"plan of {plan.planner or 'unnamed planner'}")
     t = plan.transfers[i]
-    return PlanError(msg, source=f"plan of {plan.planner or 'unnamed planner'}", element=f"transfers[{i}] ({t.src}->{t.dst})")
+    return PlanError(
+        msg, source=f"plan of {plan.planner or 'unnamed planner'}", element=f"transfers[{i}] ({t.src}->{t.dst})"
+    )
 
 
 def _preds(plan) -> list[tuple[int, ...]]:
@@ -123,7 +125,11 @@ def _replay(plan):
                 j1, j2 = ws[x], ws[y]
                 ordered = (anc[j2] >> j1) & 1
                 if not ordered and not (transfers[j1].reduce and transfers[j2].reduce):
-                    raise _fail(plan, j2, f"races with transfers[{j1}] writing bytes [{cuts[g]}, {cuts[g + 1]}) of {h!r} (order them with 'after')")
+                    raise _fail(
+                        plan,
+                        j2,
+                        f"races with transfers[{j1}] writing bytes [{cuts[g]}, {cuts[g + 1]}) of {h!r} (order them with 'after')",
+                    )
 
     # initial values: bitmask of contributors, None = host does not hold the bytes
     init: dict[tuple[str, int], int] = {}
@@ -142,8 +148,12 @@ def _replay(plan):
             else:
                 # race rule: j must not complete before i starts
                 if pred_bits[i] & ~anc[j]:
-                    raise _fail(plan, i, f"reads bytes [{cuts[g]}, {cuts[g + 1]}) of {h!r} while transfers[{j}] may or may not "
-                                          f"have written them (make the two wait for the same predecessors, or order them)")
+                    raise _fail(
+                        plan,
+                        i,
+                        f"reads bytes [{cuts[g]}, {cuts[g + 1]}) of {h!r} while transfers[{j}] may or may not "
+                        f"have written them (make the two wait for the same predecessors, or order them)",
+                    )
         # ancestors are the first m writers (guaranteed by the race rule)
         if m == 0:
             return init.get((h, g))
@@ -166,7 +176,11 @@ def _replay(plan):
             if t.reduce:
                 if prev is not None and prev & v:
                     dup = [hosts[k] for k in range(len(hosts)) if (prev & v) >> k & 1]
-                    raise _fail(plan, i, f"counts the contributions of {', '.join(dup)} twice in bytes [{cuts[g]}, {cuts[g + 1]}) at {t.dst!r}")
+                    raise _fail(
+                        plan,
+                        i,
+                        f"counts the contributions of {', '.join(dup)} twice in bytes [{cuts[g]}, {cuts[g + 1]}) at {t.dst!r}",
+                    )
                 hist.append((prev or 0) | v)
             else:
                 hist.append(v)
@@ -198,5 +212,9 @@ def check_allreduce(plan, topology=None) -> None:
                 if v != want:
                     missing = [hosts[k] for k in range(len(hosts)) if (want & ~v) >> k & 1]
                     extra = [hosts[k] for k in range(len(hosts)) if (v & ~want) >> k & 1]
-                    raise _fail(plan, None, f"host {h!r} ends bytes [{cuts[g]}, {cuts[g + 1]}) without the contributions of "
-                                             f"{', '.join(missing) or '-'}" + (f" (unexpected: {', '.join(extra)})" if extra else ""))
+                    raise _fail(
+                        plan,
+                        None,
+                        f"host {h!r} ends bytes [{cuts[g]}, {cuts[g + 1]}) without the contributions of "
+                        f"{', '.join(missing) or '-'}" + (f" (unexpected: {', '.join(extra)})" if extra else ""),
+                    )

@@ -173,7 +173,9 @@ class Broadcast:
         seen = []
         for d in self.destinations:
             if not topology.is_host(d):
-                raise PlanError(f"destination {d!r} is not a host of topology {topology.name!r}", element="destinations")
+                raise PlanError(
+                    f"destination {d!r} is not a host of topology {topology.name!r}", element="destinations"
+                )
             if d != self.source and d not in seen:
                 seen.append(d)
         return tuple(seen)
@@ -330,5 +332,7 @@ class Plan:
         except OSError as exc:
             raise PlanError(f"cannot read plan file ({exc.strerror})", source=str(path)) from None
         except json.JSONDecodeError as exc:
-            raise PlanError(f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})", source=str(path)) from None
+            raise PlanError(
+                f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})", source=str(path)
+            ) from None
         return cls.from_json(data, source=str(path))

@@ -69,9 +69,9 @@ def find_upstream(plan: Plan, index: int, incoming: dict | None = None) -> tuple
         s = IntervalSet(held)
         if s.covers_ranges(t.ranges):
             return None, 0
-    candidates = incoming[t.src] if incoming is not None else [
-        i for i, u in enumerate(plan.transfers) if u.dst == t.src
-    ]
+    candidates = (
+        incoming[t.src] if incoming is not None else [i for i, u in enumerate(plan.transfers) if u.dst == t.src]
+    )
     for i in candidates:
         if i == index:
             continue

@@ -52,8 +52,9 @@ def _split(text, what: str, field: str | None) -> tuple[float, str]:
         raise InputError(f"expected a {what} (number or string with unit), got {text!r}", element=field)
     m = _PATTERN.match(text)
     if not m:
-        raise InputError(f"cannot read {text!r} as a {what} ({_FORMS.get(what, 'a number with a unit')})",
-                         element=field)
+        raise InputError(
+            f"cannot read {text!r} as a {what} ({_FORMS.get(what, 'a number with a unit')})", element=field
+        )
     return float(m.group(1)), m.group(2)
 
 

@@ -21,17 +21,40 @@ def _topologies():
     yield "builtin:two-clusters", load_topology("builtin:two-clusters")
     yield "builtin:stable-example", load_topology("builtin:stable-example")
     yield "builtin:hetero-2switch", load_topology("builtin:hetero-2switch")
-    yield "multi-cluster-asym-13", multi_cluster_tree(13, n_clusters=3, bandwidth="uniform-100-1000", asymmetric=True, seed=3)
+    yield (
+        "multi-cluster-asym-13",
+        multi_cluster_tree(13, n_clusters=3, bandwidth="uniform-100-1000", asymmetric=True, seed=3),
+    )
     yield "two-cluster-grid-3x2", two_cluster_grid(3)
     yield "fat-tree-4", fat_tree(4)
     # fatpipe links (SimGrid FATPIPE: no sharing): capacity-subtraction planners once looped
     # forever on them (nothing was ever subtracted); every planner must terminate here
-    yield "fatpipe-star", Topology("fatpipe-star", ["h0", "h1", "h2"], ["s3"], [
-        L("h0", "s3", 100.0, 0, sharing="fatpipe"), L("s3", "h1", 10.0, 0, sharing="fatpipe"),
-        L("s3", "h2", 100.0, 0)])
-    yield "fatpipe-triangle", Topology("fatpipe-triangle", ["h0", "h1", "h2"], [], [
-        L("h0", "h1", 100.0, 0, sharing="fatpipe"), L("h1", "h2", 10.0, 0, sharing="fatpipe"),
-        L("h0", "h2", 100.0, 0, sharing="fatpipe")])
+    yield (
+        "fatpipe-star",
+        Topology(
+            "fatpipe-star",
+            ["h0", "h1", "h2"],
+            ["s3"],
+            [
+                L("h0", "s3", 100.0, 0, sharing="fatpipe"),
+                L("s3", "h1", 10.0, 0, sharing="fatpipe"),
+                L("s3", "h2", 100.0, 0),
+            ],
+        ),
+    )
+    yield (
+        "fatpipe-triangle",
+        Topology(
+            "fatpipe-triangle",
+            ["h0", "h1", "h2"],
+            [],
+            [
+                L("h0", "h1", 100.0, 0, sharing="fatpipe"),
+                L("h1", "h2", 10.0, 0, sharing="fatpipe"),
+                L("h0", "h2", 100.0, 0, sharing="fatpipe"),
+            ],
+        ),
+    )
 
 
 TOPOLOGIES = dict(_topologies())

@@ -14,7 +14,9 @@ def run(capsys, *argv):
 
 
 def test_predict_fig2_json(capsys):
-    code, out, _ = run(capsys, "redistribute", "predict", "--pattern", "fig2", "--nic", "10MB/s", "--no-simulate", "--json")
+    code, out, _ = run(
+        capsys, "redistribute", "predict", "--pattern", "fig2", "--nic", "10MB/s", "--no-simulate", "--json"
+    )
     assert code == 0
     d = json.loads(out)
     by = {p["approach"]: p for p in d["predictions"]}
@@ -34,8 +36,23 @@ def test_decide_fig2(capsys):
 def test_plan_table_output_and_plot(capsys, tmp_path):
     plan_file = tmp_path / "p.json"
     png = tmp_path / "g.png"
-    code, out, _ = run(capsys, "redistribute", "plan", "--pattern", "random", "--messages", "12", "--beta", "50ms",
-                       "-a", "oggp", "-o", str(plan_file), "--plot", str(png))
+    code, out, _ = run(
+        capsys,
+        "redistribute",
+        "plan",
+        "--pattern",
+        "random",
+        "--messages",
+        "12",
+        "--beta",
+        "50ms",
+        "-a",
+        "oggp",
+        "-o",
+        str(plan_file),
+        "--plot",
+        str(png),
+    )
     assert code == 0 and "steps" in out
     data = json.loads(plan_file.read_text())
     assert data["collective"] == "redistribute" and data["planner"] == "oggp"
@@ -56,8 +73,19 @@ def test_matrix_file_and_errors(capsys, tmp_path):
 
 def test_saved_plan_and_topology_simulate(capsys, tmp_path):
     plan_file, topo_file = tmp_path / "p.json", tmp_path / "t.yaml"
-    code, _, _ = run(capsys, "redistribute", "plan", "--pattern", "fig2", "--nic", "10MB/s", "-o", str(plan_file),
-                     "--save-topology", str(topo_file))
+    code, _, _ = run(
+        capsys,
+        "redistribute",
+        "plan",
+        "--pattern",
+        "fig2",
+        "--nic",
+        "10MB/s",
+        "-o",
+        str(plan_file),
+        "--save-topology",
+        str(topo_file),
+    )
     assert code == 0
     from topocast.plan import Plan
     from topocast.sim import simulate

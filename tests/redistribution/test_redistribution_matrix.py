@@ -1,6 +1,5 @@
 """Redistribution requests: matrix files, generators, platform (k from the topology)."""
 
-
 import numpy as np
 import pytest
 

@@ -16,7 +16,13 @@ def test_broadcast_writes_identical_files(tmp_path):
     size = 1_000_003  # not a multiple of the chunk size
     src = tmp_path / "msg.bin"
     src.write_bytes(os.urandom(size))
-    out = perform(chain_plan(size), launcher=make_launcher("local"), file=str(src), dest_dir=str(tmp_path / "out"), chunk_size=64 * 1024)
+    out = perform(
+        chain_plan(size),
+        launcher=make_launcher("local"),
+        file=str(src),
+        dest_dir=str(tmp_path / "out"),
+        chunk_size=64 * 1024,
+    )
     assert out.failed == {}
     assert out.result.kind == "measured"
     assert set(out.result.per_host) == {"a", "b", "c", "d"}
@@ -138,7 +144,16 @@ def test_unreachable_bytes_are_reported_not_faked(tmp_path):
 
     tr = [Transfer.of("s", "a", 0, size, rate_cap=2e6), Transfer.of("a", "b", 0, size, pipelined=True)]
     plan = Plan.broadcast("s", size, ["a", "b"], tr, planner="hand")
-    out = perform(plan, launcher=make_launcher("local"), on_start=procs.update, on_progress=on_progress, chunk_size=64 * 1024, stall_timeout=1, repair_timeout=2, dest_dir=str(tmp_path))
+    out = perform(
+        plan,
+        launcher=make_launcher("local"),
+        on_start=procs.update,
+        on_progress=on_progress,
+        chunk_size=64 * 1024,
+        stall_timeout=1,
+        repair_timeout=2,
+        dest_dir=str(tmp_path),
+    )
     assert killed
     assert set(out.failed) == {"a", "b"}
     for h in "ab":
@@ -195,6 +210,12 @@ def test_cli_run_bad_input_is_one_line(capsys):
 def test_reductions_are_refused():
     from topocast.runtime import RunError
 
-    plan = Plan(collective="allreduce", size=10, transfers=(Transfer.of("x", "y", 0, 10, reduce=True),), initial={"x": [(0, 10)], "y": [(0, 10)]}, wanted={"y": [(0, 10)]})
+    plan = Plan(
+        collective="allreduce",
+        size=10,
+        transfers=(Transfer.of("x", "y", 0, 10, reduce=True),),
+        initial={"x": [(0, 10)], "y": [(0, 10)]},
+        wanted={"y": [(0, 10)]},
+    )
     with pytest.raises(RunError, match="reduce"):
         perform(plan, launcher=make_launcher("local"))

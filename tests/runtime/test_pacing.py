@@ -220,7 +220,11 @@ def test_fair_uplink_needs_the_topology():
     from topocast.runtime.coordinator import RunError
 
     with pytest.raises(RunError):
-        perform(Plan.broadcast("s", 10, ["a"], [Transfer.of("s", "a", 0, 10)]), launcher=make_launcher("local"), fair_uplink=True)
+        perform(
+            Plan.broadcast("s", 10, ["a"], [Transfer.of("s", "a", 0, 10)]),
+            launcher=make_launcher("local"),
+            fair_uplink=True,
+        )
 
 
 def test_token_bucket_rate_change_releases_a_waiting_take():

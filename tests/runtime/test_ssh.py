@@ -78,7 +78,11 @@ def test_ssh_refused_key_is_reported(sshd, tmp_path):
     bad = tmp_path / "other"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(bad)], check=True)
     hosts = {h: {"target": f"{sshd['user']}@127.0.0.1", "port": sshd["port"], "address": "127.0.0.1"} for h in "sabcd"}
-    launcher = SSHLauncher(hosts, identity=str(bad), options=["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR"])
+    launcher = SSHLauncher(
+        hosts,
+        identity=str(bad),
+        options=["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR"],
+    )
     from topocast.runtime import RunError
 
     with pytest.raises(RunError, match="exited before connecting"):

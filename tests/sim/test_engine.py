@@ -209,9 +209,7 @@ def test_fatpipe_link_caps_each_flow_without_sharing():
 
 def test_rate_cap_is_honoured_and_leftover_capacity_goes_to_others():
     t = Topology("pair", ["a", "b"], [], [L("a", "b", 100.0)])
-    plan = independent(
-        [Transfer.of("a", "b", 0, 20, rate_cap=20.0), Transfer.of("a", "b", 20, 80)]
-    )
+    plan = independent([Transfer.of("a", "b", 0, 20, rate_cap=20.0), Transfer.of("a", "b", 20, 80)])
     r = simulate(plan, t)
     assert close(r.transfer_times[0][1], 1.0)
     assert close(r.transfer_times[1][1], 1.0)

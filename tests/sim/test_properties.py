@@ -270,7 +270,11 @@ def test_single_transfer_takes_at_least_latency_plus_size_over_bottleneck(data):
     for i in links:
         l = topo.links[i]
         cap.append(topo.physical_links[l.physical].bandwidth if l.sharing == "shared" else l.bandwidth)
-    exact = topo.injection(a, b) + topo.route_latency(a, b) + size / min(min(cap), min(topo.links[i].bandwidth for i in links))
+    exact = (
+        topo.injection(a, b)
+        + topo.route_latency(a, b)
+        + size / min(min(cap), min(topo.links[i].bandwidth for i in links))
+    )
     assert close(r.per_host[b].time, exact, 1e-9)
     if all(topo.links[i].sharing != "shared" for i in links):
         assert close(r.per_host[b].time, expect, 1e-9)
@@ -289,8 +293,11 @@ def test_asymmetric_shared_cable_caps_each_direction():
     assert close(simulate(_one("a", "b", 1000), topo).per_host["b"].time, 40.0, 1e-12)
     # both directions at once share the cable's 25 B/s: b->a stays at 10, a->b gets 15
     plan = Plan(
-        "redistribute", 2000, (Transfer.of("a", "b", 0, 1000), Transfer.of("b", "a", 1000, 1000)),
-        {"a": [(0, 1000)], "b": [(1000, 1000)]}, {"b": [(0, 1000)], "a": [(1000, 1000)]},
+        "redistribute",
+        2000,
+        (Transfer.of("a", "b", 0, 1000), Transfer.of("b", "a", 1000, 1000)),
+        {"a": [(0, 1000)], "b": [(1000, 1000)]},
+        {"b": [(0, 1000)], "a": [(1000, 1000)]},
     )
     r = simulate(plan, topo)
     assert close(r.per_host["a"].time, 100.0, 1e-12)
@@ -303,8 +310,11 @@ def test_asymmetric_shared_cable_slow_direction_is_shared_by_its_flows():
     10 B/s direction, twice its max-flow bound; found by CI's hypothesis run)."""
     topo = Topology("t", ["a", "b"], [], [L("a", "b", 25.0, bandwidth_ba=10.0, sharing="shared")])
     plan = Plan(
-        "redistribute", 2000, (Transfer.of("b", "a", 0, 1000), Transfer.of("b", "a", 1000, 1000)),
-        {"b": [(0, 2000)]}, {"a": [(0, 2000)]},
+        "redistribute",
+        2000,
+        (Transfer.of("b", "a", 0, 1000), Transfer.of("b", "a", 1000, 1000)),
+        {"b": [(0, 2000)]},
+        {"a": [(0, 2000)]},
     )
     r = assert_agree(plan, topo)
     assert close(r.per_host["a"].time, 200.0, 1e-12)
@@ -316,7 +326,9 @@ def test_host_that_holds_part_of_its_bytes_is_credited_at_first_arrival():
     complete after 3 bytes (0.3 s at 10 B/s), not when the transfer ends (0.6 s). The engine
     used to credit partial progress only when a host receives more bytes than it wants."""
     topo = Topology("t", ["h0", "h1"], [], [L("h0", "h1", 10.0)])
-    plan = Plan("redistribute", 6, (Transfer("h0", "h1", ((3, 3), (0, 3))),), {"h0": [(0, 6)], "h1": [(0, 3)]}, {"h1": [(0, 6)]})
+    plan = Plan(
+        "redistribute", 6, (Transfer("h0", "h1", ((3, 3), (0, 3))),), {"h0": [(0, 6)], "h1": [(0, 3)]}, {"h1": [(0, 6)]}
+    )
     assert close(simulate(plan, topo).per_host["h1"].time, 0.3, 1e-12)
     # a transfer whose last bytes are not wanted by the receiver
     plan = Plan("redistribute", 6, (Transfer("h0", "h1", ((0, 3), (3, 3))),), {"h0": [(0, 6)]}, {"h1": [(0, 3)]})
@@ -330,9 +342,12 @@ def test_pipelined_transfer_shorter_than_a_chunk_takes_no_bandwidth_before_it_ha
     upstream's rate, finish at 0.6 s with bytes it never had, and steal bandwidth from T2."""
     topo = Topology("line", ["a", "b", "c"], [], [L("a", "b", 10.0), L("b", "c", 10.0)])
     plan = Plan(
-        "redistribute", 40,
+        "redistribute",
+        40,
         (Transfer.of("a", "b", 0, 6), Transfer.of("b", "c", 0, 3, pipelined=True), Transfer.of("b", "c", 10, 30)),
-        {"a": [(0, 6)], "b": [(10, 30)]}, {"c": [(0, 3), (10, 30)]}, chunk_size=8,
+        {"a": [(0, 6)], "b": [(10, 30)]},
+        {"c": [(0, 3), (10, 30)]},
+        chunk_size=8,
     )
     check_plan(plan, topo)
     r = simulate(plan, topo)
@@ -371,17 +386,23 @@ def test_pipelined_middle_subrange_and_multi_range(chunk):
     (90,10),(0,20) starts at position 40 of that sequence."""
     topo = Topology("t", ["a", "b", "c"], [], [L("a", "b", 10.0), L("b", "c", 1000.0)])
     plan = Plan(
-        "redistribute", 100,
+        "redistribute",
+        100,
         (Transfer.of("a", "b", 0, 100), Transfer.of("b", "c", 40, 20, pipelined=True)),
-        {"a": [(0, 100)]}, {"c": [(40, 20)]}, chunk_size=chunk,
+        {"a": [(0, 100)]},
+        {"c": [(40, 20)]},
+        chunk_size=chunk,
     )
     r = simulate(plan, topo)
     assert close(r.per_host["c"].time, (60 + chunk) / 10.0, 1e-12)
     assert_agree(plan, topo)
     plan = Plan(
-        "redistribute", 100,
+        "redistribute",
+        100,
         (Transfer("a", "b", ((50, 50), (0, 50))), Transfer("b", "c", ((90, 10), (0, 20)), pipelined=True)),
-        {"a": [(0, 100)]}, {"c": [(90, 10), (0, 20)]}, chunk_size=chunk,
+        {"a": [(0, 100)]},
+        {"c": [(90, 10), (0, 20)]},
+        chunk_size=chunk,
     )
     r = simulate(plan, topo)
     assert close(r.per_host["c"].time, (70 + chunk) / 10.0, 1e-12)
@@ -423,7 +444,9 @@ def test_after_chain_and_rate_caps_equal_to_capacity():
 def test_many_identical_flows_tie_and_finish_together():
     k = 1000
     topo = Topology("pair", ["a", "b"], [], [L("a", "b", 3.0)])
-    plan = Plan("redistribute", k, tuple(Transfer.of("a", "b", i, 1) for i in range(k)), {"a": [(0, k)]}, {"b": [(0, k)]})
+    plan = Plan(
+        "redistribute", k, tuple(Transfer.of("a", "b", i, 1) for i in range(k)), {"a": [(0, k)]}, {"b": [(0, k)]}
+    )
     r = simulate(plan, topo)
     assert close(r.per_host["b"].time, k / 3.0, 1e-12)
     assert all(close(e, k / 3.0, 1e-12) for _, e in r.transfer_times)
@@ -433,14 +456,20 @@ def test_bytes_received_twice_are_credited_at_first_arrival():
     """c gets [0, 100) from a (100 B/s, done at 1 s) and from b (10 B/s, done at 10 s)."""
     topo = Topology("t", ["a", "b", "c"], ["sw"], [L("a", "sw", 100.0), L("b", "sw", 10.0), L("c", "sw", 1000.0)])
     plan = Plan(
-        "redistribute", 100, (Transfer.of("b", "c", 0, 100), Transfer.of("a", "c", 0, 100)),
-        {"a": [(0, 100)], "b": [(0, 100)]}, {"c": [(0, 100)]},
+        "redistribute",
+        100,
+        (Transfer.of("b", "c", 0, 100), Transfer.of("a", "c", 0, 100)),
+        {"a": [(0, 100)], "b": [(0, 100)]},
+        {"c": [(0, 100)]},
     )
     assert close(simulate(plan, topo).per_host["c"].time, 1.0, 1e-12)
     # halves from each: [0,50) from a at 100 B/s, all of it from b at 10 B/s, second half first
     plan = Plan(
-        "redistribute", 100, (Transfer("b", "c", ((50, 50), (0, 50))), Transfer.of("a", "c", 0, 50)),
-        {"a": [(0, 100)], "b": [(0, 100)]}, {"c": [(0, 100)]},
+        "redistribute",
+        100,
+        (Transfer("b", "c", ((50, 50), (0, 50))), Transfer.of("a", "c", 0, 50)),
+        {"a": [(0, 100)], "b": [(0, 100)]},
+        {"c": [(0, 100)]},
     )
     assert close(simulate(plan, topo).per_host["c"].time, 5.0, 1e-12)
     assert_agree(plan, topo)

@@ -39,10 +39,14 @@ def test_up_status_down(testbed_factory):
     rates = {(l["a"], l["b"]): (l["ab"]["rate"], l["ba"]["rate"]) for l in st.links}
     assert rates[("b4", "swB")] == ("10000000bit", "10000000bit")
     assert rates[("swA", "swB")] == ("40000000bit", "40000000bit")
-    out = subprocess.run(["tc", "-n", st.host_ns["b4"], "class", "show", "dev", "e0"], capture_output=True, text=True).stdout
+    out = subprocess.run(
+        ["tc", "-n", st.host_ns["b4"], "class", "show", "dev", "e0"], capture_output=True, text=True
+    ).stdout
     assert "rate 10Mbit" in out
     core = st.namespaces[-1]
-    out = subprocess.run(["tc", "-n", core, "class", "show", "dev", f"l{len(st.links) - 1}a"], capture_output=True, text=True).stdout
+    out = subprocess.run(
+        ["tc", "-n", core, "class", "show", "dev", f"l{len(st.links) - 1}a"], capture_output=True, text=True
+    ).stdout
     assert "rate 40Mbit" in out
     assert _reach(st, "s", "b4") == "refused"
     info = status(st.name)
@@ -55,7 +59,17 @@ def test_up_status_down(testbed_factory):
 
 def test_relaying_hosts_route_multi_hop(testbed_factory):
     """Topology Zoo style: hosts joined directly, the middle host forwards."""
-    topo = Topology("line", ["x", "y", "z", "w"], [], [PhysicalLink("x", "y", 50 * MBIT), PhysicalLink("y", "z", 50 * MBIT), PhysicalLink("z", "w", 50 * MBIT), PhysicalLink("y", "w", 20 * MBIT)])
+    topo = Topology(
+        "line",
+        ["x", "y", "z", "w"],
+        [],
+        [
+            PhysicalLink("x", "y", 50 * MBIT),
+            PhysicalLink("y", "z", 50 * MBIT),
+            PhysicalLink("z", "w", 50 * MBIT),
+            PhysicalLink("y", "w", 20 * MBIT),
+        ],
+    )
     st = testbed_factory(topo)
     for a in "xyzw":
         for b in "xyzw":
@@ -92,7 +106,9 @@ def test_down_after_crash_uses_the_state_file(testbed_factory, tmp_path):
 
     st = testbed_factory(two_switch(), name="orphan")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    r = subprocess.run([sys.executable, "-m", "topocast", "testbed", "down", "orphan"], capture_output=True, text=True, env=env)
+    r = subprocess.run(
+        [sys.executable, "-m", "topocast", "testbed", "down", "orphan"], capture_output=True, text=True, env=env
+    )
     assert r.returncode == 0, r.stderr
     assert not (set(st.namespaces) & _netns())
 
@@ -100,7 +116,18 @@ def test_down_after_crash_uses_the_state_file(testbed_factory, tmp_path):
 def test_cycle_of_switches_is_refused(testbed_factory):
     from topocast.testbed import TestbedError
 
-    topo = Topology("loop", ["h1", "h2"], ["s1", "s2", "s3"], [PhysicalLink("h1", "s1", 1e6), PhysicalLink("h2", "s2", 1e6), PhysicalLink("s1", "s2", 1e6), PhysicalLink("s2", "s3", 1e6), PhysicalLink("s3", "s1", 1e6)])
+    topo = Topology(
+        "loop",
+        ["h1", "h2"],
+        ["s1", "s2", "s3"],
+        [
+            PhysicalLink("h1", "s1", 1e6),
+            PhysicalLink("h2", "s2", 1e6),
+            PhysicalLink("s1", "s2", 1e6),
+            PhysicalLink("s2", "s3", 1e6),
+            PhysicalLink("s3", "s1", 1e6),
+        ],
+    )
     before = _netns()
     with pytest.raises(TestbedError, match="cycle"):
         testbed_factory(topo)
@@ -118,13 +145,38 @@ def test_cli_exec_and_status(testbed_factory, capsys):
     import sys
 
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    r = subprocess.run([sys.executable, "-m", "topocast", "testbed", "exec", "--testbed", st.name, "b4", "--", "ip", "-o", "addr", "show", "e0"], capture_output=True, text=True, env=env)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "topocast",
+            "testbed",
+            "exec",
+            "--testbed",
+            st.name,
+            "b4",
+            "--",
+            "ip",
+            "-o",
+            "addr",
+            "show",
+            "e0",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert st.host_addr["b4"] in r.stdout, r.stderr
 
 
 def test_latency_is_emulated_or_warned(testbed_factory):
     """With sch_netem the link latency is applied (RTT >= 2 x 2 x 10 ms); without, a warning says so."""
-    topo = Topology("lat", ["x", "y"], ["sw"], [PhysicalLink("x", "sw", 50 * MBIT, latency=0.01), PhysicalLink("y", "sw", 50 * MBIT, latency=0.01)])
+    topo = Topology(
+        "lat",
+        ["x", "y"],
+        ["sw"],
+        [PhysicalLink("x", "sw", 50 * MBIT, latency=0.01), PhysicalLink("y", "sw", 50 * MBIT, latency=0.01)],
+    )
     st = testbed_factory(topo)
     if not st.netem:
         assert any("netem" in w and "latency" in w for w in st.warnings)
@@ -139,19 +191,27 @@ def test_latency_is_emulated_or_warned(testbed_factory):
 
 
 def test_fair_links_hash_flows_into_classes(testbed_factory):
-    topo = Topology("pair", ["x", "y"], ["sw"], [PhysicalLink("x", "sw", 20 * MBIT), PhysicalLink("y", "sw", 20 * MBIT)])
+    topo = Topology(
+        "pair", ["x", "y"], ["sw"], [PhysicalLink("x", "sw", 20 * MBIT), PhysicalLink("y", "sw", 20 * MBIT)]
+    )
     st = testbed_factory(topo, fair=True)
-    classes = subprocess.run(["tc", "-n", st.host_ns["x"], "class", "show", "dev", "e0"], capture_output=True, text=True).stdout
+    classes = subprocess.run(
+        ["tc", "-n", st.host_ns["x"], "class", "show", "dev", "e0"], capture_output=True, text=True
+    ).stdout
     assert classes.count("class htb") == 258  # parent + 256 flow buckets + small packets
     assert "rate 20Mbit" in classes
     assert "class htb 1:2 root prio 0" in classes
-    filters = subprocess.run(["tc", "-n", st.host_ns["x"], "filter", "show", "dev", "e0"], capture_output=True, text=True).stdout
+    filters = subprocess.run(
+        ["tc", "-n", st.host_ns["x"], "filter", "show", "dev", "e0"], capture_output=True, text=True
+    ).stdout
     assert "link 2:" in filters
     assert _reach(st, "x", "y") == "refused"
 
 
 def _classes(st, host):
-    return subprocess.run(["tc", "-n", st.host_ns[host], "class", "show", "dev", "e0"], capture_output=True, text=True).stdout
+    return subprocess.run(
+        ["tc", "-n", st.host_ns[host], "class", "show", "dev", "e0"], capture_output=True, text=True
+    ).stdout
 
 
 def test_shaping_has_a_5ms_bucket_and_a_small_packet_class(testbed_factory):
@@ -160,7 +220,9 @@ def test_shaping_has_a_5ms_bucket_and_a_small_packet_class(testbed_factory):
     # 200 Mbit/s x 5 ms = 125 kB of burst on the data class and on the small-packet class
     assert "class htb 1:10 root prio 1" in classes and "class htb 1:2 root prio 0" in classes
     assert classes.count(" burst 125000b cburst 125000b") == 2, classes
-    filters = subprocess.run(["tc", "-n", st.host_ns["s"], "filter", "show", "dev", "e0"], capture_output=True, text=True).stdout
+    filters = subprocess.run(
+        ["tc", "-n", st.host_ns["s"], "filter", "show", "dev", "e0"], capture_output=True, text=True
+    ).stdout
     assert "flowid 1:2" in filters and "0000ff80" in filters.replace(" ", "").lower()
     rec = next(l for l in st.links if l["a"] == "s")
     assert rec["ab"]["burst"] == 125000 and "first" in rec["ab"]["leaf"]
@@ -216,12 +278,19 @@ def _probe_rtt_under_bulk(st) -> float:
     import sys
 
     ns = st.host_ns
-    servers = [subprocess.Popen(["ip", "netns", "exec", ns["y"], sys.executable, "-c", code]) for code in (_ECHO, _BULK_RX)]
+    servers = [
+        subprocess.Popen(["ip", "netns", "exec", ns["y"], sys.executable, "-c", code]) for code in (_ECHO, _BULK_RX)
+    ]
     try:
         import time
 
         time.sleep(0.5)
-        r = subprocess.run(["ip", "netns", "exec", ns["x"], sys.executable, "-c", _PROBE, st.host_addr["y"]], capture_output=True, text=True, timeout=30)
+        r = subprocess.run(
+            ["ip", "netns", "exec", ns["x"], sys.executable, "-c", _PROBE, st.host_addr["y"]],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         assert r.returncode == 0, r.stderr
         return float(r.stdout)
     finally:
@@ -233,13 +302,17 @@ def _probe_rtt_under_bulk(st) -> float:
 def test_small_packets_do_not_wait_behind_data(testbed_factory):
     """With a bulk TCP flow queued at x's 10 Mbit/s egress (CUBIC: it fills the queue), small
     packets (ACKs, here UDP probes) skip the queue; with ``ack_priority=False`` they wait in it."""
-    topo = Topology("pair", ["x", "y"], ["sw"], [PhysicalLink("x", "sw", 10 * MBIT), PhysicalLink("y", "sw", 10 * MBIT)])
+    topo = Topology(
+        "pair", ["x", "y"], ["sw"], [PhysicalLink("x", "sw", 10 * MBIT), PhysicalLink("y", "sw", 10 * MBIT)]
+    )
     fast = _probe_rtt_under_bulk(testbed_factory(topo, congestion="cubic"))
     slow = _probe_rtt_under_bulk(testbed_factory(topo, congestion="cubic", ack_priority=False))
     print(f"median probe RTT: {fast * 1e3:.2f} ms small packets first, {slow * 1e3:.2f} ms FIFO")
     assert fast < 0.005, f"probes behind the data with small-packet priority: median RTT {fast * 1e3:.1f} ms"
     # a 64 kB GSO packet alone takes 52 ms at 10 Mbit/s: behind the queue a probe waits ~that
-    assert slow > 0.02 and slow > 5 * fast, f"FIFO links: the probes should wait behind the bulk queue, median RTT {slow * 1e3:.1f} ms"
+    assert slow > 0.02 and slow > 5 * fast, (
+        f"FIFO links: the probes should wait behind the bulk queue, median RTT {slow * 1e3:.1f} ms"
+    )
 
 
 def test_cli_up_without_ack_priority(tmp_path, monkeypatch, capsys, testbed_factory):
@@ -249,7 +322,22 @@ def test_cli_up_without_ack_priority(tmp_path, monkeypatch, capsys, testbed_fact
     assert main(["testbed", "up", "builtin:hetero-2switch", "--name", "cliack", "--htb-burst", "0"]) == 2
     assert "--htb-burst" in capsys.readouterr().err
     try:
-        assert main(["testbed", "up", "builtin:hetero-2switch", "--name", "cliack", "--no-ack-priority", "--htb-burst", "0.002", "--json"]) == 0
+        assert (
+            main(
+                [
+                    "testbed",
+                    "up",
+                    "builtin:hetero-2switch",
+                    "--name",
+                    "cliack",
+                    "--no-ack-priority",
+                    "--htb-burst",
+                    "0.002",
+                    "--json",
+                ]
+            )
+            == 0
+        )
         info = json.loads(capsys.readouterr().out)
         rec = next(l for l in info["links"] if l["a"] == "s")
         assert rec["ab"]["burst"] == 50000 and "first" not in rec["ab"]["leaf"]

@@ -53,7 +53,14 @@ def test_killed_relay_on_emulated_network(testbed_factory):
             os.kill(procs["b1"].pid, signal.SIGKILL)
             killed["at"] = held["b2"]
 
-    out = perform(_fanout_plan(size), launcher=TestbedLauncher(st), on_start=procs.update, on_progress=on_progress, chunk_size=64 * 1024, stall_timeout=2)
+    out = perform(
+        _fanout_plan(size),
+        launcher=TestbedLauncher(st),
+        on_start=procs.update,
+        on_progress=on_progress,
+        chunk_size=64 * 1024,
+        stall_timeout=2,
+    )
     assert killed and killed["at"] < size
     assert set(out.failed) == {"b1"}
     assert "SIGKILL" in out.failed["b1"]
@@ -72,7 +79,14 @@ def test_link_down_mid_run(testbed_factory):
             subprocess.run(["ip", "-n", st.host_ns["b1"], "link", "set", "e0", "down"], check=True)
             cut["at"] = held["b1"]
 
-    out = perform(_fanout_plan(size), launcher=TestbedLauncher(st), on_progress=on_progress, chunk_size=64 * 1024, stall_timeout=2, repair_timeout=3)
+    out = perform(
+        _fanout_plan(size),
+        launcher=TestbedLauncher(st),
+        on_progress=on_progress,
+        chunk_size=64 * 1024,
+        stall_timeout=2,
+        repair_timeout=3,
+    )
     assert cut
     assert set(out.failed) == {"b1"}
     assert "missing" in out.failed["b1"]
@@ -86,14 +100,47 @@ def test_cli_run_on_testbed_json(testbed_factory, capsys):
     from topocast.cli.main import main
 
     st = testbed_factory(load_topology("builtin:uniform-2switch"))
-    assert main(["run", "builtin:uniform-2switch", "-a", "depth_first", "-s", "s", "--size", "1MiB", "--launcher", "testbed", "--testbed", st.name, "--json"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "builtin:uniform-2switch",
+                "-a",
+                "depth_first",
+                "-s",
+                "s",
+                "--size",
+                "1MiB",
+                "--launcher",
+                "testbed",
+                "--testbed",
+                st.name,
+                "--json",
+            ]
+        )
+        == 0
+    )
     data = json.loads(capsys.readouterr().out)
     assert data["goodput_factor"] == pytest.approx(0.955)
     assert data["predicted"] is not None and data["bound"]["aggregate_bandwidth"] == pytest.approx(7 * 200e6 / 8)
     for h, r in data["measured"]["per_host"].items():
         assert r["rate"] < data["bound"]["per_host_rate"][h]  # nobody beats the shaped links
     assert data["fair_uplink"] is True  # on by default on the testbed
-    args = ["run", "builtin:uniform-2switch", "-a", "flat", "-s", "s", "--size", "1MiB", "--launcher", "testbed", "--testbed", st.name, "--json"]
+    args = [
+        "run",
+        "builtin:uniform-2switch",
+        "-a",
+        "flat",
+        "-s",
+        "s",
+        "--size",
+        "1MiB",
+        "--launcher",
+        "testbed",
+        "--testbed",
+        st.name,
+        "--json",
+    ]
     assert main(args + ["--no-fair-uplink"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["fair_uplink"] is False and not data["failed"]
@@ -103,7 +150,14 @@ def test_link_down_before_the_start(testbed_factory):
     """Nothing ever reaches b1: its children get the bytes elsewhere; b1 is reported."""
     st = testbed_factory(load_topology("builtin:hetero-2switch"))
     subprocess.run(["ip", "-n", st.host_ns["b1"], "link", "set", "e0", "down"], check=True)
-    out = perform(_fanout_plan(1_000_000), launcher=TestbedLauncher(st), chunk_size=64 * 1024, stall_timeout=2, repair_timeout=3, timeout=60)
+    out = perform(
+        _fanout_plan(1_000_000),
+        launcher=TestbedLauncher(st),
+        chunk_size=64 * 1024,
+        stall_timeout=2,
+        repair_timeout=3,
+        timeout=60,
+    )
     assert set(out.failed) == {"b1"}
     assert "unreachable" in out.failed["b1"] or "missing" in out.failed["b1"]
     for h in ("a1", "b2", "b3", "b4"):

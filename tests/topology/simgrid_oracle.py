@@ -16,8 +16,15 @@ def main(argv):
     platform, pairs_file = argv[1], argv[2]
     # CM02 without the TCP window bound and without cross traffic: the fluid max-min model
     # topocast simulates (LV08, the default, also scales bandwidth by 0.97 and latency by 13.01)
-    engine = simgrid.Engine(["oracle", "--log=root.thres:critical", "--cfg=network/model:CM02",
-                             "--cfg=network/TCP-gamma:0", "--cfg=network/crosstraffic:0"])
+    engine = simgrid.Engine(
+        [
+            "oracle",
+            "--log=root.thres:critical",
+            "--cfg=network/model:CM02",
+            "--cfg=network/TCP-gamma:0",
+            "--cfg=network/crosstraffic:0",
+        ]
+    )
     engine.load_platform(platform)
     hosts = {h.name: h for h in engine.all_hosts}
     transfer, result = None, {}

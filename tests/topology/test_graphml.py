@@ -10,18 +10,36 @@ from topocast.topology.graphml import graphml_summary, load_graphml, speed_from_
 
 _ROOT = Path(__file__).resolve().parents[2]
 # ../shared/data beside the repository root (one level further up from a git worktree)
-_DATA = next((d for d in (_ROOT / ".." / "shared" / "data", _ROOT / ".." / ".." / "shared" / "data") if d.is_dir()), None)
+_DATA = next(
+    (d for d in (_ROOT / ".." / "shared" / "data", _ROOT / ".." / ".." / "shared" / "data") if d.is_dir()), None
+)
 ZOO = sorted((_DATA / "topology-zoo").glob("*.graphml")) if _DATA else []
 
 # PROVENANCE.md: nodes, edges, edges with a speed (LinkSpeedRaw; Abilene from its label).
 # We also read 3 Uninett and 1 WIDE labels ("100-155 Mbit/s", "10-100Mbps") as speeds.
 PROVENANCE = {
-    "Abilene": (11, 14, 14), "Carnet": (44, 43, 43), "Cernet": (41, 59, 53), "Cesnet2001": (23, 23, 22),
-    "Eenet": (13, 16, 16), "Garr201201": (61, 89, 77), "Geant2001": (27, 38, 38), "Geant2009": (34, 52, 52),
-    "Geant2012": (40, 61, 39), "Janetlense": (20, 40, 40), "Karen": (25, 30, 30), "Kreonet": (13, 12, 12),
-    "Litnet": (43, 43, 42), "Myren": (37, 40, 40), "Niif": (36, 41, 41), "Nordu2005": (9, 10, 9),
-    "Rediris": (19, 32, 32), "Renater2001": (24, 27, 27), "Rnp": (31, 34, 34), "SwitchL3": (42, 63, 63),
-    "Uninett2010": (74, 101, 98 + 3), "WideJpn": (30, 33, 30 + 1),
+    "Abilene": (11, 14, 14),
+    "Carnet": (44, 43, 43),
+    "Cernet": (41, 59, 53),
+    "Cesnet2001": (23, 23, 22),
+    "Eenet": (13, 16, 16),
+    "Garr201201": (61, 89, 77),
+    "Geant2001": (27, 38, 38),
+    "Geant2009": (34, 52, 52),
+    "Geant2012": (40, 61, 39),
+    "Janetlense": (20, 40, 40),
+    "Karen": (25, 30, 30),
+    "Kreonet": (13, 12, 12),
+    "Litnet": (43, 43, 42),
+    "Myren": (37, 40, 40),
+    "Niif": (36, 41, 41),
+    "Nordu2005": (9, 10, 9),
+    "Rediris": (19, 32, 32),
+    "Renater2001": (24, 27, 27),
+    "Rnp": (31, 34, 34),
+    "SwitchL3": (42, 63, 63),
+    "Uninett2010": (74, 101, 98 + 3),
+    "WideJpn": (30, 33, 30 + 1),
 }
 
 
@@ -103,8 +121,17 @@ def test_disconnected_fails(tmp_path):
 
 @pytest.mark.parametrize(
     "label, bits",
-    [("OC-192c", 192 * 51.84e6), ("OC48", 48 * 51.84e6), ("10Gb/s", 1e10), ("2.5 Gbps", 2.5e9),
-     ("100 Mbit/s", 1e8), ("STM-4", 4 * 155.52e6), ("E1", 2.048e6), ("Dark fibre", None), ("", None)],
+    [
+        ("OC-192c", 192 * 51.84e6),
+        ("OC48", 48 * 51.84e6),
+        ("10Gb/s", 1e10),
+        ("2.5 Gbps", 2.5e9),
+        ("100 Mbit/s", 1e8),
+        ("STM-4", 4 * 155.52e6),
+        ("E1", 2.048e6),
+        ("Dark fibre", None),
+        ("", None),
+    ],
 )
 def test_speed_from_label(label, bits):
     assert speed_from_label(label) == bits

@@ -77,5 +77,7 @@ def test_simgrid_round_trip_random_trees(tmp_path_factory, n_hosts, n_switches, 
     for k, x in a.items():
         y = b[k]
         assert {(x.a, x.b): x.bandwidth, (x.b, x.a): x.reverse_bandwidth} == {
-            (y.a, y.b): y.bandwidth, (y.b, y.a): y.reverse_bandwidth}
+            (y.a, y.b): y.bandwidth,
+            (y.b, y.a): y.reverse_bandwidth,
+        }
         assert x.latency == y.latency

@@ -69,9 +69,17 @@ def test_g5k_route_follows_simgrid(data_dir):
     t = load_simgrid(data_dir / "simgrid" / "g5k.xml")
     assert t.is_tree()
     assert _names(t, "bordeplage-1.bordeaux.grid5000.fr", "chicon-1.lille.grid5000.fr") == [
-        "AS_bordeplage_link_1", "AS_bordeplage_backbone", "link_bordeplage", "link_gw_bordeaux",
-        "Bordeaux_Lyon", "Paris_Lyon", "Lille_Paris", "link_gw_lille", "link_chicon",
-        "AS_chicon_backbone", "AS_chicon_link_1",
+        "AS_bordeplage_link_1",
+        "AS_bordeplage_backbone",
+        "link_bordeplage",
+        "link_gw_bordeaux",
+        "Bordeaux_Lyon",
+        "Paris_Lyon",
+        "Lille_Paris",
+        "link_gw_lille",
+        "link_chicon",
+        "AS_chicon_backbone",
+        "AS_chicon_link_1",
     ]
     assert {pl.bandwidth for pl in t.physical_links} == {1.25e8, 1.25e9}
 
@@ -80,8 +88,12 @@ def test_gdx_rulebased_v3(data_dir):
     t = load_simgrid(data_dir / "simgrid" / "gdx.xml")
     a, b = "gdx-181.orsay.grid5000.fr", "gdx-18.orsay.grid5000.fr"
     assert [n.split("@")[0] for n in _names(t, a, b)] == [
-        "AS_gdx-switch15_link_181", "AS_gdx-switch15_backbone", "gdx_main", "gdx_main",
-        "AS_gdx-switch11_backbone", "AS_gdx-switch11_link_18",
+        "AS_gdx-switch15_link_181",
+        "AS_gdx-switch15_backbone",
+        "gdx_main",
+        "gdx_main",
+        "AS_gdx-switch11_backbone",
+        "AS_gdx-switch11_link_18",
     ]
     assert all(pl.bandwidth == 1.25e8 for pl in t.physical_links)
     assert t.route_latency(a, b) == pytest.approx(5 * 17.8e-6)
@@ -169,22 +181,28 @@ def test_load_topology_dispatches_xml(tmp_path):
     "body, needle",
     [
         ('<zone id="z" routing="Full"><host id="a" speed="1f"/><host id="b"', "malformed XML at line"),
-        ('<zone id="z" routing="Full"><host id="a" speed="1f"/><host id="b" speed="1f"/>'
-         '<link id="l" bandwidth="1Gbs"/><route src="a" dst="b"><link_ctn id="l"/></route></zone>',
-         "<link id=\"l\">: bandwidth: unknown bandwidth unit 'Gbs'"),
-        ('<zone id="z" routing="Full"><host id="a" speed="1f"/><host id="b" speed="1f"/>'
-         '<link id="l" bandwidth="0"/><route src="a" dst="b"><link_ctn id="l"/></route></zone>',
-         "bandwidth must be positive"),
-        ('<zone id="z" routing="Full"><host id="a" speed="1f"/><host id="b" speed="1f"/>'
-         '<link id="l" bandwidth="1Gbps"/><route src="a" dst="c"><link_ctn id="l"/></route></zone>',
-         "'c' is not a declared host"),
-        ('<zone id="z" routing="Full"><host id="a" speed="1f"/><host id="a" speed="1f"/></zone>',
-         "duplicate name 'a'"),
-        ('<zone id="z" routing="Full"><host id="a" speed="1f"/><host id="b" speed="1f"/>'
-         '<link id="l" bandwidth="1Gbps"/><route src="a" dst="b"><link_ctn id="m"/></route></zone>',
-         "link_ctn 'm' names no declared <link>"),
-        ('<zone id="z" routing="Full"><host id="a" speed="1f"/><host id="b" speed="1f"/></zone>',
-         "cannot be reached"),
+        (
+            '<zone id="z" routing="Full"><host id="a" speed="1f"/><host id="b" speed="1f"/>'
+            '<link id="l" bandwidth="1Gbs"/><route src="a" dst="b"><link_ctn id="l"/></route></zone>',
+            "<link id=\"l\">: bandwidth: unknown bandwidth unit 'Gbs'",
+        ),
+        (
+            '<zone id="z" routing="Full"><host id="a" speed="1f"/><host id="b" speed="1f"/>'
+            '<link id="l" bandwidth="0"/><route src="a" dst="b"><link_ctn id="l"/></route></zone>',
+            "bandwidth must be positive",
+        ),
+        (
+            '<zone id="z" routing="Full"><host id="a" speed="1f"/><host id="b" speed="1f"/>'
+            '<link id="l" bandwidth="1Gbps"/><route src="a" dst="c"><link_ctn id="l"/></route></zone>',
+            "'c' is not a declared host",
+        ),
+        ('<zone id="z" routing="Full"><host id="a" speed="1f"/><host id="a" speed="1f"/></zone>', "duplicate name 'a'"),
+        (
+            '<zone id="z" routing="Full"><host id="a" speed="1f"/><host id="b" speed="1f"/>'
+            '<link id="l" bandwidth="1Gbps"/><route src="a" dst="b"><link_ctn id="m"/></route></zone>',
+            "link_ctn 'm' names no declared <link>",
+        ),
+        ('<zone id="z" routing="Full"><host id="a" speed="1f"/><host id="b" speed="1f"/></zone>', "cannot be reached"),
         ('<zone id="z" routing="Full"><peer id="p"/></zone>', "unsupported SimGrid element <peer>"),
     ],
 )
@@ -276,8 +294,11 @@ def test_full_zone_with_routers_becomes_the_graph(tmp_path):
     t = load_simgrid(p)
     assert set(t.switches) == {"R1", "R2"} and t.is_tree()
     assert {frozenset((pl.a, pl.b)): pl.name for pl in t.physical_links} == {
-        frozenset(("S1", "R1")): "1", frozenset(("R1", "R2")): "2", frozenset(("R2", "C1")): "3",
-        frozenset(("S2", "R1")): "4", frozenset(("R2", "C2")): "5",
+        frozenset(("S1", "R1")): "1",
+        frozenset(("R1", "R2")): "2",
+        frozenset(("R2", "C1")): "3",
+        frozenset(("S2", "R1")): "4",
+        frozenset(("R2", "C2")): "5",
     }
     assert t.route_nodes("S1", "C2") == ("S1", "R1", "R2", "C2")
     assert t.route_bandwidth("S2", "C1") == 50e6
@@ -322,12 +343,18 @@ def test_exact_cross_the_backbone(data_dir):
     t = load_simgrid(data_dir / "simgrid" / "griffon.xml", exact=True)
     a, b, c = "griffon-1.nancy.grid5000.fr", "griffon-2.nancy.grid5000.fr", "griffon-30.nancy.grid5000.fr"
     # as SimGrid: private up, the cluster backbone, private down (also inside a cabinet)
-    assert _names(t, a, b) == ["griffon_cluster_cabinet1_link_1_UP", "griffon_cluster_cabinet1_backbone",
-                               "griffon_cluster_cabinet1_link_2_DOWN"]
+    assert _names(t, a, b) == [
+        "griffon_cluster_cabinet1_link_1_UP",
+        "griffon_cluster_cabinet1_backbone",
+        "griffon_cluster_cabinet1_link_2_DOWN",
+    ]
     # and the shared 'backbone' between cabinets is one resource, as in SimGrid
     assert _real(_names(t, a, c)) == [
-        "griffon_cluster_cabinet1_link_1_UP", "griffon_cluster_cabinet1_backbone", "backbone",
-        "griffon_cluster_cabinet2_backbone", "griffon_cluster_cabinet2_link_30_DOWN",
+        "griffon_cluster_cabinet1_link_1_UP",
+        "griffon_cluster_cabinet1_backbone",
+        "backbone",
+        "griffon_cluster_cabinet2_backbone",
+        "griffon_cluster_cabinet2_link_30_DOWN",
     ]
     assert t.route_latency(a, c) == pytest.approx(3 * 24e-6)
     assert t.route_latency(a, b) == pytest.approx(2 * 24e-6)

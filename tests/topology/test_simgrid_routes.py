@@ -29,8 +29,10 @@ def _has_simgrid() -> bool:
     return subprocess.run([SYSTEM_PYTHON, "-c", "import simgrid"], capture_output=True).returncode == 0
 
 
-needs_simgrid = pytest.mark.skipif(not _has_simgrid(), reason="SimGrid's Python bindings (Debian python3-simgrid "
-                                   "for /usr/bin/python3) are not installed")
+needs_simgrid = pytest.mark.skipif(
+    not _has_simgrid(),
+    reason="SimGrid's Python bindings (Debian python3-simgrid for /usr/bin/python3) are not installed",
+)
 
 
 def simgrid_routes(platform: Path, pairs, tmp_path: Path, transfer=None):
@@ -146,8 +148,9 @@ def test_link_crossed_twice_is_shared_twice_in_the_simulator(intermediate_switch
     2 s (plus latency), not 1 s."""
     t = load_simgrid(intermediate_switch)
     size = 10**10
-    plan = Plan("broadcast", size, (Transfer.of("a1", "a2", 0, size),), {"a1": ((0, size),)}, {"a2": ((0, size),)},
-                source="a1")
+    plan = Plan(
+        "broadcast", size, (Transfer.of("a1", "a2", 0, size),), {"a1": ((0, size),)}, {"a2": ((0, size),)}, source="a1"
+    )
     assert simulate(plan, t).per_host["a2"].time == pytest.approx(2.0 + 0.007, rel=1e-9)
 
 
@@ -158,8 +161,9 @@ def test_intermediate_switch_matches_simgrid(intermediate_switch, tmp_path):
     assert (compared, unrouted, diffs) == (12, 0, [])
     size = 10**10
     _, sg_time = simgrid_routes(intermediate_switch, [], tmp_path, transfer=("a1", "a2", size))
-    plan = Plan("broadcast", size, (Transfer.of("a1", "a2", 0, size),), {"a1": ((0, size),)}, {"a2": ((0, size),)},
-                source="a1")
+    plan = Plan(
+        "broadcast", size, (Transfer.of("a1", "a2", 0, size),), {"a1": ((0, size),)}, {"a2": ((0, size),)}, source="a1"
+    )
     ours = simulate(plan, t).per_host["a2"].time
     assert sg_time == pytest.approx(2.007, rel=1e-9)  # the uplink carries the flow twice in SimGrid too
     assert ours == pytest.approx(sg_time, rel=1e-9)
@@ -227,21 +231,35 @@ def _platform(body: str, tmp_path: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("body, expected", [
-    ('<zone id="z" routing="Full"><host id="a" speed="1f"/><host id="b" speed="1f"/>'
-     '<route src="a" dst="b"><link_ctn id="nope"/></route></zone>', "names no declared <link>"),
-    ('<zone id="z" routing="Full"><host id="a" speed="1f"/><host id="b" speed="1f"/>'
-     '<link id="l" bandwidth="1GBps"/><link id="m" bandwidth="1GBps"/>'
-     '<route src="a" dst="b"><link_ctn id="l"/></route>'
-     '<route src="b" dst="a"><link_ctn id="m"/></route></zone>', "declared twice with different links"),
-    ('<zone id="top" routing="Full"><zone id="z1" routing="Full"><host id="a" speed="1f"/></zone>'
-     '<zone id="z2" routing="Full"><host id="b" speed="1f"/></zone><link id="l" bandwidth="1GBps"/>'
-     '<zoneRoute src="z1" dst="z2" gw_src="b" gw_dst="a"><link_ctn id="l"/></zoneRoute></zone>',
-     "gateway 'b' is not inside zone 'z1'"),
-    ('<zone id="z" routing="Full"><host id="a" speed="1f"/><host id="b" speed="1f"/>'
-     '<link id="l" bandwidth="1GBps" sharing_policy="SPLITDUPLEX"/>'
-     '<route src="a" dst="b"><link_ctn id="l"/></route></zone>', "needs direction"),
-])
+@pytest.mark.parametrize(
+    "body, expected",
+    [
+        (
+            '<zone id="z" routing="Full"><host id="a" speed="1f"/><host id="b" speed="1f"/>'
+            '<route src="a" dst="b"><link_ctn id="nope"/></route></zone>',
+            "names no declared <link>",
+        ),
+        (
+            '<zone id="z" routing="Full"><host id="a" speed="1f"/><host id="b" speed="1f"/>'
+            '<link id="l" bandwidth="1GBps"/><link id="m" bandwidth="1GBps"/>'
+            '<route src="a" dst="b"><link_ctn id="l"/></route>'
+            '<route src="b" dst="a"><link_ctn id="m"/></route></zone>',
+            "declared twice with different links",
+        ),
+        (
+            '<zone id="top" routing="Full"><zone id="z1" routing="Full"><host id="a" speed="1f"/></zone>'
+            '<zone id="z2" routing="Full"><host id="b" speed="1f"/></zone><link id="l" bandwidth="1GBps"/>'
+            '<zoneRoute src="z1" dst="z2" gw_src="b" gw_dst="a"><link_ctn id="l"/></zoneRoute></zone>',
+            "gateway 'b' is not inside zone 'z1'",
+        ),
+        (
+            '<zone id="z" routing="Full"><host id="a" speed="1f"/><host id="b" speed="1f"/>'
+            '<link id="l" bandwidth="1GBps" sharing_policy="SPLITDUPLEX"/>'
+            '<route src="a" dst="b"><link_ctn id="l"/></route></zone>',
+            "needs direction",
+        ),
+    ],
+)
 def test_bad_routes_name_the_file_and_route(tmp_path, body, expected):
     path = _platform(body, tmp_path)
     with pytest.raises(TopologyError) as err:
@@ -251,9 +269,11 @@ def test_bad_routes_name_the_file_and_route(tmp_path, body, expected):
 
 
 def test_bare_numbers_are_bytes_per_second_with_a_warning_when_they_look_like_bits(tmp_path):
-    body = ('<zone id="z" routing="Full"><host id="a" speed="1f"/><host id="b" speed="1f"/>'
-            '<link id="l" bandwidth="1000000000" latency="0.001"/>'
-            '<route src="a" dst="b"><link_ctn id="l"/></route></zone>')
+    body = (
+        '<zone id="z" routing="Full"><host id="a" speed="1f"/><host id="b" speed="1f"/>'
+        '<link id="l" bandwidth="1000000000" latency="0.001"/>'
+        '<route src="a" dst="b"><link_ctn id="l"/></route></zone>'
+    )
     with pytest.warns(TopologyWarning, match="look like bit/s"):
         t = load_simgrid(_platform(body, tmp_path))
     assert t.route_bandwidth("a", "b") == 1e9  # bytes/s, as SimGrid reads it
@@ -266,6 +286,7 @@ def test_topology_show_lists_what_the_import_left_out(intermediate_switch):
     import io
 
     from topocast.cli.main import main as cli_main
+
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         assert cli_main(["topology", "show", str(intermediate_switch), "--json"]) == 0
@@ -310,19 +331,28 @@ def random_nested_platform(seed: int) -> str:
                         full.append((a, b, ra + rb[::-1]))
             routes = [r for r in routes if r[1] == gw and r[0] in hosts] + full
         body += links
-        body += [f'<route src="{a}" dst="{b}">' + "".join(f'<link_ctn id="{l}"/>' for l in ls) + "</route>"
-                 for a, b, ls in routes]
+        body += [
+            f'<route src="{a}" dst="{b}">' + "".join(f'<link_ctn id="{l}"/>' for l in ls) + "</route>"
+            for a, b, ls in routes
+        ]
         zones.append(f'<zone id="zone{z}" routing="{routing}">' + "".join(body) + "</zone>")
     # a chain of zone routes (0-1, 1-2, ...) plus a random shortcut: Floyd chains the rest
     pairs = [(z, z + 1) for z in range(n_zones - 1)] + [(0, n_zones - 1)] * rng.randint(0, 1)
     links = []
     for a, b in pairs:
         links.append(f'<link id="wan{a}_{b}" bandwidth="1GBps" latency="{rng.randint(5, 20)}ms"/>')
-        zone_routes.append(f'<zoneRoute src="zone{a}" dst="zone{b}" gw_src="z{a}gw" gw_dst="z{b}gw">'
-                           f'<link_ctn id="wan{a}_{b}"/></zoneRoute>')
-    return ("<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
-            '<platform version="4.1"><zone id="world" routing="Floyd">' + "".join(zones) + "".join(links)
-            + "".join(zone_routes) + "</zone></platform>\n")
+        zone_routes.append(
+            f'<zoneRoute src="zone{a}" dst="zone{b}" gw_src="z{a}gw" gw_dst="z{b}gw">'
+            f'<link_ctn id="wan{a}_{b}"/></zoneRoute>'
+        )
+    return (
+        "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+        '<platform version="4.1"><zone id="world" routing="Floyd">'
+        + "".join(zones)
+        + "".join(links)
+        + "".join(zone_routes)
+        + "</zone></platform>\n"
+    )
 
 
 @needs_simgrid

@@ -34,9 +34,13 @@ def register(sub) -> None:
     p.add_argument("--size", type=size_arg, default=size_arg("1GB"), help="message size (default 1GB)")
     p.add_argument("-a", "--algorithms", help="comma-separated planner names (default: every broadcast planner)")
     p.add_argument("--destinations", help="comma-separated destination hosts (default: all other hosts)")
-    p.add_argument("--chunk-size", type=size_arg, default=0, help="pipelining chunk for the prediction (default 0 = fluid)")
+    p.add_argument(
+        "--chunk-size", type=size_arg, default=0, help="pipelining chunk for the prediction (default 0 = fluid)"
+    )
     p.add_argument("--seed", type=int, default=0, help="seed for randomized planners (default 0)")
-    p.add_argument("--json", action="store_true", help="print the JSON (docs/design.md, \"Command line\") instead of a table")
+    p.add_argument(
+        "--json", action="store_true", help='print the JSON (docs/design.md, "Command line") instead of a table'
+    )
     p.add_argument("--plot", metavar="FILE", help="write a plot of per-host predicted rates beside the bound")
     p.set_defaults(func=run)
 
@@ -119,7 +123,11 @@ def run(args) -> int:
                 format_bandwidth(slowest),
             )
         table.add_row(
-            "[bold]bound[/bold] (Σ max-flow)", format_bandwidth(bound.aggregate_bandwidth), "100.0 %", "", format_bandwidth(bound.common_rate)
+            "[bold]bound[/bold] (Σ max-flow)",
+            format_bandwidth(bound.aggregate_bandwidth),
+            "100.0 %",
+            "",
+            format_bandwidth(bound.common_rate),
         )
         console().print(table)
     if args.plot:
@@ -145,8 +153,9 @@ def plot_compare(path, topology, source, bound, results) -> None:
 
     ranked = sorted(results, key=lambda nr: -nr[1].aggregate_bandwidth)
     total = bound.aggregate_bandwidth
-    fig, (left, right) = plt.subplots(1, 2, figsize=(13, max(4.5, 0.32 * len(ranked) + 1.5)),
-                                      gridspec_kw={"width_ratios": [1, 1.4]})
+    fig, (left, right) = plt.subplots(
+        1, 2, figsize=(13, max(4.5, 0.32 * len(ranked) + 1.5)), gridspec_kw={"width_ratios": [1, 1.4]}
+    )
     fracs = [r.aggregate_bandwidth / total if total > 0 else 0.0 for _, r in ranked]
     y = np.arange(len(ranked))
     left.barh(y, fracs, color=["tab:blue" if k < PLOT_BEST else "0.6" for k in range(len(ranked))])
@@ -164,8 +173,9 @@ def plot_compare(path, topology, source, bound, results) -> None:
     right.plot(x, [bound.per_host_rate[h] * 8e-6 for h in hosts], "k--", lw=1.5, label="bound (max-flow)")
     markers = "osD^"
     for k, (name, r) in enumerate(ranked[:PLOT_BEST]):
-        right.plot(x, [r.per_host[h].rate * 8e-6 for h in hosts], marker=markers[k % len(markers)], ms=4,
-                   lw=1, label=name)
+        right.plot(
+            x, [r.per_host[h].rate * 8e-6 for h in hosts], marker=markers[k % len(markers)], ms=4, lw=1, label=name
+        )
     if len(hosts) <= 40:
         right.set_xticks(x, hosts, rotation=60, ha="right", fontsize=7)
     else:

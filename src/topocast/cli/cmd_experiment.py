@@ -8,8 +8,11 @@ from .common import bandwidth_arg, check_output
 
 
 def register(sub) -> None:
-    p = sub.add_parser("experiment", help="reproduce a published study (table + figures into a folder)",
-                       description="Reproduce a published study with topocast's planners and simulator.")
+    p = sub.add_parser(
+        "experiment",
+        help="reproduce a published study (table + figures into a folder)",
+        description="Reproduce a published study with topocast's planners and simulator.",
+    )
     esub = p.add_subparsers(dest="experiment", metavar="EXPERIMENT")
     sb = esub.add_parser(
         "stable-broadcast",
@@ -18,17 +21,34 @@ def register(sub) -> None:
         "trees, 8 algorithms, speed-up over the flat tree; the 9-host slow-node stability test; and, with "
         "--data, every broadcast planner on the real topologies of a data folder.",
     )
-    sb.add_argument("--out", type=Path, default=Path("out/stable-broadcast"), help="output folder (default out/stable-broadcast)")
+    sb.add_argument(
+        "--out", type=Path, default=Path("out/stable-broadcast"), help="output folder (default out/stable-broadcast)"
+    )
     sb.add_argument("--quick", action="store_true", help="a small version (4 settings, 10/50 destinations, 2 draws)")
-    sb.add_argument("--data", type=Path, default=None,
-                    help="also run every planner on the SimGrid/Topology Zoo files of this folder (SimGrid's examples/platforms, Topology Zoo GraphML; docs/topology.md)")
-    sb.add_argument("--default-bandwidth", type=bandwidth_arg, default=bandwidth_arg("1Gbps"), metavar="BW",
-                    help="bandwidth of Topology Zoo links without a speed (default 1Gbps)")
+    sb.add_argument(
+        "--data",
+        type=Path,
+        default=None,
+        help="also run every planner on the SimGrid/Topology Zoo files of this folder (SimGrid's examples/platforms, Topology Zoo GraphML; docs/topology.md)",
+    )
+    sb.add_argument(
+        "--default-bandwidth",
+        type=bandwidth_arg,
+        default=bandwidth_arg("1Gbps"),
+        metavar="BW",
+        help="bandwidth of Topology Zoo links without a speed (default 1Gbps)",
+    )
     sb.add_argument("--skip-study", action="store_true", help="with --data: only the real-topology table")
-    sb.add_argument("--topology-seed", type=int, default=0, metavar="N",
-                    help="seed of the generated study topologies (default 0)")
-    sb.add_argument("--clusters", type=int, default=10, metavar="N",
-                    help="clusters (switches) of the generated 200-host study topologies (default 10)")
+    sb.add_argument(
+        "--topology-seed", type=int, default=0, metavar="N", help="seed of the generated study topologies (default 0)"
+    )
+    sb.add_argument(
+        "--clusters",
+        type=int,
+        default=10,
+        metavar="N",
+        help="clusters (switches) of the generated 200-host study topologies (default 10)",
+    )
     sb.set_defaults(func=run_stable_broadcast)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
@@ -48,7 +68,13 @@ def run_stable_broadcast(args) -> int:
     from ..experiments.stable_broadcast import real_topology_table, run_experiment
 
     console = Console(stderr=True)
-    cols = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
+    cols = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    )
     with Progress(*cols, console=console) as progress:
         summary = None
         if not args.skip_study:
@@ -56,8 +82,13 @@ def run_stable_broadcast(args) -> int:
                 from ..errors import InputError
 
                 raise InputError(f"--clusters must be >= 1, got {args.clusters}", element="clusters")
-            summary = run_experiment(args.out, quick=args.quick, progress=progress,
-                                     topology_seed=args.topology_seed, n_clusters=args.clusters)
+            summary = run_experiment(
+                args.out,
+                quick=args.quick,
+                progress=progress,
+                topology_seed=args.topology_seed,
+                n_clusters=args.clusters,
+            )
         if args.data is not None:
             real_topology_table(args.data, args.out, default_bandwidth=args.default_bandwidth, progress=progress)
     if summary is not None:

@@ -15,13 +15,20 @@ from .common import add_topology_args, check_output, load_topology_arg, resolve_
 def register(sub) -> None:
     p = sub.add_parser("plan", help="make a broadcast or allreduce plan with one algorithm and write it as JSON")
     add_topology_args(p)
-    p.add_argument("--collective", choices=("broadcast", "allreduce"), default="broadcast",
-                   help="default broadcast; allreduce: every host (or --destinations) contributes --size bytes")
+    p.add_argument(
+        "--collective",
+        choices=("broadcast", "allreduce"),
+        default="broadcast",
+        help="default broadcast; allreduce: every host (or --destinations) contributes --size bytes",
+    )
     p.add_argument("-a", "--algorithm", required=True, help="planner name (see `topocast planners`)")
     p.add_argument("-s", "--source", help="broadcast source host (default: the first host)")
     p.add_argument("--size", type=size_arg, default=size_arg("1GB"))
-    p.add_argument("--destinations", help="comma-separated destination hosts (default: all other hosts); "
-                   "for allreduce, the participating hosts (default: all hosts)")
+    p.add_argument(
+        "--destinations",
+        help="comma-separated destination hosts (default: all other hosts); "
+        "for allreduce, the participating hosts (default: all hosts)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("-o", "--output", help="file to write (default: standard output)")
     p.set_defaults(func=run)

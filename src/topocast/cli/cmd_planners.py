@@ -19,7 +19,9 @@ _COLLECTIVE_ORDER = {"broadcast": 0, "allreduce": 1, "redistribute": 2}
 
 def sorted_infos(infos):
     """Stable listing order (import order can differ): collective, algorithms by name, selectors last."""
-    return sorted(infos, key=lambda i: (_COLLECTIVE_ORDER.get(i.collective, 9), i.collective, "selector" in i.tags, i.name))
+    return sorted(
+        infos, key=lambda i: (_COLLECTIVE_ORDER.get(i.collective, 9), i.collective, "selector" in i.tags, i.name)
+    )
 
 
 def markdown_table(infos) -> str:
@@ -46,7 +48,13 @@ def run(args) -> int:
     if args.json:
         print_json(
             [
-                {"collective": i.collective, "name": i.name, "summary": i.summary, "reference": i.reference, "aliases": list(i.aliases)}
+                {
+                    "collective": i.collective,
+                    "name": i.name,
+                    "summary": i.summary,
+                    "reference": i.reference,
+                    "aliases": list(i.aliases),
+                }
                 for i in infos
             ]
         )

@@ -51,11 +51,21 @@ def register(sub) -> None:
         "topology is the real network; off otherwise)",
     )
     p.add_argument("--timeout", type=float, default=None, help="give up after this many seconds (default: no limit)")
-    p.add_argument("--idle-timeout", type=float, default=60.0, metavar="SECONDS",
-                   help="give up when no byte has moved anywhere for this long (default 60)")
+    p.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="give up when no byte has moved anywhere for this long (default 60)",
+    )
     p.add_argument("--ssh-hosts", default=None, help="YAML/JSON: host -> '[user@]address[:port]'")
     p.add_argument("--ssh-identity", default=None, help="private key for the ssh launcher")
-    p.add_argument("--ssh-option", action="append", default=[], help="extra ssh option (repeatable), e.g. -oStrictHostKeyChecking=no")
+    p.add_argument(
+        "--ssh-option",
+        action="append",
+        default=[],
+        help="extra ssh option (repeatable), e.g. -oStrictHostKeyChecking=no",
+    )
     p.add_argument("--control-host", default=None, help="address of this machine the ssh hosts can reach")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
@@ -122,9 +132,12 @@ def _plan_hosts_star(plan, target: str):
     for i, t in enumerate(plan.transfers):
         for end in (t.src, t.dst):
             if end not in hosts:
-                raise InputError(f"transfers[{i}] ({t.src}->{t.dst}): {end!r} neither holds nor wants any byte of "
-                                 f"this plan (hosts: {', '.join(hosts[:8])}{', ...' if len(hosts) > 8 else ''}); "
-                                 "give --topology to run a plan through relays that want no data", source=target)
+                raise InputError(
+                    f"transfers[{i}] ({t.src}->{t.dst}): {end!r} neither holds nor wants any byte of "
+                    f"this plan (hosts: {', '.join(hosts[:8])}{', ...' if len(hosts) > 8 else ''}); "
+                    "give --topology to run a plan through relays that want no data",
+                    source=target,
+                )
     hub = "plan-hub"
     while hub in hosts:
         hub += "_"
@@ -137,7 +150,12 @@ def scale_caps(plan, factor: float):
 
     if factor == 1.0:
         return plan
-    return replace(plan, transfers=tuple(replace(t, rate_cap=None if t.rate_cap is None else t.rate_cap * factor) for t in plan.transfers))
+    return replace(
+        plan,
+        transfers=tuple(
+            replace(t, rate_cap=None if t.rate_cap is None else t.rate_cap * factor) for t in plan.transfers
+        ),
+    )
 
 
 def scale_topology(topo, factor: float):
@@ -146,7 +164,11 @@ def scale_topology(topo, factor: float):
     if factor == 1.0:
         return topo
     links = [
-        replace(pl, bandwidth=pl.bandwidth * factor, bandwidth_ba=None if pl.bandwidth_ba is None else pl.bandwidth_ba * factor)
+        replace(
+            pl,
+            bandwidth=pl.bandwidth * factor,
+            bandwidth_ba=None if pl.bandwidth_ba is None else pl.bandwidth_ba * factor,
+        )
         for pl in topo.physical_links
     ]
     return topo.replace(links=links)
@@ -209,7 +231,9 @@ def run(args) -> int:
     if args.launcher == "testbed":
         missing = [h for h in plan.hosts if h not in launcher.state.hosts]
         if missing:
-            raise InputError(f"hosts {', '.join(missing)} are not in testbed {launcher.state.name!r}", element="--testbed")
+            raise InputError(
+                f"hosts {', '.join(missing)} are not in testbed {launcher.state.name!r}", element="--testbed"
+            )
         for w in launcher.state.warnings:
             print(f"topocast: warning: {w}", file=sys.stderr)
     fair_uplink = args.fair_uplink if args.fair_uplink is not None else (args.launcher == "testbed")
@@ -218,14 +242,23 @@ def run(args) -> int:
             raise InputError("--fair-uplink needs the topology (give --topology)", element="--fair-uplink")
         fair_uplink = False
     predicted = predict(plan, topo, chunk, goodput) if topo is not None else None
-    bound = broadcast_bounds(topo, plan.source, plan.destinations) if (topo is not None and plan.collective == "broadcast") else None
+    bound = (
+        broadcast_bounds(topo, plan.source, plan.destinations)
+        if (topo is not None and plan.collective == "broadcast")
+        else None
+    )
 
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
     err = Console(stderr=True)
     progress = Progress(
-        TextColumn("{task.description:>8}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(), console=err, transient=True
+        TextColumn("{task.description:>8}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        console=err,
+        transient=True,
     )
     tasks = {}
 
@@ -282,7 +315,11 @@ def run(args) -> int:
 def _res_json(r):
     if r is None:
         return None
-    return {"aggregate_bandwidth": r.aggregate_bandwidth, "makespan": r.makespan, "per_host": {h: x.to_json() for h, x in r.per_host.items()}}
+    return {
+        "aggregate_bandwidth": r.aggregate_bandwidth,
+        "makespan": r.makespan,
+        "per_host": {h: x.to_json() for h, x in r.per_host.items()},
+    }
 
 
 def _mbps(x):
@@ -309,12 +346,23 @@ def print_table(console, plan, algorithm, measured, predicted, bound, outcome, l
         p = predicted.per_host.get(h) if predicted else None
         ratio = f"{m.time / p.time:.2f}" if (p and m.completed and p.time > 0) else "-"
         b = bound.per_host_rate.get(h) if bound else None
-        t.add_row(h, _sec(m.time), _sec(p.time if p else None), ratio, _mbps(m.rate), _mbps(p.rate if p else None), _mbps(b), "ok" if m.completed else f"FAILED: {m.reason}")
+        t.add_row(
+            h,
+            _sec(m.time),
+            _sec(p.time if p else None),
+            ratio,
+            _mbps(m.rate),
+            _mbps(p.rate if p else None),
+            _mbps(b),
+            "ok" if m.completed else f"FAILED: {m.reason}",
+        )
     t.add_row(
         "total",
         _sec(measured.makespan),
         _sec(predicted.makespan if predicted else None),
-        f"{measured.makespan / predicted.makespan:.2f}" if predicted and math.isfinite(measured.makespan) and predicted.makespan > 0 else "-",
+        f"{measured.makespan / predicted.makespan:.2f}"
+        if predicted and math.isfinite(measured.makespan) and predicted.makespan > 0
+        else "-",
         _mbps(measured.aggregate_bandwidth),
         _mbps(predicted.aggregate_bandwidth if predicted else None),
         _mbps(bound.aggregate_bandwidth if bound else None),
@@ -329,11 +377,15 @@ def print_table(console, plan, algorithm, measured, predicted, bound, outcome, l
     for w in outcome.warnings:
         console.print(f"[yellow]note:[/] {w}")
     if launcher_name == "local" and bound is not None:
-        console.print("note: launcher local runs over loopback: the topology's links are not emulated (use --launcher testbed)")
+        console.print(
+            "note: launcher local runs over loopback: the topology's links are not emulated (use --launcher testbed)"
+        )
     if outcome.cpu_busy is not None:
         niced = f" (plus {outcome.cpu_niced:.0%} niced background work, not counted)" if outcome.cpu_niced else ""
         if outcome.cpu_steal:
             niced += f", of which {outcome.cpu_steal:.0%} taken by the hypervisor (steal)"
-        console.print(f"cores busy during the run: {outcome.cpu_busy:.0%}{niced}; agent CPU time {sum(outcome.cpu.values()):.2f} s over {outcome.wall:.2f} s")
+        console.print(
+            f"cores busy during the run: {outcome.cpu_busy:.0%}{niced}; agent CPU time {sum(outcome.cpu.values()):.2f} s over {outcome.wall:.2f} s"
+        )
     if outcome.cpu_bound:
         console.print(f"[yellow]warning: the CPU may have set the pace, not the links:[/] {outcome.cpu_bound}")

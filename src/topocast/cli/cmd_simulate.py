@@ -52,7 +52,11 @@ def run(args) -> int:
     for h, r in result.per_host.items():
         b = format_bandwidth(bound.per_host_rate[h]) if bound else ""
         table.add_row(h, format_time(r.time), format_bandwidth(r.rate), b)
-    table.add_row("[bold]aggregate[/bold]", format_time(result.makespan), format_bandwidth(result.aggregate_bandwidth),
-                  format_bandwidth(bound.aggregate_bandwidth) if bound else "")
+    table.add_row(
+        "[bold]aggregate[/bold]",
+        format_time(result.makespan),
+        format_bandwidth(result.aggregate_bandwidth),
+        format_bandwidth(bound.aggregate_bandwidth) if bound else "",
+    )
     console().print(table)
     return 0

@@ -34,8 +34,13 @@ def register(sub) -> None:
     p.add_argument("--min", dest="min_size", type=size_arg, default=size_arg("1KB"), help="smallest size (default 1KB)")
     p.add_argument("--max", dest="max_size", type=size_arg, default=size_arg("1GB"), help="largest size (default 1GB)")
     p.add_argument("--step", type=float, default=4.0, help="size ratio between points (default 4)")
-    p.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
-                   help="planner parameter, passed to the planners that accept it (repeatable)")
+    p.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="planner parameter, passed to the planners that accept it (repeatable)",
+    )
     p.add_argument("--throughput", action="store_true", help="plot GridMPI's normalised throughput instead of time")
     p.add_argument("--plot", metavar="FILE", help="write the plot (PNG/PDF/SVG by extension)")
     p.add_argument("--title", help="plot title")
@@ -102,10 +107,18 @@ def sweep(topology, collective: str, algorithms, sizes, *, source=None, options=
                 times, thr = None, None
                 break
             times.append(t)
-            thr.append(bcast_throughput(size, hosts, t) if collective == "broadcast" else allreduce_throughput(size, hosts, t))
+            thr.append(
+                bcast_throughput(size, hosts, t) if collective == "broadcast" else allreduce_throughput(size, hosts, t)
+            )
         rows.append({"algorithm": name, "params": kwargs, "times": times, "throughput": thr, "error": error})
-    return {"topology": topology.name, "collective": collective, "source": source if collective == "broadcast" else None,
-            "hosts": hosts, "sizes": list(sizes), "results": rows}
+    return {
+        "topology": topology.name,
+        "collective": collective,
+        "source": source if collective == "broadcast" else None,
+        "hosts": hosts,
+        "sizes": list(sizes),
+        "results": rows,
+    }
 
 
 def plot_sweep(data, path, *, throughput=False, title=None) -> None:
@@ -121,7 +134,9 @@ def plot_sweep(data, path, *, throughput=False, title=None) -> None:
         if row["times"] is None:
             continue
         ys = [y / 1e6 for y in row["throughput"]] if throughput else row["times"]
-        label = row["algorithm"] + "".join(f" {a}={b}" if len(str(b)) <= 12 else f" ({a} given)" for a, b in row["params"].items())
+        label = row["algorithm"] + "".join(
+            f" {a}={b}" if len(str(b)) <= 12 else f" ({a} given)" for a, b in row["params"].items()
+        )
         ax.plot(sizes, ys, marker=markers[k % len(markers)], ms=4, label=label)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
@@ -155,7 +170,10 @@ def run(args) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"{data['collective']} on {data['topology']}: predicted time" + (" (throughput MB/s)" if args.throughput else ""))
+    table = Table(
+        title=f"{data['collective']} on {data['topology']}: predicted time"
+        + (" (throughput MB/s)" if args.throughput else "")
+    )
     table.add_column("size", justify="right")
     for row in data["results"]:
         table.add_column(row["algorithm"], justify="right")

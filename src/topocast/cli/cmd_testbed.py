@@ -10,20 +10,47 @@ from .common import print_json
 
 
 def register(sub) -> None:
-    p = sub.add_parser("testbed", help="build or remove an emulated network (needs root)",
-                       description="Build a topology on this machine: a network namespace per host, a bridge per switch, "
-                       "a veth pair per link, HTB shaping on both directions of every link, addresses from 198.18.0.0/15.")
+    p = sub.add_parser(
+        "testbed",
+        help="build or remove an emulated network (needs root)",
+        description="Build a topology on this machine: a network namespace per host, a bridge per switch, "
+        "a veth pair per link, HTB shaping on both directions of every link, addresses from 198.18.0.0/15.",
+    )
     tsub = p.add_subparsers(dest="testbed_command", metavar="ACTION")
     u = tsub.add_parser("up", help="build a topology")
     u.add_argument("topology", help="topology file or builtin:NAME")
     u.add_argument("--name", default=None, help="testbed name (default: the topology's name)")
     u.add_argument("--default-bandwidth", default=None, help="bandwidth for links the file gives none")
-    u.add_argument("--queue", type=float, default=None, metavar="SECONDS", help="leaf queue per shaped direction, in seconds of its rate (bfifo; default: pfifo of txqueuelen packets)")
-    u.add_argument("--congestion", default=None, help="TCP congestion control inside every host (e.g. cubic; default: the kernel's)")
-    u.add_argument("--fair", action="store_true", help="share each link direction fairly among TCP flows (256 hashed HTB classes) instead of one FIFO")
-    u.add_argument("--no-ack-priority", dest="ack_priority", action="store_false",
-                   help="let TCP ACKs wait behind data in each link's queue, as at a FIFO switch port (default: small packets first, as fq/fq_codel hosts do)")
-    u.add_argument("--htb-burst", type=float, default=None, metavar="SECONDS", help="token bucket of every shaped class, in seconds of its rate (default 0.005)")
+    u.add_argument(
+        "--queue",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="leaf queue per shaped direction, in seconds of its rate (bfifo; default: pfifo of txqueuelen packets)",
+    )
+    u.add_argument(
+        "--congestion",
+        default=None,
+        help="TCP congestion control inside every host (e.g. cubic; default: the kernel's)",
+    )
+    u.add_argument(
+        "--fair",
+        action="store_true",
+        help="share each link direction fairly among TCP flows (256 hashed HTB classes) instead of one FIFO",
+    )
+    u.add_argument(
+        "--no-ack-priority",
+        dest="ack_priority",
+        action="store_false",
+        help="let TCP ACKs wait behind data in each link's queue, as at a FIFO switch port (default: small packets first, as fq/fq_codel hosts do)",
+    )
+    u.add_argument(
+        "--htb-burst",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="token bucket of every shaped class, in seconds of its rate (default 0.005)",
+    )
     u.add_argument("--json", action="store_true")
     u.set_defaults(func=_up)
     d = tsub.add_parser("down", help="remove everything a testbed created (also after a crash)")
@@ -52,12 +79,21 @@ def _up(args) -> int:
 
     if args.htb_burst is not None and not args.htb_burst > 0:
         raise InputError(f"expected a positive number of seconds, got {args.htb_burst}", element="--htb-burst")
-    st = up(topo, name=args.name, spec=args.topology, queue=args.queue, congestion=args.congestion, fair=args.fair,
-            ack_priority=args.ack_priority, burst=HTB_BURST if args.htb_burst is None else args.htb_burst)
+    st = up(
+        topo,
+        name=args.name,
+        spec=args.topology,
+        queue=args.queue,
+        congestion=args.congestion,
+        fair=args.fair,
+        ack_priority=args.ack_priority,
+        burst=HTB_BURST if args.htb_burst is None else args.htb_burst,
+    )
     for w in st.warnings:
         print(f"topocast: warning: {w}", file=sys.stderr)
     if args.json:
         from ..testbed import status
+
         print_json(status(st.name))
     else:
         print(f"testbed {st.name} up: {len(st.host_ns)} hosts, {len(st.links)} links shaped (prefix {st.prefix})")
@@ -85,7 +121,9 @@ def _status(args) -> int:
     if args.json:
         print_json(info)
         return 0
-    print(f"testbed {info['name']} ({info['topology']}), netem: {'yes' if info['netem'] else 'no (latency not emulated)'}")
+    print(
+        f"testbed {info['name']} ({info['topology']}), netem: {'yes' if info['netem'] else 'no (latency not emulated)'}"
+    )
     for h, x in info["hosts"].items():
         print(f"  {h:>10}  {x['address']:<15} {x['namespace']:<14} {'up' if x['up'] else 'MISSING'}")
     for l in info["links"]:

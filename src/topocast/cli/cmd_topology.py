@@ -27,16 +27,31 @@ def register(sub) -> None:
     c = tsub.add_parser("convert", help="convert between formats (output format from the extension: .yaml/.json/.xml)")
     c.add_argument("input", help="topology file (.yaml/.json/.xml/.conf/.graphml) or builtin:NAME")
     c.add_argument("output", help="output file: .yaml/.yml/.json (topocast) or .xml (SimGrid v4.1)")
-    c.add_argument("--default-bandwidth", type=bandwidth_arg, default=None, metavar="BW",
-                   help="bandwidth for links the input gives none (GraphML), e.g. 1Gbps")
-    c.add_argument("--simgrid-routing", default="auto", choices=["auto", "Full", "Floyd", "Dijkstra", "DijkstraCache"],
-                   help="routing of a SimGrid .xml output (auto: Full with every host pair's route up to 100 hosts, "
-                        "else Floyd/DijkstraCache)")
-    c.add_argument("--simgrid-exact", action="store_true",
-                   help="SimGrid input: map clusters as SimGrid routes them (intra-cluster traffic crosses the "
-                        "backbone; one-way links, not a tree) instead of a tree")
-    c.add_argument("--geo-latency", action="store_true",
-                   help="GraphML: link latency = great-circle distance between PoPs / 2e8 m/s")
+    c.add_argument(
+        "--default-bandwidth",
+        type=bandwidth_arg,
+        default=None,
+        metavar="BW",
+        help="bandwidth for links the input gives none (GraphML), e.g. 1Gbps",
+    )
+    c.add_argument(
+        "--simgrid-routing",
+        default="auto",
+        choices=["auto", "Full", "Floyd", "Dijkstra", "DijkstraCache"],
+        help="routing of a SimGrid .xml output (auto: Full with every host pair's route up to 100 hosts, "
+        "else Floyd/DijkstraCache)",
+    )
+    c.add_argument(
+        "--simgrid-exact",
+        action="store_true",
+        help="SimGrid input: map clusters as SimGrid routes them (intra-cluster traffic crosses the "
+        "backbone; one-way links, not a tree) instead of a tree",
+    )
+    c.add_argument(
+        "--geo-latency",
+        action="store_true",
+        help="GraphML: link latency = great-circle distance between PoPs / 2e8 m/s",
+    )
     c.set_defaults(func=run_convert)
 
     g = tsub.add_parser("generate", help="generate a topology (multi-cluster, two-cluster, fat-tree, random-tree)")
@@ -51,11 +66,17 @@ def register(sub) -> None:
 
     from ..topology.generators import MULTI_CLUSTER_SETTINGS
 
-    m = gsub.add_parser("multi-cluster", help="clusters of hosts under switches joined in a random tree (Stable Broadcast study)")
+    m = gsub.add_parser(
+        "multi-cluster", help="clusters of hosts under switches joined in a random tree (Stable Broadcast study)"
+    )
     m.add_argument("--hosts", type=int, default=100)
     m.add_argument("--clusters", type=int, default=10)
-    m.add_argument("--bandwidth", default="mixed", choices=list(MULTI_CLUSTER_SETTINGS),
-                   help="bandwidth setting in Mbit/s (default: mixed = 100 or 1000)")
+    m.add_argument(
+        "--bandwidth",
+        default="mixed",
+        choices=list(MULTI_CLUSTER_SETTINGS),
+        help="bandwidth setting in Mbit/s (default: mixed = 100 or 1000)",
+    )
     m.add_argument("--asymmetric", action="store_true", help="draw each direction separately")
     m.add_argument("--latency", type=time_arg, default=0.0)
     common(m)
@@ -72,7 +93,9 @@ def register(sub) -> None:
 
     f = gsub.add_parser("fat-tree", help="k-ary fat-tree (k^3/4 hosts)")
     f.add_argument("--k", type=int, default=4)
-    f.add_argument("--bandwidth", default="1Gbps", help="e.g. 1Gbps, or uniform-100-1000 / mixed-100-1000 (Mbit/s, random)")
+    f.add_argument(
+        "--bandwidth", default="1Gbps", help="e.g. 1Gbps, or uniform-100-1000 / mixed-100-1000 (Mbit/s, random)"
+    )
     f.add_argument("--latency", type=time_arg, default=0.0)
     common(f)
 
@@ -165,8 +188,15 @@ def _show_builtins(args) -> int:
     rows = []
     for n in builtin_names():
         t = builtin_topology(n)
-        rows.append({"name": f"builtin:{n}", "hosts": len(t.hosts), "switches": len(t.switches),
-                     "links": len(t.physical_links), "summary": builtin_summary(n)})
+        rows.append(
+            {
+                "name": f"builtin:{n}",
+                "hosts": len(t.hosts),
+                "switches": len(t.switches),
+                "links": len(t.physical_links),
+                "summary": builtin_summary(n),
+            }
+        )
     if args.json:
         print_json(rows)
         return 0
@@ -176,8 +206,12 @@ def _show_builtins(args) -> int:
 
     table = Table(title="built-in topologies (first host = natural source)")
     for col in ("name", "hosts", "switches", "links", "summary"):
-        table.add_column(col, justify="right" if col in ("hosts", "switches", "links") else "left",
-                         no_wrap=col == "name", min_width=max(len(r["name"]) for r in rows) if col == "name" else None)
+        table.add_column(
+            col,
+            justify="right" if col in ("hosts", "switches", "links") else "left",
+            no_wrap=col == "name",
+            min_width=max(len(r["name"]) for r in rows) if col == "name" else None,
+        )
     for r in rows:
         table.add_row(r["name"], str(r["hosts"]), str(r["switches"]), str(r["links"]), r["summary"])
     console().print(table)
@@ -195,7 +229,9 @@ def run_show(args) -> int:
 
     from .common import console
 
-    table = Table(title=f"topology {info['name']}" + (f"  ({info['source']})" if info["source"] else ""), show_header=False)
+    table = Table(
+        title=f"topology {info['name']}" + (f"  ({info['source']})" if info["source"] else ""), show_header=False
+    )
     table.add_column("", style="bold")
     table.add_column("")
     table.add_row("hosts", f"{info['hosts']}  (first: {', '.join(info['first_hosts'])})")
@@ -208,20 +244,27 @@ def run_show(args) -> int:
     table.add_row("links", links)
     if info.get("links_without_speed"):
         shown = ", ".join(info["edges_without_speed"][:8]) + (", ..." if info["links_without_speed"] > 8 else "")
-        table.add_row("links without a speed",
-                      f"[yellow]{info['links_without_speed']}[/yellow]: {shown} (pass --default-bandwidth to use this file)")
+        table.add_row(
+            "links without a speed",
+            f"[yellow]{info['links_without_speed']}[/yellow]: {shown} (pass --default-bandwidth to use this file)",
+        )
     elif "links_without_speed" in info:
         table.add_row("links without a speed", "0")
     for key, fmt in (("bandwidth", format_bandwidth), ("latency", format_time)):
         st = info[key]
-        table.add_row(f"{key} min / median / max",
-                      "-" if st is None else f"{fmt(st['min'])} / {fmt(st['median'])} / {fmt(st['max'])}")
+        table.add_row(
+            f"{key} min / median / max",
+            "-" if st is None else f"{fmt(st['min'])} / {fmt(st['median'])} / {fmt(st['max'])}",
+        )
     table.add_row("tree", "yes" if info["tree"] else "no")
     table.add_row("symmetric", "yes" if info["symmetric"] else "no")
     table.add_row("sharing", ", ".join(f"{k}: {v}" for k, v in sorted(info["sharing"].items())))
     table.add_row("explicit routes", str(info["explicit_routes"]))
     if info["injection_time"] or info["reduction_cost"]:
-        table.add_row("injection / reduction", f"{'yes' if info['injection_time'] else 'no'} / {'yes' if info['reduction_cost'] else 'no'}")
+        table.add_row(
+            "injection / reduction",
+            f"{'yes' if info['injection_time'] else 'no'} / {'yes' if info['reduction_cost'] else 'no'}",
+        )
     for note in info["notes"]:  # what the importer left out or changed
         table.add_row("[yellow]import note[/yellow]", note)
     console().print(table)
@@ -271,18 +314,41 @@ def run_generate(args) -> int:
     kind = args.kind
     extra = {"name": args.name} if args.name else {}
     if kind == "multi-cluster":
-        t = g.multi_cluster_tree(args.hosts, n_clusters=args.clusters, bandwidth=args.bandwidth,
-                                 asymmetric=args.asymmetric, latency=args.latency, seed=args.seed, **extra)
+        t = g.multi_cluster_tree(
+            args.hosts,
+            n_clusters=args.clusters,
+            bandwidth=args.bandwidth,
+            asymmetric=args.asymmetric,
+            latency=args.latency,
+            seed=args.seed,
+            **extra,
+        )
     elif kind == "two-cluster":
-        t = g.two_cluster_grid(args.hosts_per_cluster, nic=args.nic, wan=args.wan, wan_latency=args.wan_latency,
-                               lan_latency=args.lan_latency, slow_hosts=args.slow_hosts, slow_nic=args.slow_nic,
-                               seed=args.seed, **extra)
+        t = g.two_cluster_grid(
+            args.hosts_per_cluster,
+            nic=args.nic,
+            wan=args.wan,
+            wan_latency=args.wan_latency,
+            lan_latency=args.lan_latency,
+            slow_hosts=args.slow_hosts,
+            slow_nic=args.slow_nic,
+            seed=args.seed,
+            **extra,
+        )
     elif kind == "fat-tree":
         t = g.fat_tree(args.k, bandwidth=args.bandwidth, latency=args.latency, seed=args.seed, **extra)
     else:
-        t = g.random_tree(args.hosts, args.switches, min_mbit=args.min_mbit, max_mbit=args.max_mbit,
-                          asymmetric=args.asymmetric, hosts_as_leaves=not args.hosts_anywhere,
-                          latency=args.latency, seed=args.seed, **extra)
+        t = g.random_tree(
+            args.hosts,
+            args.switches,
+            min_mbit=args.min_mbit,
+            max_mbit=args.max_mbit,
+            asymmetric=args.asymmetric,
+            hosts_as_leaves=not args.hosts_anywhere,
+            latency=args.latency,
+            seed=args.seed,
+            **extra,
+        )
     if args.output:
         _write(t, args.output)
         print(f"wrote {args.output}: {len(t.hosts)} hosts, {len(t.switches)} switches, {len(t.physical_links)} links")

@@ -46,8 +46,10 @@ def check_output(path, option: str, suffixes: tuple[str, ...] | None = None, *, 
     if not target.parent.is_dir():
         raise InputError(f"folder {str(target.parent)!r} does not exist (create it first)", element=f"{option} {path}")
     if suffixes is not None and target.suffix.lower() not in suffixes:
-        raise InputError(f"unknown file type {target.suffix or '(none)'!r}; expected one of {', '.join(suffixes)}",
-                         element=f"{option} {path}")
+        raise InputError(
+            f"unknown file type {target.suffix or '(none)'!r}; expected one of {', '.join(suffixes)}",
+            element=f"{option} {path}",
+        )
 
 
 def _wrap(parser, field):

@@ -74,8 +74,9 @@ def _add_slow_host(topo, rng):
     return topo.replace(hosts=tuple(topo.hosts) + ("slow",), links=links, name=topo.name + "+slow")
 
 
-def run_experiment(out: Path, *, quick: bool = False, progress=None, topology_seed: int = 0,
-                   n_clusters: int = N_CLUSTERS) -> dict:
+def run_experiment(
+    out: Path, *, quick: bool = False, progress=None, topology_seed: int = 0, n_clusters: int = N_CLUSTERS
+) -> dict:
     """Run the study, write ``results.csv``, ``summary.json``, ``summary.md`` and figures into ``out``.
 
     ``topology_seed`` and ``n_clusters`` change the generated study topologies (the paper does
@@ -101,13 +102,21 @@ def run_experiment(out: Path, *, quick: bool = False, progress=None, topology_se
                 bound = broadcast_bounds(topo, src, dests)
                 for name in ALGORITHMS:
                     res, tp, ts = _run_one(name, topo, src, dests, draw)
-                    rows.append({
-                        "setting": _setting_name(dist, asym), "distribution": dist, "asymmetric": asym,
-                        "destinations": n_dest, "draw": draw, "algorithm": name,
-                        "aggregate_mbit": res.aggregate_bandwidth / MBIT,
-                        "bound_mbit": bound.aggregate_bandwidth / MBIT,
-                        "makespan_s": res.makespan, "plan_s": tp, "sim_s": ts,
-                    })
+                    rows.append(
+                        {
+                            "setting": _setting_name(dist, asym),
+                            "distribution": dist,
+                            "asymmetric": asym,
+                            "destinations": n_dest,
+                            "draw": draw,
+                            "algorithm": name,
+                            "aggregate_mbit": res.aggregate_bandwidth / MBIT,
+                            "bound_mbit": bound.aggregate_bandwidth / MBIT,
+                            "makespan_s": res.makespan,
+                            "plan_s": tp,
+                            "sim_s": ts,
+                        }
+                    )
                     if progress:
                         progress.advance(task)
     # stability experiment
@@ -124,20 +133,31 @@ def run_experiment(out: Path, *, quick: bool = False, progress=None, topology_se
             if progress:
                 progress.advance(task)
             worst = min(after.per_host[h].rate / r.rate for h, r in before.per_host.items())
-            stab.append({"draw": draw, "algorithm": name,
-                         "aggregate_before_mbit": before.aggregate_bandwidth / MBIT,
-                         "aggregate_after_mbit": after.aggregate_bandwidth / MBIT,
-                         "existing_after_mbit": sum(after.per_host[h].rate for h in before.per_host) / MBIT,
-                         "worst_existing_ratio": worst})
+            stab.append(
+                {
+                    "draw": draw,
+                    "algorithm": name,
+                    "aggregate_before_mbit": before.aggregate_bandwidth / MBIT,
+                    "aggregate_after_mbit": after.aggregate_bandwidth / MBIT,
+                    "existing_after_mbit": sum(after.per_host[h].rate for h in before.per_host) / MBIT,
+                    "worst_existing_ratio": worst,
+                }
+            )
     elapsed = time.perf_counter() - t_start
     _write_rows(out / "results.csv", rows)
     _write_rows(out / "stability.csv", stab)
     summary = summarize(rows, stab)
     summary["elapsed_s"] = elapsed
     summary["quick"] = quick
-    summary["config"] = {"n_hosts": N_HOSTS, "n_clusters": n_clusters, "topology_seed": topology_seed,
-                         "size_bytes": SIZE, "draws": draws,
-                         "destinations": sizes, "slow_mbit": SLOW_MBIT}
+    summary["config"] = {
+        "n_hosts": N_HOSTS,
+        "n_clusters": n_clusters,
+        "topology_seed": topology_seed,
+        "size_bytes": SIZE,
+        "draws": draws,
+        "destinations": sizes,
+        "slow_mbit": SLOW_MBIT,
+    }
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     (out / "summary.md").write_text(summary_markdown(summary))
     plot(summary, out)
@@ -165,11 +185,16 @@ def summarize(rows, stab) -> dict:
     for (setting, n), c in cells.items():
         mean = {a: float(np.mean(v)) for a, v in c.items() if not a.startswith("_")}
         flat = mean["flat"]
-        table.append({"setting": setting, "destinations": n,
-                      "bound_mbit": float(np.mean(c["_bound"])),
-                      "mean_aggregate_mbit": mean,
-                      "speedup_over_flat": {a: v / flat for a, v in mean.items()},
-                      "best_of_paper_five": max(PAPER_FIVE, key=lambda a: mean[a])})
+        table.append(
+            {
+                "setting": setting,
+                "destinations": n,
+                "bound_mbit": float(np.mean(c["_bound"])),
+                "mean_aggregate_mbit": mean,
+                "speedup_over_flat": {a: v / flat for a, v in mean.items()},
+                "best_of_paper_five": max(PAPER_FIVE, key=lambda a: mean[a]),
+            }
+        )
     st = {}
     for r in stab:
         s = st.setdefault(r["algorithm"], {"before": [], "after": [], "existing_after": [], "worst": []})
@@ -177,10 +202,15 @@ def summarize(rows, stab) -> dict:
         s["after"].append(r["aggregate_after_mbit"])
         s["existing_after"].append(r["existing_after_mbit"])
         s["worst"].append(r["worst_existing_ratio"])
-    stability = {a: {"aggregate_before_mbit": float(np.mean(s["before"])),
-                     "aggregate_after_mbit": float(np.mean(s["after"])),
-                     "existing_hosts_after_mbit": float(np.mean(s["existing_after"])),
-                     "worst_existing_host_ratio": float(np.min(s["worst"]))} for a, s in st.items()}
+    stability = {
+        a: {
+            "aggregate_before_mbit": float(np.mean(s["before"])),
+            "aggregate_after_mbit": float(np.mean(s["after"])),
+            "existing_hosts_after_mbit": float(np.mean(s["existing_after"])),
+            "worst_existing_host_ratio": float(np.min(s["worst"])),
+        }
+        for a, s in st.items()
+    }
     return {"table": table, "stability": stability}
 
 
@@ -189,26 +219,40 @@ def summary_markdown(summary) -> str:
     algs = ALGORITHMS
     cfg = summary.get("config")
     if cfg:
-        lines += [f"Topologies: multi_cluster_tree({cfg['n_hosts']} hosts, {cfg['n_clusters']} clusters, "
-                  f"seed {cfg.get('topology_seed', 0)}) per setting; {cfg['draws']} draws of (source, destinations) "
-                  f"for {', '.join(map(str, cfg['destinations']))} destinations; message {cfg['size_bytes']:,} bytes.", ""]
-    lines.append("Speed-up of the aggregate bandwidth over the flat tree (mean over draws); "
-                 "last columns: stable / bound and the best of the paper's five algorithms.")
+        lines += [
+            f"Topologies: multi_cluster_tree({cfg['n_hosts']} hosts, {cfg['n_clusters']} clusters, "
+            f"seed {cfg.get('topology_seed', 0)}) per setting; {cfg['draws']} draws of (source, destinations) "
+            f"for {', '.join(map(str, cfg['destinations']))} destinations; message {cfg['size_bytes']:,} bytes.",
+            "",
+        ]
+    lines.append(
+        "Speed-up of the aggregate bandwidth over the flat tree (mean over draws); "
+        "last columns: stable / bound and the best of the paper's five algorithms."
+    )
     lines.append("")
     lines.append("| setting | dests | " + " | ".join(algs) + " | stable/bound | best of 5 |")
     lines.append("|---|---:|" + "---:|" * len(algs) + "---:|---|")
     for row in sorted(summary["table"], key=lambda r: (r["setting"], r["destinations"])):
         sp = row["speedup_over_flat"]
         ratio = row["mean_aggregate_mbit"]["stable"] / row["bound_mbit"]
-        lines.append(f"| {row['setting']} | {row['destinations']} | " + " | ".join(f"{sp[a]:.2f}" for a in algs)
-                     + f" | {ratio:.3f} | {row['best_of_paper_five']} |")
-    lines += ["", "Stability (source + 9 destinations, then one slow host; mean over draws, Mbit/s):", "",
-              "| algorithm | aggregate before | aggregate after | the 9 hosts after | worst host after/before |",
-              "|---|---:|---:|---:|---:|"]
+        lines.append(
+            f"| {row['setting']} | {row['destinations']} | "
+            + " | ".join(f"{sp[a]:.2f}" for a in algs)
+            + f" | {ratio:.3f} | {row['best_of_paper_five']} |"
+        )
+    lines += [
+        "",
+        "Stability (source + 9 destinations, then one slow host; mean over draws, Mbit/s):",
+        "",
+        "| algorithm | aggregate before | aggregate after | the 9 hosts after | worst host after/before |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for a in algs:
         s = summary["stability"][a]
-        lines.append(f"| {a} | {s['aggregate_before_mbit']:.1f} | {s['aggregate_after_mbit']:.1f} | "
-                     f"{s['existing_hosts_after_mbit']:.1f} | {s['worst_existing_host_ratio']:.3f} |")
+        lines.append(
+            f"| {a} | {s['aggregate_before_mbit']:.1f} | {s['aggregate_after_mbit']:.1f} | "
+            f"{s['existing_hosts_after_mbit']:.1f} | {s['worst_existing_host_ratio']:.3f} |"
+        )
     if "elapsed_s" in summary:
         lines += ["", f"Run time: {summary['elapsed_s']:.0f} s."]
     return "\n".join(lines) + "\n"
@@ -220,8 +264,9 @@ def plot(summary, out: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    settings = sorted({r["setting"] for r in summary["table"]}, key=lambda s: [
-        _setting_name(d, a) for d, a in SETTINGS].index(s))
+    settings = sorted(
+        {r["setting"] for r in summary["table"]}, key=lambda s: [_setting_name(d, a) for d, a in SETTINGS].index(s)
+    )
     cols = 4 if len(settings) > 4 else len(settings)
     nrows = math.ceil(len(settings) / cols)
     fig, axes = plt.subplots(nrows, cols, figsize=(4.2 * cols, 3.6 * nrows), squeeze=False, sharey=True)
@@ -237,7 +282,7 @@ def plot(summary, out: Path) -> None:
         ax.set_xticks(xs)
         ax.set_xlabel("destinations")
         ax.grid(True, which="both", alpha=0.3)
-    for ax in axes.flat[len(settings):]:
+    for ax in axes.flat[len(settings) :]:
         ax.axis("off")
     axes[0][0].set_ylabel("speed-up over flat tree")
     axes.flat[0].legend(fontsize=7, loc="upper left")
@@ -249,8 +294,12 @@ def plot(summary, out: Path) -> None:
     st = summary["stability"]
     x = np.arange(len(ALGORITHMS))
     ax.bar(x - 0.2, [st[a]["aggregate_before_mbit"] for a in ALGORITHMS], 0.4, label="9 hosts")
-    ax.bar(x + 0.2, [st[a]["existing_hosts_after_mbit"] for a in ALGORITHMS], 0.4,
-           label="same 9 hosts after adding a slow host")
+    ax.bar(
+        x + 0.2,
+        [st[a]["existing_hosts_after_mbit"] for a in ALGORITHMS],
+        0.4,
+        label="same 9 hosts after adding a slow host",
+    )
     ax.set_xticks(x)
     ax.set_xticklabels(ALGORITHMS, rotation=30, fontsize=8)
     ax.set_ylabel("aggregate bandwidth (Mbit/s)")
@@ -290,8 +339,13 @@ def real_topology_table(data_dir: Path, out: Path, *, default_bandwidth=125e6, m
             rng = np.random.default_rng(0)
             dests = [dests[i] for i in sorted(rng.choice(len(dests), max_dests, replace=False))]
         bound = broadcast_bounds(topo, src, dests)
-        row = {"file": f"{f.parent.name}/{f.name}", "hosts": len(topo.hosts), "destinations": len(dests),
-               "tree": topo.is_tree(), "bound_mbit": bound.aggregate_bandwidth / MBIT}
+        row = {
+            "file": f"{f.parent.name}/{f.name}",
+            "hosts": len(topo.hosts),
+            "destinations": len(dests),
+            "tree": topo.is_tree(),
+            "bound_mbit": bound.aggregate_bandwidth / MBIT,
+        }
         for name in names:
             try:
                 res, _, _ = _run_one(name, topo, src, dests, 0)
@@ -305,11 +359,15 @@ def real_topology_table(data_dir: Path, out: Path, *, default_bandwidth=125e6, m
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     _write_rows(out / "real_topologies.csv", rows)
-    lines = ["| topology | hosts | dests | tree | bound (Mbit/s) | " + " | ".join(names) + " |",
-             "|---|---:|---:|---|---:|" + "---:|" * len(names)]
+    lines = [
+        "| topology | hosts | dests | tree | bound (Mbit/s) | " + " | ".join(names) + " |",
+        "|---|---:|---:|---|---:|" + "---:|" * len(names),
+    ]
     for r in rows:
-        lines.append(f"| {r['file']} | {r['hosts']} | {r['destinations']} | {'yes' if r['tree'] else 'no'} | "
-                     f"{r['bound_mbit']:.0f} | " + " | ".join(f"{r[n]:.3f}" for n in names) + " |")
+        lines.append(
+            f"| {r['file']} | {r['hosts']} | {r['destinations']} | {'yes' if r['tree'] else 'no'} | "
+            f"{r['bound_mbit']:.0f} | " + " | ".join(f"{r[n]:.3f}" for n in names) + " |"
+        )
     if failed:
         lines += ["", "Not run:", ""] + [f"* {x['file']}: {x['reason']}" for x in failed]
     (out / "real_topologies.md").write_text("\n".join(lines) + "\n")

@@ -184,7 +184,9 @@ def binomial_bcast(sched: MPISchedule, hosts: Sequence[str], root: int, ranges, 
             sched.send(hosts[(rel + root) % p], hosts[(child + root) % p], ranges, label=label)
 
 
-def binomial_scatter(sched: MPISchedule, hosts: Sequence[str], root: int, chunks: Sequence[Ranges], label: str = "scatter") -> None:
+def binomial_scatter(
+    sched: MPISchedule, hosts: Sequence[str], root: int, chunks: Sequence[Ranges], label: str = "scatter"
+) -> None:
     """MPICH's binomial scatter (``MPII_Scatter_for_bcast``): relative rank ``r`` ends with
     ``chunks[r]``; a parent sends child ``c`` the chunks of the child's subtree
     ``[c, c + lowbit(c))``."""
@@ -196,7 +198,9 @@ def binomial_scatter(sched: MPISchedule, hosts: Sequence[str], root: int, chunks
                 sched.send(hosts[(rel + root) % p], hosts[(child + root) % p], sub, label=label)
 
 
-def ring_allgather(sched: MPISchedule, hosts: Sequence[str], root: int, chunks: Sequence[Ranges], label: str = "ring allgather") -> None:
+def ring_allgather(
+    sched: MPISchedule, hosts: Sequence[str], root: int, chunks: Sequence[Ranges], label: str = "ring allgather"
+) -> None:
     """MPICH's ring allgather (bcast_intra_scatter_ring_allgather): relative rank ``r`` starts
     with ``chunks[r]``; in step ``i = 1..p-1`` it sends to its right neighbour the chunk it
     received in the previous step (first its own) and receives the next one from the left."""
@@ -209,7 +213,9 @@ def ring_allgather(sched: MPISchedule, hosts: Sequence[str], root: int, chunks: 
         sched.step(ops)
 
 
-def rdb_allgather(sched: MPISchedule, hosts: Sequence[str], root: int, chunks: Sequence[Ranges], label: str = "rdb allgather") -> None:
+def rdb_allgather(
+    sched: MPISchedule, hosts: Sequence[str], root: int, chunks: Sequence[Ranges], label: str = "rdb allgather"
+) -> None:
     """MPICH's recursive-doubling allgather of the scatter chunks
     (bcast_intra_scatter_recursive_doubling_allgather), including its non-power-of-two
     code path: after each doubling step, processes of a subtree whose partner does not exist
@@ -247,8 +253,21 @@ def rdb_allgather(sched: MPISchedule, hosts: Sequence[str], root: int, chunks: S
                     nprocs_completed = p - my_tree_root - mask
                     tree_root = (rel >> k) << k
                     dst = rel ^ tmp_mask
-                    if dst > rel and rel < tree_root + nprocs_completed and dst >= tree_root + nprocs_completed and dst < p:
-                        sends.append((h(rel), h(dst), chunk_span(dst_tree_root, dst_tree_root + mask), False, f"{label} fix {mask}/{tmp_mask}"))
+                    if (
+                        dst > rel
+                        and rel < tree_root + nprocs_completed
+                        and dst >= tree_root + nprocs_completed
+                        and dst < p
+                    ):
+                        sends.append(
+                            (
+                                h(rel),
+                                h(dst),
+                                chunk_span(dst_tree_root, dst_tree_root + mask),
+                                False,
+                                f"{label} fix {mask}/{tmp_mask}",
+                            )
+                        )
                 sched.step(sends)
                 tmp_mask >>= 1
                 k -= 1
@@ -256,7 +275,9 @@ def rdb_allgather(sched: MPISchedule, hosts: Sequence[str], root: int, chunks: S
         i += 1
 
 
-def ring_reduce_scatter(sched: MPISchedule, hosts: Sequence[str], chunks: Sequence[Ranges], label: str = "ring reduce-scatter") -> None:
+def ring_reduce_scatter(
+    sched: MPISchedule, hosts: Sequence[str], chunks: Sequence[Ranges], label: str = "ring reduce-scatter"
+) -> None:
     """Ring reduce-scatter (MPICH ``allreduce_intra_ring``): in step ``i = 1..p-1`` rank ``r``
     sends chunk ``(r - i + 1) mod p`` (its partial sum) to ``r + 1``, which reduces it into its own.
     Afterwards rank ``r`` holds the complete reduction of chunk ``(r + 1) mod p``."""
@@ -324,7 +345,9 @@ def parse_clusters(spec, hosts: Sequence[str], source: str = "clusters") -> list
             seen[x] = gi
     missing = [h for h in hosts if h not in seen]
     if missing:
-        raise InputError(f"hosts {', '.join(missing)} are in no cluster (expected 'a1,a2;b1,b2' covering every host)", element=source)
+        raise InputError(
+            f"hosts {', '.join(missing)} are in no cluster (expected 'a1,a2;b1,b2' covering every host)", element=source
+        )
     order = {h: i for i, h in enumerate(hosts)}
     out = [[x for x in g if x in order] for g in groups]
     return [sorted(g, key=order.__getitem__) for g in out if g]
@@ -383,7 +406,9 @@ def detect_clusters(topology, hosts: Sequence[str] | None = None) -> list[list[s
     thin = {
         i
         for i, pl in enumerate(plinks)
-        if pl.a not in host_set and pl.b not in host_set and min(pl.bandwidth, pl.bandwidth if getattr(pl, 'directed', False) else pl.reverse_bandwidth) < access
+        if pl.a not in host_set
+        and pl.b not in host_set
+        and min(pl.bandwidth, pl.bandwidth if getattr(pl, "directed", False) else pl.reverse_bandwidth) < access
     }
     if thin:
         comps = components(thin)
@@ -444,7 +469,7 @@ class GridLayout:
             pos += g
         self.superchunk: list[Ranges] = [()] * p
         for i, members in enumerate(self.groups):
-            (off, length), = self.blocks[i] or ((0, 0),)
+            ((off, length),) = self.blocks[i] or ((0, 0),)
             for k, piece in enumerate(counts_to_ranges(off, balanced_counts(length, len(members)))):
                 self.superchunk[members[k]] = piece
 
@@ -456,14 +481,22 @@ class GridLayout:
         (one receive after the other at the selected host; groups in parallel)."""
         depth = max(len(g) for g in self.groups)
         for k in range(1, depth):
-            ops = [(self.hosts[g[k]], self.hosts[g[0]], self.superchunk[g[k]], False, label) for g in self.groups if k < len(g)]
+            ops = [
+                (self.hosts[g[k]], self.hosts[g[0]], self.superchunk[g[k]], False, label)
+                for g in self.groups
+                if k < len(g)
+            ]
             sched.step(ops)
 
     def unfunnel(self, sched: MPISchedule, label: str = "unfunnel") -> None:
         """Selected hosts send each group member its superchunk (the reverse of funnel)."""
         depth = max(len(g) for g in self.groups)
         for k in range(1, depth):
-            ops = [(self.hosts[g[0]], self.hosts[g[k]], self.superchunk[g[k]], False, label) for g in self.groups if k < len(g)]
+            ops = [
+                (self.hosts[g[0]], self.hosts[g[k]], self.superchunk[g[k]], False, label)
+                for g in self.groups
+                if k < len(g)
+            ]
             sched.step(ops)
 
 

@@ -71,7 +71,14 @@ def simulate_plan(plan, topology, beta_steps: float = 0.0) -> float | None:
     return float(res.makespan) + beta_steps
 
 
-def predict(topology, request: Redistribution, *, approaches=("brute_force",) + SCHEDULERS, simulate: bool = True, barrier: str = "longest") -> tuple[list[Prediction], dict]:
+def predict(
+    topology,
+    request: Redistribution,
+    *,
+    approaches=("brute_force",) + SCHEDULERS,
+    simulate: bool = True,
+    barrier: str = "longest",
+) -> tuple[list[Prediction], dict]:
     """Predictions for each approach, and a dict describing the platform and the bounds."""
     from ..planners.redistribute.ggp import schedule_request
 
@@ -95,7 +102,9 @@ def predict(topology, request: Redistribution, *, approaches=("brute_force",) + 
             t0 = time.perf_counter()
             sched, _ = schedule_request(topology, request, bottleneck=(a == "oggp"))
             dt = time.perf_counter() - t0
-            plan = schedule_to_plan(sched, request, nic=plat.nic, beta=beta, planner=a, params={"k": plat.k}, barrier=barrier)
+            plan = schedule_to_plan(
+                sched, request, nic=plat.nic, beta=beta, planner=a, params={"k": plat.k}, barrier=barrier
+            )
             cost = sched.cost(beta, plat.nic)
             sim = simulate_plan(plan, topology, beta * sched.n_steps) if simulate else None
             out.append(Prediction(a, lb_k.total, cost, sim, sched.n_steps, len(plan.transfers), dt, plan, sched))
@@ -117,8 +126,10 @@ def predict(topology, request: Redistribution, *, approaches=("brute_force",) + 
         "homogeneous": plat.homogeneous,
     }
     if not plat.homogeneous:
-        info["note"] = ("heterogeneous NICs: brute force uses each host's NIC; schedules (KPBS is homogeneous) "
-                        "size steps with the slowest NIC, so their model is pessimistic")
+        info["note"] = (
+            "heterogeneous NICs: brute force uses each host's NIC; schedules (KPBS is homogeneous) "
+            "size steps with the slowest NIC, so their model is pessimistic"
+        )
     return out, info
 
 

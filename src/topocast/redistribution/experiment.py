@@ -34,7 +34,15 @@ def summarize(values) -> dict:
     if v.size == 0:
         return {}
     q = np.percentile(v, [0, 50, 90, 99, 100])
-    return {"n": int(v.size), "min": q[0], "median": q[1], "p90": q[2], "p99": q[3], "max": q[4], "mean": float(v.mean())}
+    return {
+        "n": int(v.size),
+        "min": q[0],
+        "median": q[1],
+        "p90": q[2],
+        "p99": q[3],
+        "max": q[4],
+        "mean": float(v.mean()),
+    }
 
 
 def ratio_experiment(n_patterns: int = 1000, *, seed: int = 0, k: int = 5, n: int = 10, betas=(0.0, 0.01, 0.5)) -> dict:
@@ -59,7 +67,9 @@ def ratio_experiment(n_patterns: int = 1000, *, seed: int = 0, k: int = 5, n: in
                 s = peel_schedule(m, k, unit=u, bottleneck=bott, algorithm=name)
                 c = s.cost(beta, NIC)
                 costs[name] = c
-                d = out["beta"].setdefault(str(beta), {"ggp": [], "oggp": [], "ggp_steps": [], "oggp_steps": [], "step_bound": []})
+                d = out["beta"].setdefault(
+                    str(beta), {"ggp": [], "oggp": [], "ggp_steps": [], "oggp_steps": [], "step_bound": []}
+                )
                 d[name].append(c / lb.total)
                 d[f"{name}_steps"].append(s.n_steps)
             d["step_bound"].append(lb.steps)
@@ -97,9 +107,13 @@ def agreement_experiment(n_patterns: int = 100, *, seed: int = 1, k: int = 5, n:
         sim_s = simulate(plan, topo).makespan + beta * s.n_steps
         model = s.cost(beta, NIC)
         rel_sched.append((sim_s - model) / model)
-    return {"patterns": n_patterns, "k": k, "beta": beta,
-            "brute_force_sim_minus_estimate_rel": summarize(rel_bf),
-            "schedule_sim_minus_model_rel": summarize(rel_sched)}
+    return {
+        "patterns": n_patterns,
+        "k": k,
+        "beta": beta,
+        "brute_force_sim_minus_estimate_rel": summarize(rel_bf),
+        "schedule_sim_minus_model_rel": summarize(rel_sched),
+    }
 
 
 def stress_experiment(n_patterns: int = 1000, *, seed: int = 2) -> dict:
@@ -128,7 +142,21 @@ def stress_experiment(n_patterns: int = 1000, *, seed: int = 2) -> dict:
             r = s.cost(beta, NIC) / lb.total
             ratios[name].append(r)
             if worst[name] is None or r > worst[name]["ratio"]:
-                worst[name] = {"ratio": r, "n1": n1, "n2": n2, "k": k, "beta_over_mean_message": beta / mean_t,
-                               "messages": int((m > 0).sum()), "steps": s.n_steps, "step_bound": lb.steps}
-    return {"patterns": n_patterns, "seed": seed, "seconds": time.perf_counter() - t0,
-            "ggp_ratio": summarize(ratios["ggp"]), "oggp_ratio": summarize(ratios["oggp"]), "worst": worst}
+                worst[name] = {
+                    "ratio": r,
+                    "n1": n1,
+                    "n2": n2,
+                    "k": k,
+                    "beta_over_mean_message": beta / mean_t,
+                    "messages": int((m > 0).sum()),
+                    "steps": s.n_steps,
+                    "step_bound": lb.steps,
+                }
+    return {
+        "patterns": n_patterns,
+        "seed": seed,
+        "seconds": time.perf_counter() - t0,
+        "ggp_ratio": summarize(ratios["ggp"]),
+        "oggp_ratio": summarize(ratios["oggp"]),
+        "worst": worst,
+    }

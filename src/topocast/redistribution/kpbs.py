@@ -75,7 +75,14 @@ class Bounds:
         return self.eta + self.beta * self.steps
 
     def to_json(self) -> dict:
-        return {"eta": self.eta, "P_over_k": self.p_over_k, "W": self.w, "step_bound": self.steps, "beta": self.beta, "total": self.total}
+        return {
+            "eta": self.eta,
+            "P_over_k": self.p_over_k,
+            "W": self.w,
+            "step_bound": self.steps,
+            "beta": self.beta,
+            "total": self.total,
+        }
 
 
 def lower_bound(matrix, k: float, *, nic: float = 1.0, beta: float = 0.0) -> Bounds:
@@ -99,13 +106,18 @@ def fluid_lower_bound(matrix, backbone: float, send_nic, recv_nic) -> float:
     m = np.asarray(matrix, dtype=float)
     t = m.sum() / backbone
     if m.size:
-        t = max(t, float((m.sum(axis=1) / np.asarray(send_nic, dtype=float)).max()),
-                float((m.sum(axis=0) / np.asarray(recv_nic, dtype=float)).max()))
+        t = max(
+            t,
+            float((m.sum(axis=1) / np.asarray(send_nic, dtype=float)).max()),
+            float((m.sum(axis=0) / np.asarray(recv_nic, dtype=float)).max()),
+        )
     return float(t)
 
 
 # ---------------------------------------------------------------------------- brute force
-def _max_min_rates(snd: np.ndarray, rcv: np.ndarray, n1: int, n2: int, backbone: float, send_cap=None, recv_cap=None) -> np.ndarray:
+def _max_min_rates(
+    snd: np.ndarray, rcv: np.ndarray, n1: int, n2: int, backbone: float, send_cap=None, recv_cap=None
+) -> np.ndarray:
     """Max-min fair rates (uncontended speed = 1) of flows ``snd[e] -> rcv[e]``.
 
     Resources: each sender NIC (capacity 1, or ``send_cap[i]``), each receiver NIC (1, or
@@ -122,7 +134,9 @@ def _max_min_rates(snd: np.ndarray, rcv: np.ndarray, n1: int, n2: int, backbone:
     return progressive_filling(pair_flow, pair_res, capacity, np.full(n, np.inf))
 
 
-def brute_force_time(matrix, backbone: float, *, nic: float = 1.0, send_cap=None, recv_cap=None, return_events: bool = False):
+def brute_force_time(
+    matrix, backbone: float, *, nic: float = 1.0, send_cap=None, recv_cap=None, return_events: bool = False
+):
     """The paper's discrete-event estimate of the brute-force redistribution time (seconds).
 
     Every block starts at once; the transport shares the capacity max-min fairly (NIC
@@ -183,7 +197,12 @@ class Schedule:
         return self.n_steps * beta + self.transfer_time(nic)
 
     def to_json(self) -> dict:
-        return {"algorithm": self.algorithm, "k": self.k, "unit_bytes": self.unit, "steps": [[list(s) for s in st] for st in self.steps]}
+        return {
+            "algorithm": self.algorithm,
+            "k": self.k,
+            "unit_bytes": self.unit,
+            "steps": [[list(s) for s in st] for st in self.steps],
+        }
 
 
 def validate_schedule(schedule: Schedule, matrix, k: int) -> None:

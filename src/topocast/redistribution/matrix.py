@@ -107,7 +107,14 @@ class Redistribution:
         return int(self.matrix.sum())
 
     def with_(self, **changes) -> Redistribution:
-        d = dict(matrix=self.matrix, senders=self.senders, receivers=self.receivers, k=self.k, beta=self.beta, source=self.source)
+        d = dict(
+            matrix=self.matrix,
+            senders=self.senders,
+            receivers=self.receivers,
+            k=self.k,
+            beta=self.beta,
+            source=self.source,
+        )
         d.update(changes)
         return Redistribution(**d)
 
@@ -219,7 +226,9 @@ def load_matrix(path, *, k: int | None = None, beta: float = 0.0) -> Redistribut
         widths = {len(r) for r in rows}
         if len(widths) > 1:
             raise InputError(f"rows have different lengths {sorted(widths)}", source=src, element="matrix")
-        m = np.array([[entry(x, f"matrix[{i}][{j}]") for j, x in enumerate(r)] for i, r in enumerate(rows)], dtype=np.int64)
+        m = np.array(
+            [[entry(x, f"matrix[{i}][{j}]") for j, x in enumerate(r)] for i, r in enumerate(rows)], dtype=np.int64
+        )
         if m.ndim != 2:
             m = m.reshape(len(rows), 0)
         senders = tuple(data.get("senders") or _names("a", m.shape[0]))
@@ -304,7 +313,9 @@ def random_pattern(
     return Redistribution(m, _names("a", n1), _names("b", n2), k=k, beta=beta)
 
 
-def dense_pattern(n1: int, n2: int, x: float = 80 * MB, *, low: float = 10 * MB, seed=None, k=None, beta=0.0) -> Redistribution:
+def dense_pattern(
+    n1: int, n2: int, x: float = 80 * MB, *, low: float = 10 * MB, seed=None, k=None, beta=0.0
+) -> Redistribution:
     """Every sender sends to every receiver, sizes uniform in ``[low, x]`` bytes."""
     rng = np.random.default_rng(seed)
     m = np.round(rng.uniform(low, x, (n1, n2))).astype(np.int64)
@@ -426,8 +437,16 @@ def resolve_platform(request: Redistribution, topology: Topology) -> Platform:
     send_nic = tuple(nic if math.isinf(x) else x for x in send_nic)
     recv_nic = tuple(nic if math.isinf(x) else x for x in recv_nic)
     if request.k is not None:
-        return Platform(nic=float(nic), ratio=float(request.k), k=request.k, backbone=backbone, k_given=True,
-                        send_nic=send_nic, recv_nic=recv_nic)
+        return Platform(
+            nic=float(nic),
+            ratio=float(request.k),
+            k=request.k,
+            backbone=backbone,
+            k_given=True,
+            send_nic=send_nic,
+            recv_nic=recv_nic,
+        )
     k = max(1, int(math.floor(ratio + 1e-9)))
-    return Platform(nic=float(nic), ratio=float(ratio), k=k, backbone=backbone, k_given=False,
-                    send_nic=send_nic, recv_nic=recv_nic)
+    return Platform(
+        nic=float(nic), ratio=float(ratio), k=k, backbone=backbone, k_given=False, send_nic=send_nic, recv_nic=recv_nic
+    )

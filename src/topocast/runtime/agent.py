@@ -240,7 +240,9 @@ class Agent:
         self.listener.listen(64)
         port = self.listener.getsockname()[1]
         self.ctrl = connect(self.control_addr, self.secret, timeout=15)
-        self.ctrl.send_json({"type": "hello", "host": self.host, "port": port, "address": self.advertise, "pid": os.getpid()})
+        self.ctrl.send_json(
+            {"type": "hello", "host": self.host, "port": port, "address": self.advertise, "pid": os.getpid()}
+        )
         cfg = self.ctrl.recv_json()
         if cfg.get("type") != "config":
             raise ProtocolError("expected the configuration first")
@@ -339,7 +341,13 @@ class Agent:
                 self.holder_cond.notify_all()
         elif kind == "shutdown":
             ru = resource.getrusage(resource.RUSAGE_SELF)
-            self.send({"type": "stats", "cpu": ru.ru_utime + ru.ru_stime - getattr(self, "cpu0", 0.0), "wall": self.now(wait=False)})
+            self.send(
+                {
+                    "type": "stats",
+                    "cpu": ru.ru_utime + ru.ru_stime - getattr(self, "cpu0", 0.0),
+                    "wall": self.now(wait=False),
+                }
+            )
 
     # ------------------------------------------------------------------ completion
     def check_progress(self, t_arrival: float | None = None) -> None:
@@ -354,7 +362,9 @@ class Agent:
                         continue
                     self.tdone.add(i)
                     self.deps.notify_all()
-                self.send({"type": "tdone", "transfer": i, "start": self.incoming_first.get(i, self.now()), "end": self.now()})
+                self.send(
+                    {"type": "tdone", "transfer": i, "start": self.incoming_first.get(i, self.now()), "end": self.now()}
+                )
         if not self.reported_complete and self.wanted and self.store.missing_ranges(self.wanted) == []:
             with self.lock:
                 if self.reported_complete:
@@ -431,7 +441,12 @@ class Agent:
             conn.close()
         except (OSError, ProtocolError) as exc:
             # a failure like any other: every agent's watchdog starts repairing stalled hosts
-            self.send({"type": "broken", "reason": f"transfer {i} to {dst} failed on the sending side: {exc or type(exc).__name__}"})
+            self.send(
+                {
+                    "type": "broken",
+                    "reason": f"transfer {i} to {dst} failed on the sending side: {exc or type(exc).__name__}",
+                }
+            )
         except Exception as exc:  # a bug must not pass for a network failure: say what it was
             self.send({"type": "broken", "reason": f"transfer {i} to {dst}: sender error {type(exc).__name__}: {exc}"})
             traceback.print_exc()

@@ -114,7 +114,9 @@ def perform(
     (the testbed): the agents pace to the topology's bandwidths.
     """
     if any(t.reduce for t in plan.transfers):
-        raise RunError("this plan reduces data (allreduce); the runtime performs broadcast and redistribution plans only")
+        raise RunError(
+            "this plan reduces data (allreduce); the runtime performs broadcast and redistribution plans only"
+        )
     hosts = list(plan.hosts)
     size = plan.size
     pacing: dict = {}
@@ -159,10 +161,14 @@ def perform(
         while len(hello) < len(hosts):
             if time.monotonic() > deadline:
                 missing = [h for h in hosts if h not in hello]
-                raise RunError(f"agents did not connect within 30 s: {', '.join(missing)}{_stderr_tail(procs, missing)}")
+                raise RunError(
+                    f"agents did not connect within 30 s: {', '.join(missing)}{_stderr_tail(procs, missing)}"
+                )
             for h, p in procs.items():
                 if h not in hello and p.poll() is not None:
-                    raise RunError(f"agent for {h} exited before connecting ({_describe_exit(p.returncode)}){_stderr_tail(procs, [h])}")
+                    raise RunError(
+                        f"agent for {h} exited before connecting ({_describe_exit(p.returncode)}){_stderr_tail(procs, [h])}"
+                    )
             try:
                 sock, _ = listener.accept()
             except TimeoutError:
@@ -198,7 +204,11 @@ def perform(
                 for i, t in enumerate(plan.transfers)
                 if t.src == h
             ]
-            inc = [{"index": i, "src": t.src, "ranges": [list(r) for r in t.ranges]} for i, t in enumerate(plan.transfers) if t.dst == h]
+            inc = [
+                {"index": i, "src": t.src, "ranges": [list(r) for r in t.ranges]}
+                for i, t in enumerate(plan.transfers)
+                if t.dst == h
+            ]
             conns[h].send_json(
                 {
                     "type": "config",
@@ -227,7 +237,9 @@ def perform(
             except queue.Empty:
                 raise RunError(f"agents not ready within 60 s: {', '.join(sorted(set(hosts) - ready))}") from None
             if msg is None or msg.get("type") == "failed":
-                why = msg.get("reason") if msg else _describe_exit(procs[h].wait(timeout=5) if _wait(procs[h]) else None)
+                why = (
+                    msg.get("reason") if msg else _describe_exit(procs[h].wait(timeout=5) if _wait(procs[h]) else None)
+                )
                 raise RunError(f"agent for {h} failed before the start: {why}{_stderr_tail(procs, [h])}")
             if msg.get("type") == "ready":
                 ready.add(h)
@@ -311,7 +323,10 @@ def perform(
                         if h in wanted and h not in done:
                             failed[h] = str(msg.get("reason", "unknown"))
                     elif kind == "need":
-                        _send(conns[h], {"type": "holders", "req": msg.get("req"), "hosts": _holders(msg, holdings, dead, h)})
+                        _send(
+                            conns[h],
+                            {"type": "holders", "req": msg.get("req"), "hosts": _holders(msg, holdings, dead, h)},
+                        )
                     elif kind == "broken":
                         broken_notes.setdefault(h, []).append(str(msg.get("reason")))
                         for o in hosts:
@@ -482,7 +497,9 @@ def _cpu_verdict(cpu: dict, wall: float, busy: float | None = None, niced: float
     if busy is not None and busy > 0.9 and wall >= 1.0:
         share = sum(cpu.values()) / (wall * ncpu) if cpu else 0.0
         bg = f", niced background work {niced:.0%}" if niced else ""
-        msgs.append(f"the {ncpu} cores were {busy:.0%} busy during the run (agents {share:.0%}{bg}, load average {os.getloadavg()[0]:.1f})")
+        msgs.append(
+            f"the {ncpu} cores were {busy:.0%} busy during the run (agents {share:.0%}{bg}, load average {os.getloadavg()[0]:.1f})"
+        )
     return "; ".join(msgs)
 
 

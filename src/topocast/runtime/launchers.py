@@ -128,7 +128,9 @@ class SSHLauncher(Launcher):
     name = "ssh"
     shared_clock = False  # remote clocks: each agent times from its receipt of "start"
 
-    def __init__(self, hosts: dict, *, identity=None, control_host="127.0.0.1", python=None, pythonpath=None, options=()):
+    def __init__(
+        self, hosts: dict, *, identity=None, control_host="127.0.0.1", python=None, pythonpath=None, options=()
+    ):
         self.hosts = hosts
         self.identity = identity
         self.control_host = control_host
@@ -163,7 +165,9 @@ class SSHLauncher(Launcher):
         return cmd + [e["target"], remote]
 
 
-def make_launcher(name: str, *, testbed_name: str | None = None, ssh_hosts=None, ssh_identity=None, ssh_options=(), control_host=None):
+def make_launcher(
+    name: str, *, testbed_name: str | None = None, ssh_hosts=None, ssh_identity=None, ssh_options=(), control_host=None
+):
     if name == "local":
         return LocalLauncher()
     if name == "testbed":
@@ -174,6 +178,10 @@ def make_launcher(name: str, *, testbed_name: str | None = None, ssh_hosts=None,
         return TestbedLauncher(load_state(testbed_name))
     if name == "ssh":
         if not ssh_hosts:
-            raise InputError("the ssh launcher needs --ssh-hosts FILE (host: [user@]address[:port])", element="--launcher")
-        return SSHLauncher(ssh_hosts, identity=ssh_identity, options=ssh_options, control_host=control_host or "127.0.0.1")
+            raise InputError(
+                "the ssh launcher needs --ssh-hosts FILE (host: [user@]address[:port])", element="--launcher"
+            )
+        return SSHLauncher(
+            ssh_hosts, identity=ssh_identity, options=ssh_options, control_host=control_host or "127.0.0.1"
+        )
     raise InputError(f"unknown launcher {name!r}; valid launchers: {', '.join(LAUNCHERS)}", element="--launcher")

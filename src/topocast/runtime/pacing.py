@@ -47,6 +47,7 @@ def pacer_burst(rate: float, chunk: int) -> float:
     """Burst of a link's pacer: two chunks, or ``PACER_SLACK`` seconds at ``rate``."""
     return max(2.0 * chunk, rate * PACER_SLACK)
 
+
 __all__ = ["HEADROOM", "PACER_SLACK", "pacer_burst", "RoundRobin", "Pacer", "max_min", "down_caps", "pacing_config"]
 
 
@@ -237,7 +238,9 @@ def pacing_config(plan, topology, goodput: float, sndbuf: int, headroom: float =
     for i, t in enumerate(plan.transfers):
         if t.src not in topology.hosts or t.dst not in topology.hosts:
             continue
-        ids = np.asarray(topology.route(t.src, t.dst) if t.path is None else topology.path_links(t.path), dtype=np.int64)
+        ids = np.asarray(
+            topology.route(t.src, t.dst) if t.path is None else topology.path_links(t.path), dtype=np.int64
+        )
         if len(ids) == 0:
             continue
         res = [int(r) for r in link_res[ids]]

@@ -147,7 +147,9 @@ class Conn:
         """Send ``payload`` (a buffer) as message bytes at ``offset``, with its checksum."""
         n = len(payload)
         with self._send_lock:
-            _send_parts(self.sock, [_HDR.pack(T_DATA, _DATA.size + n), _DATA.pack(offset, chunk_hash(payload)), payload])
+            _send_parts(
+                self.sock, [_HDR.pack(T_DATA, _DATA.size + n), _DATA.pack(offset, chunk_hash(payload)), payload]
+            )
 
     def send_simple(self, ftype: int) -> None:
         with self._send_lock:

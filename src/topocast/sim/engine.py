@@ -87,9 +87,7 @@ class _Sim:
         self.res_ptr = np.concatenate(([0], np.cumsum(lengths)))
         self.res_idx = np.concatenate(self.res_of) if self.res_of else np.zeros(0, dtype=np.int64)
         self.inject = np.array([topology.injection(t.src, t.dst) for t in tr], dtype=float)
-        self.reduce_delay = np.array(
-            [t.nbytes * topology.gamma(t.dst) if t.reduce else 0.0 for t in tr], dtype=float
-        )
+        self.reduce_delay = np.array([t.nbytes * topology.gamma(t.dst) if t.reduce else 0.0 for t in tr], dtype=float)
 
         # Dependencies and upstreams.
         self.incoming: dict[str, list[int]] = defaultdict(list)
@@ -427,7 +425,9 @@ class _Sim:
             groups.append((self.t_event[phased] - self.t, "phase", phased))
         if self.busy_senders:
             senders = sorted(self.busy_senders)
-            groups.append((np.array([self.sender_free[x] - self.t for x in senders]), "inject", np.full(len(senders), -1)))
+            groups.append(
+                (np.array([self.sender_free[x] - self.t for x in senders]), "inject", np.full(len(senders), -1))
+            )
         if len(flowing):
             f = flowing
             r = self.rate[f]
@@ -445,7 +445,9 @@ class _Sim:
                     ru = np.where(live_up, self.rate[uu], 0.0)
                     gap = av - self.sent[f]
                     # we reach the bytes the upstream has delivered
-                    groups.append((np.where(~free & (gap > _REL * size) & (r > ru), gap / (r - ru), np.inf), "catch", f))
+                    groups.append(
+                        (np.where(~free & (gap > _REL * size) & (r > ru), gap / (r - ru), np.inf), "catch", f)
+                    )
                     # the upstream passes the end of our bytes (plus one chunk): no longer bound
                     need = np.maximum(self.base[f] + size + self.chunk - self.sent[uu], 0.0)
                     groups.append((np.where(~free & (ru > 0), need / ru, np.inf), "free", f))

@@ -101,25 +101,116 @@ def _small_packet_class(ns: str, dev: str, r: str, b: str) -> None:
     HTB and u32 here. With GRO a receiver sends about one ACK per tens of kB, so not charging
     ACKs to the data's rate is exact to a fraction of a percent. A FIFO switch port would
     still delay them: ``ack_priority=False`` builds that."""
-    _tc(ns, "class", "add", "dev", dev, "parent", "1:", "classid", "1:2", "htb", "rate", r, "ceil", r, "burst", b, "cburst", b, "quantum", "1514", "prio", "0")
+    _tc(
+        ns,
+        "class",
+        "add",
+        "dev",
+        dev,
+        "parent",
+        "1:",
+        "classid",
+        "1:2",
+        "htb",
+        "rate",
+        r,
+        "ceil",
+        r,
+        "burst",
+        b,
+        "cburst",
+        b,
+        "quantum",
+        "1514",
+        "prio",
+        "0",
+    )
     mask = f"0x{(0xFFFF & ~(SMALL_PACKET - 1)):04x}"
-    _tc(ns, "filter", "add", "dev", dev, "parent", "1:", "prio", "1", "protocol", "ip", "u32", "match", "u16", "0x0000", mask, "at", "2", "flowid", "1:2")
+    _tc(
+        ns,
+        "filter",
+        "add",
+        "dev",
+        dev,
+        "parent",
+        "1:",
+        "prio",
+        "1",
+        "protocol",
+        "ip",
+        "u32",
+        "match",
+        "u16",
+        "0x0000",
+        mask,
+        "at",
+        "2",
+        "flowid",
+        "1:2",
+    )
 
 
-def _shape(ns: str, dev: str, rate: float, latency: float, netem: bool, queue: float | None = None, ack_priority: bool = True, burst: float = HTB_BURST) -> dict:
+def _shape(
+    ns: str,
+    dev: str,
+    rate: float,
+    latency: float,
+    netem: bool,
+    queue: float | None = None,
+    ack_priority: bool = True,
+    burst: float = HTB_BURST,
+) -> dict:
     """HTB at ``rate`` bytes/s on the egress of ``dev`` (+ netem delay when possible), with a
     token bucket of ``burst`` seconds and, with ``ack_priority``, small packets first."""
     r = _rate(rate)
     b = _burst(rate, burst)
     quantum = str(max(1514, min(60000, int(rate / 10))))
     _tc(ns, "qdisc", "replace", "dev", dev, "root", "handle", "1:", "htb", "default", "10")
-    _tc(ns, "class", "add", "dev", dev, "parent", "1:", "classid", "1:10", "htb", "rate", r, "ceil", r, "burst", b, "cburst", b, "quantum", quantum, "prio", "1")
+    _tc(
+        ns,
+        "class",
+        "add",
+        "dev",
+        dev,
+        "parent",
+        "1:",
+        "classid",
+        "1:10",
+        "htb",
+        "rate",
+        r,
+        "ceil",
+        r,
+        "burst",
+        b,
+        "cburst",
+        b,
+        "quantum",
+        quantum,
+        "prio",
+        "1",
+    )
     if ack_priority:
         _small_packet_class(ns, dev, r, b)
     leaf = "pfifo (default)"
     if latency > 0 and netem:
         for cls in ("10", "2") if ack_priority else ("10",):  # ACKs cross the same latency
-            _tc(ns, "qdisc", "add", "dev", dev, "parent", f"1:{cls}", "handle", f"{cls}:", "netem", "delay", f"{latency * 1e6:.0f}us", "limit", "10000")
+            _tc(
+                ns,
+                "qdisc",
+                "add",
+                "dev",
+                dev,
+                "parent",
+                f"1:{cls}",
+                "handle",
+                f"{cls}:",
+                "netem",
+                "delay",
+                f"{latency * 1e6:.0f}us",
+                "limit",
+                "10000",
+            )
         leaf = f"netem {latency * 1e3:g}ms"
     elif queue:
         limit = max(30000, int(rate * queue))
@@ -152,12 +243,18 @@ def _shape_fair(ns: str, dev: str, rate: float, ack_priority: bool = True, burst
         f"class add dev {dev} parent 1: classid 1:1 htb rate {r} ceil {r} burst {b} cburst {b} quantum 60000 prio 1",
     ]
     for i in range(FAIR_BUCKETS):
-        lines.append(f"class add dev {dev} parent 1:1 classid 1:{0x100 + i:x} htb rate {share} ceil {r} cburst {b} quantum 3028 prio 1")
+        lines.append(
+            f"class add dev {dev} parent 1:1 classid 1:{0x100 + i:x} htb rate {share} ceil {r} cburst {b} quantum 3028 prio 1"
+        )
     # the hashing filters at prio 2: the small-packet filter (prio 1) is tried first
     lines.append(f"filter add dev {dev} parent 1: prio 2 handle 2: protocol ip u32 divisor {FAIR_BUCKETS}")
     for i in range(FAIR_BUCKETS):
-        lines.append(f"filter add dev {dev} parent 1: prio 2 protocol ip u32 ht 2:{i:x}: match u32 0 0 flowid 1:{0x100 + i:x}")
-    lines.append(f"filter add dev {dev} parent 1: prio 2 protocol ip u32 ht 800:: match ip protocol 6 0xff hashkey mask 0x00ff0000 at 20 link 2:")
+        lines.append(
+            f"filter add dev {dev} parent 1: prio 2 protocol ip u32 ht 2:{i:x}: match u32 0 0 flowid 1:{0x100 + i:x}"
+        )
+    lines.append(
+        f"filter add dev {dev} parent 1: prio 2 protocol ip u32 ht 800:: match ip protocol 6 0xff hashkey mask 0x00ff0000 at 20 link 2:"
+    )
     r2 = subprocess.run(["tc", "-n", ns, "-batch", "-"], input="\n".join(lines) + "\n", capture_output=True, text=True)
     if r2.returncode:
         raise TestbedError(f"fair shaping on {ns}/{dev} failed: {r2.stderr.strip()[-300:]}", element="testbed")
@@ -231,7 +328,9 @@ def up(
     return st
 
 
-def _build(topo, st: TestbedState, netem_wanted, queue=None, congestion=None, fair=False, ack_priority=True, burst=HTB_BURST) -> None:
+def _build(
+    topo, st: TestbedState, netem_wanted, queue=None, congestion=None, fair=False, ack_priority=True, burst=HTB_BURST
+) -> None:
     hosts = list(topo.hosts)
     core = f"{st.prefix}-sw"
     # step 1: namespaces (recorded before creation)
@@ -416,7 +515,15 @@ def status(name: str | None = None) -> dict:
         "complete": st.complete,
         "netem": st.netem,
         "warnings": st.warnings,
-        "hosts": {h: {"namespace": st.host_ns[h], "address": st.host_addr.get(h), "up": st.host_ns[h] in existing, "interfaces": st.host_ifaces.get(h, [])} for h in st.host_ns},
+        "hosts": {
+            h: {
+                "namespace": st.host_ns[h],
+                "address": st.host_addr.get(h),
+                "up": st.host_ns[h] in existing,
+                "interfaces": st.host_ifaces.get(h, []),
+            }
+            for h in st.host_ns
+        },
         "links": st.links,
     }
 

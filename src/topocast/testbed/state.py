@@ -93,7 +93,9 @@ def load_state(name: str | None = None) -> TestbedState:
         if not names:
             raise TestbedError("no testbed is up (run `topocast testbed up TOPOLOGY` first)", element="--testbed")
         if len(names) > 1:
-            raise TestbedError(f"several testbeds are up ({', '.join(names)}); choose one with --testbed", element="--testbed")
+            raise TestbedError(
+                f"several testbeds are up ({', '.join(names)}); choose one with --testbed", element="--testbed"
+            )
         name = names[0]
     p = state_path(name)
     try:

@@ -32,7 +32,7 @@ def load_topology(spec, *, default_bandwidth: float | None = None) -> Topology:
     if spec.startswith("builtin:"):
         from .builtin import builtin_topology
 
-        return builtin_topology(spec[len("builtin:"):])
+        return builtin_topology(spec[len("builtin:") :])
     suffix = Path(spec).suffix.lower()
     if suffix in (".yaml", ".yml", ".json"):
         from .io import load_file

@@ -167,9 +167,7 @@ def multi_cluster_tree(
     ns = n_clusters - 1
     sf = _draw(rng, switch_dist, ns)
     sb = _draw(rng, switch_dist, ns) if asymmetric else sf
-    links = _links(
-        hosts, [switches[c] for c in cluster_of.tolist()], hf * MBIT, hb * MBIT, lat, asymmetric
-    )
+    links = _links(hosts, [switches[c] for c in cluster_of.tolist()], hf * MBIT, hb * MBIT, lat, asymmetric)
     children = [i for i in range(n_clusters) if parent[i] >= 0]
     links += _links(
         [switches[parent[i]] for i in children], [switches[i] for i in children], sf * MBIT, sb * MBIT, lat, asymmetric

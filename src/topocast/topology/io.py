@@ -75,14 +75,10 @@ def _construct_mapping(loader, node):
         try:
             hash(key)
         except TypeError:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"unhashable key {key!r}", k_node.start_mark
-            ) from None
+            raise yaml.constructor.ConstructorError(None, None, f"unhashable key {key!r}", k_node.start_mark) from None
         if key in d:
             m = k_node.start_mark
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r}", m
-            )
+            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", m)
         d[key] = loader.construct_object(v_node, deep=True)
     d.line = node.start_mark.line + 1
     return d
@@ -244,8 +240,13 @@ def from_data(data, source: str | None = None, *, default_name: str = "topology"
             raise _fail(source, ld, el, f"a link must join two different nodes, got {a!r} twice")
         for pair in ((a, b),) if directed else ((a, b), (b, a)):
             if pair in pairs_seen:
-                raise _fail(source, ld, el, f"duplicate link {pair[0]}->{pair[1]} (already in {pairs_seen[pair]}); "
-                                            "merge parallel links into one (sum their bandwidths)")
+                raise _fail(
+                    source,
+                    ld,
+                    el,
+                    f"duplicate link {pair[0]}->{pair[1]} (already in {pairs_seen[pair]}); "
+                    "merge parallel links into one (sum their bandwidths)",
+                )
             pairs_seen[pair] = f"links[{i}]"
         links.append(PhysicalLink(a, b, bw, lat, bw_ba, sharing, lname, directed=directed))
     lnames = Counter(l.name for l in links if l.name is not None)
@@ -550,7 +551,10 @@ def _represent_list(dumper, data):
 
 
 def _represent_dict(dumper, data):
-    flow = all(not isinstance(x, (dict, list)) or (isinstance(x, list) and all(not isinstance(y, (dict, list)) for y in x)) for x in data.values())
+    flow = all(
+        not isinstance(x, (dict, list)) or (isinstance(x, list) and all(not isinstance(y, (dict, list)) for y in x))
+        for x in data.values()
+    )
     return dumper.represent_mapping("tag:yaml.org,2002:map", data.items(), flow_style=flow)
 
 

@@ -169,7 +169,11 @@ class Topology:
                     raise self._err(where, f"{label} must be a positive number of bytes/s, got {bw!r}")
             if not (np.isfinite(pl.latency) and pl.latency >= 0):
                 raise self._err(where, f"latency must be >= 0 seconds, got {pl.latency!r}")
-            ends = ((pl.a, pl.b, pl.bandwidth),) if pl.directed else ((pl.a, pl.b, pl.bandwidth), (pl.b, pl.a, pl.reverse_bandwidth))
+            ends = (
+                ((pl.a, pl.b, pl.bandwidth),)
+                if pl.directed
+                else ((pl.a, pl.b, pl.bandwidth), (pl.b, pl.a, pl.reverse_bandwidth))
+            )
             for u, v, bw in ends:
                 if (u, v) in pair_to_link:
                     raise self._err(where, f"duplicate link between {u!r} and {v!r} (merge parallel links into one)")

@@ -77,7 +77,9 @@ def load_optorsim(path) -> Topology:
         if len(toks) != lead + n:
             raise TopologyError(
                 f"expected {lead} leading numbers and {n} bandwidths (one per row of the matrix), got {len(toks)} numbers",
-                source=source, element=where)
+                source=source,
+                element=where,
+            )
         se_size = _number(toks[2], source, f"{where}: SEsize") if lead == 3 else None
         for j, tok in enumerate(toks[lead:]):
             bw[i][j] = _number(tok, source, f"{where}: bw_{j}")

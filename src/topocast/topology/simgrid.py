@@ -109,22 +109,53 @@ __all__ = ["load_simgrid", "save_simgrid", "simgrid_xml"]
 
 # ---------------------------------------------------------------------- units (SimGrid's)
 _NUM = r"([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)"
-_BW_PREFIX = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
-              "Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50, "Ei": 2.0**60}
-_TIME_EXACT = {"": Decimal(1), "s": Decimal(1), "ms": Decimal("1e-3"), "us": Decimal("1e-6"), "ns": Decimal("1e-9"),
-               "ps": Decimal("1e-12"), "m": Decimal(60), "h": Decimal(3600), "d": Decimal(86400), "w": Decimal(604800)}
+_BW_PREFIX = {
+    "": 1.0,
+    "k": 1e3,
+    "K": 1e3,
+    "M": 1e6,
+    "G": 1e9,
+    "T": 1e12,
+    "P": 1e15,
+    "E": 1e18,
+    "Ki": 2.0**10,
+    "Mi": 2.0**20,
+    "Gi": 2.0**30,
+    "Ti": 2.0**40,
+    "Pi": 2.0**50,
+    "Ei": 2.0**60,
+}
+_TIME_EXACT = {
+    "": Decimal(1),
+    "s": Decimal(1),
+    "ms": Decimal("1e-3"),
+    "us": Decimal("1e-6"),
+    "ns": Decimal("1e-9"),
+    "ps": Decimal("1e-12"),
+    "m": Decimal(60),
+    "h": Decimal(3600),
+    "d": Decimal(86400),
+    "w": Decimal(604800),
+}
+
 
 def _sg_bandwidth(text: str, where: str, source: str) -> float:
     m = re.fullmatch(r"\s*" + _NUM + r"\s*([A-Za-z]*)\s*", text or "")
     if not m:
-        raise TopologyError(f"cannot read bandwidth {text!r} (expected e.g. 1.25E8, 125MBps, 1Gbps)", source=source, element=where)
+        raise TopologyError(
+            f"cannot read bandwidth {text!r} (expected e.g. 1.25E8, 125MBps, 1Gbps)", source=source, element=where
+        )
     value, unit = m.group(1), m.group(2)
     if unit == "":
         bw = float(value)
     else:
         u = re.fullmatch(r"([kKMGTPE]i?)?(Bps|bps)", unit)
         if not u or (u.group(1) or "") not in _BW_PREFIX:
-            raise TopologyError(f"unknown bandwidth unit {unit!r} in {text!r} (SimGrid: Bps, MBps, Gbps, KiBps, ...)", source=source, element=where)
+            raise TopologyError(
+                f"unknown bandwidth unit {unit!r} in {text!r} (SimGrid: Bps, MBps, Gbps, KiBps, ...)",
+                source=source,
+                element=where,
+            )
         # exact decimal arithmetic: 8.158MBps is exactly 8158000 B/s
         d = Decimal(value) * Decimal(_BW_PREFIX[u.group(1) or ""])
         bw = float(d / 8 if u.group(2) == "bps" else d)
@@ -140,21 +171,31 @@ _LINE_RATES_BPS = {1e7, 1e8, 1e9, 2.5e9, 5e9, 1e10, 2.5e10, 4e10, 5e10, 1e11, 2e
 
 def _bit_rate_warning(root: ET.Element) -> str | None:
     """A warning when bare bandwidths (no unit: bytes/s for SimGrid) look like bit/s."""
-    bare = [float(v) for e in root.iter() for k, v in e.attrib.items()
-            if k in ("bandwidth", "bw", "bb_bw") and re.fullmatch(r"\s*" + _NUM + r"\s*", v)]
+    bare = [
+        float(v)
+        for e in root.iter()
+        for k, v in e.attrib.items()
+        if k in ("bandwidth", "bw", "bb_bw") and re.fullmatch(r"\s*" + _NUM + r"\s*", v)
+    ]
     suspects = sorted({b for b in bare if b in _LINE_RATES_BPS})
     if not suspects:
         return None
     v = suspects[0]
-    return (f"{sum(1 for b in bare if b in _LINE_RATES_BPS)} bandwidths are bare numbers that look like bit/s "
-            f"(e.g. {v:g}): they are read as SimGrid reads them, bytes/s ({v * 8 / 1e9:g} Gbit/s); "
-            f"if the file means bit/s, write the unit (e.g. {v / 1e9:g}Gbps)")
+    return (
+        f"{sum(1 for b in bare if b in _LINE_RATES_BPS)} bandwidths are bare numbers that look like bit/s "
+        f"(e.g. {v:g}): they are read as SimGrid reads them, bytes/s ({v * 8 / 1e9:g} Gbit/s); "
+        f"if the file means bit/s, write the unit (e.g. {v / 1e9:g}Gbps)"
+    )
 
 
 def _sg_time(text: str, where: str, source: str) -> float:
     m = re.fullmatch(r"\s*" + _NUM + r"\s*([a-z]*)\s*", text or "0")
     if not m or m.group(2) not in _TIME_EXACT:
-        raise TopologyError(f"cannot read latency {text!r} (SimGrid: s, ms, us, ns, or a bare number of seconds)", source=source, element=where)
+        raise TopologyError(
+            f"cannot read latency {text!r} (SimGrid: s, ms, us, ns, or a bare number of seconds)",
+            source=source,
+            element=where,
+        )
     t = float(Decimal(m.group(1)) * _TIME_EXACT[m.group(2)])
     if not (math.isfinite(t) and t >= 0):
         raise TopologyError(f"latency must be >= 0, got {text!r}", source=source, element=where)
@@ -167,7 +208,9 @@ _POLICY = {"SHARED": "shared", "SPLITDUPLEX": "duplex", "FULLDUPLEX": "duplex", 
 def _policy(text: str | None, default: str, where: str, source: str) -> str:
     p = (text or default).upper()
     if p not in _POLICY:
-        raise TopologyError(f"unknown sharing_policy {text!r} (expected SHARED, SPLITDUPLEX or FATPIPE)", source=source, element=where)
+        raise TopologyError(
+            f"unknown sharing_policy {text!r} (expected SHARED, SPLITDUPLEX or FATPIPE)", source=source, element=where
+        )
     return _POLICY[p]
 
 
@@ -177,7 +220,9 @@ def _radical(text: str, where: str, source: str) -> list[int]:
         part = part.strip()
         m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
         if not m:
-            raise TopologyError(f"cannot read radical {text!r} (expected e.g. 1-29,58,60)", source=source, element=where)
+            raise TopologyError(
+                f"cannot read radical {text!r} (expected e.g. 1-29,58,60)", source=source, element=where
+            )
         lo = int(m.group(1))
         hi = int(m.group(2)) if m.group(2) else lo
         out.extend(range(lo, hi + 1))
@@ -286,21 +331,40 @@ def _parse_zone(p: _Platform, zone: ET.Element, routing: str, zid: str) -> None:
             _parse_cluster(p, e, zid)
         elif tag in ("route", "zoneRoute", "ASroute"):
             deferred.append(e)
-        elif tag in ("bypassRoute", "bypassZoneRoute", "bypassASroute", "prop", "config", "trace",
-                     "trace_connect", "actor", "process", "storage_type", "storage", "mount", "disk",
-                     "random", "model_prop"):
+        elif tag in (
+            "bypassRoute",
+            "bypassZoneRoute",
+            "bypassASroute",
+            "prop",
+            "config",
+            "trace",
+            "trace_connect",
+            "actor",
+            "process",
+            "storage_type",
+            "storage",
+            "mount",
+            "disk",
+            "random",
+            "model_prop",
+        ):
             p.ignored[f"<{tag}>"] += 1
             continue
         else:
             raise TopologyError(f"unsupported SimGrid element <{tag}>", source=p.source, element=where)
     if routing.lower() == "cluster":
         _cluster_zone(p, zone, local_hosts, local_routers, host_links, backbone)
-        p.zones[zid].star = {hl.get("id"): ((_star_res(p, hl.get("up"), "UP"),), (_star_res(p, hl.get("down"), "DOWN"),))
-                             for hl in host_links}
+        p.zones[zid].star = {
+            hl.get("id"): ((_star_res(p, hl.get("up"), "UP"),), (_star_res(p, hl.get("down"), "DOWN"),))
+            for hl in host_links
+        }
         p.zones[zid].backbone = backbone
     elif host_links:
-        raise TopologyError("<host_link> is only supported in a zone with routing=\"Cluster\"",
-                            source=p.source, element=_desc(host_links[0]))
+        raise TopologyError(
+            '<host_link> is only supported in a zone with routing="Cluster"',
+            source=p.source,
+            element=_desc(host_links[0]),
+        )
     # Routes after the nodes and links of the zone (and of its children) are known.
     for e in deferred:
         _parse_route(p, zone, routing, e, zid)
@@ -366,8 +430,9 @@ def _cluster_zone(p: _Platform, zone, hosts, routers, host_links, backbone) -> N
         if up == down:
             p.direct.append(PhysicalLink(h, switch, ubw, ulat, None, usharing, up))
         else:  # two resources, one per direction
-            p.direct.append(PhysicalLink(h, switch, ubw, max(ulat, dlat), dbw if dbw != ubw else None,
-                                         "duplex", f"{up}+{down}"))
+            p.direct.append(
+                PhysicalLink(h, switch, ubw, max(ulat, dlat), dbw if dbw != ubw else None, "duplex", f"{up}+{down}")
+            )
         linked.add(h)
     for h in hosts:
         if h not in linked:
@@ -398,13 +463,26 @@ def _parse_cluster(p: _Platform, e: ET.Element, parent: str) -> None:
     for h in hosts:
         p.add_node(h, "host", where, cid)
     for attr in e.attrib:
-        if attr in ("power", "speed", "core", "availability_file", "state_file", "limiter_link", "loopback_bw",
-                    "loopback_lat"):
+        if attr in (
+            "power",
+            "speed",
+            "core",
+            "availability_file",
+            "state_file",
+            "limiter_link",
+            "loopback_bw",
+            "loopback_lat",
+        ):
             p.ignored[f"<cluster {attr}=>"] += 1
     # SimGrid's resources for the router (simgrid_routing): private link i, then the backbone
     split = sharing == "duplex"
-    zone.star = {h: ((f"{cid}_link_{i}_UP",) if split else (f"{cid}_link_{i}",),
-                     (f"{cid}_link_{i}_DOWN",) if split else (f"{cid}_link_{i}",)) for i, h in zip(radical, hosts)}
+    zone.star = {
+        h: (
+            (f"{cid}_link_{i}_UP",) if split else (f"{cid}_link_{i}",),
+            (f"{cid}_link_{i}_DOWN",) if split else (f"{cid}_link_{i}",),
+        )
+        for i, h in zip(radical, hosts)
+    }
     zone.backbone = f"{cid}_backbone" if e.get("bb_bw") else None
     if e.get("bb_bw"):
         bb_bw = _sg_bandwidth(e.get("bb_bw"), f"{where}: bb_bw", p.source)
@@ -422,10 +500,23 @@ def _parse_cluster(p: _Platform, e: ET.Element, parent: str) -> None:
             p.add_node(out, "switch", where)
             one_way = "fatpipe" if bb_sharing == "fatpipe" else "duplex"
             p.direct.append(PhysicalLink(switch, out, bb_bw, bb_lat, None, one_way, f"{cid}_backbone", directed=True))
-            p.direct.append(PhysicalLink(out, router, CONNECTOR_BANDWIDTH, 0.0, None, "fatpipe",
-                                         f"connector:{out}>{router}", directed=True))
-            p.direct.append(PhysicalLink(router, switch, CONNECTOR_BANDWIDTH, 0.0, None, "fatpipe",
-                                         f"connector:{router}>{switch}", directed=True))
+            p.direct.append(
+                PhysicalLink(
+                    out, router, CONNECTOR_BANDWIDTH, 0.0, None, "fatpipe", f"connector:{out}>{router}", directed=True
+                )
+            )
+            p.direct.append(
+                PhysicalLink(
+                    router,
+                    switch,
+                    CONNECTOR_BANDWIDTH,
+                    0.0,
+                    None,
+                    "fatpipe",
+                    f"connector:{router}>{switch}",
+                    directed=True,
+                )
+            )
             priv = "fatpipe" if sharing == "fatpipe" else "duplex"
             for i, h in zip(radical, hosts):
                 p.direct.append(PhysicalLink(h, switch, bw, lat, None, priv, f"{cid}_link_{i}_UP", directed=True))
@@ -462,8 +553,12 @@ def _parse_route(p: _Platform, zone: ET.Element, routing: str, e: ET.Element, zi
     if e.tag == "route":
         src, dst = _req(e, "src", p), _req(e, "dst", p)
         if rule:
-            pairs = [(a, b) for a in sorted(p.netpoints) for b in sorted(p.netpoints) if a != b
-                     and re.fullmatch(src, a) and re.fullmatch(dst, b)]
+            pairs = [
+                (a, b)
+                for a in sorted(p.netpoints)
+                for b in sorted(p.netpoints)
+                if a != b and re.fullmatch(src, a) and re.fullmatch(dst, b)
+            ]
         else:
             pairs = [(src, dst)]
         for a, b in pairs:
@@ -510,8 +605,11 @@ def _route_declarer(p: _Platform, zid: str, e: ET.Element, where: str):
     for lid, direction in _links_of(p, e):
         if p.policy.get(lid) in ("SPLITDUPLEX", "FULLDUPLEX"):
             if direction not in ("UP", "DOWN"):
-                raise TopologyError(f"link_ctn {lid!r} is SPLITDUPLEX: it needs direction=\"UP\" or \"DOWN\"",
-                                    source=p.source, element=where)
+                raise TopologyError(
+                    f'link_ctn {lid!r} is SPLITDUPLEX: it needs direction="UP" or "DOWN"',
+                    source=p.source,
+                    element=where,
+                )
             fwd.append(f"{lid}_{direction}")
             back.append(f"{lid}_{'DOWN' if direction == 'UP' else 'UP'}")
         else:
@@ -524,8 +622,12 @@ def _route_declarer(p: _Platform, zid: str, e: ET.Element, where: str):
             return  # a RuleBased pattern also matches netpoints of other zones
         for a, b in ((src, dst),):
             if a not in zone.vertices or b not in zone.vertices:
-                raise TopologyError(f"{a if a not in zone.vertices else b!r} is not a host, router or zone directly "
-                                    f"inside zone {zid!r}", source=p.source, element=where)
+                raise TopologyError(
+                    f"{a if a not in zone.vertices else b!r} is not a host, router or zone directly "
+                    f"inside zone {zid!r}",
+                    source=p.source,
+                    element=where,
+                )
         if gw_src is not None:
             for z, gw in ((src, gw_src), (dst, gw_dst)):
                 if not p.inside(gw, z):
@@ -538,9 +640,14 @@ def _route_declarer(p: _Platform, zid: str, e: ET.Element, where: str):
             if old is None:
                 zone.routes[key] = value
             elif old != value and not first_wins:
-                raise TopologyError(f"route {key[0]} -> {key[1]} is declared twice with different links "
-                                    f"({' '.join(old[0])} / {' '.join(value[0])}); add symmetrical=\"NO\" to a "
-                                    "route whose reverse is declared separately", source=p.source, element=where)
+                raise TopologyError(
+                    f"route {key[0]} -> {key[1]} is declared twice with different links "
+                    f'({" ".join(old[0])} / {" ".join(value[0])}); add symmetrical="NO" to a '
+                    "route whose reverse is declared separately",
+                    source=p.source,
+                    element=where,
+                )
+
     return declare
 
 
@@ -549,11 +656,15 @@ def _add_statement(p, src, dst, lks, sym, explicit, where):
     dirs = [d for _, d in lks]
     for n in (src, dst):
         if n not in p.netpoints:
-            raise TopologyError(f"{n!r} is not a declared host, router or cluster router", source=p.source, element=where)
+            raise TopologyError(
+                f"{n!r} is not a declared host, router or cluster router", source=p.source, element=where
+            )
     if src == dst:
         return  # loopback: not modelled
     if not links:
-        raise TopologyError("a route between two different netpoints needs at least one link_ctn", source=p.source, element=where)
+        raise TopologyError(
+            "a route between two different netpoints needs at least one link_ctn", source=p.source, element=where
+        )
     p.statements.append((src, dst, links, sym, explicit, where, dirs))
 
 
@@ -648,8 +759,17 @@ def _infer_resources(p: _Platform):
             u, v = fresh(f"{lid}.{tag[0]}"), fresh(f"{lid}.{tag[1]}")
             bw, lat, sharing = p.links[lid]
             made[key] = (u, v)
-            raw.append((u, v, bw, lat, "fatpipe" if sharing == "fatpipe" else "duplex",
-                        lid if forward else f"{lid} (back)", True))
+            raw.append(
+                (
+                    u,
+                    v,
+                    bw,
+                    lat,
+                    "fatpipe" if sharing == "fatpipe" else "duplex",
+                    lid if forward else f"{lid} (back)",
+                    True,
+                )
+            )
         return made[key]
 
     conns: set[tuple[str, str]] = set()
@@ -874,19 +994,28 @@ def _merge(raw, uses) -> list[PhysicalLink]:
             continue
         u, v = g[0][0], g[0][1]
         one_way = {}
-        for (x, y, bw, lat, sharing, name) in g:
+        for x, y, bw, lat, sharing, name in g:
             us = uses.get(name, set())
             if len(us) == 1:
                 one_way[name] = next(iter(us))
         if len(g) == 2 and len(one_way) == 2 and len(set(one_way.values())) == 2:
             fwd = next(r for r in g if one_way[r[5]] == (u, v))
             back = next(r for r in g if one_way[r[5]] == (v, u))
-            out.append(PhysicalLink(u, v, fwd[2], max(fwd[3], back[3]), back[2] if back[2] != fwd[2] else None,
-                                    "duplex", f"{fwd[5]}+{back[5]}"))
+            out.append(
+                PhysicalLink(
+                    u,
+                    v,
+                    fwd[2],
+                    max(fwd[3], back[3]),
+                    back[2] if back[2] != fwd[2] else None,
+                    "duplex",
+                    f"{fwd[5]}+{back[5]}",
+                )
+            )
             continue
         bw = 0.0
         bw_ba = 0.0
-        for (x, y, b, lat, sharing, name) in g:
+        for x, y, b, lat, sharing, name in g:
             bw += b
             bw_ba += b
         lat = max(r[3] for r in g)
@@ -909,8 +1038,9 @@ def load_simgrid(path, *, exact: bool = False) -> Topology:
         raise TopologyError("no such file", source=source) from None
     except ET.ParseError as exc:
         line, col = exc.position
-        raise TopologyError(f"malformed XML at line {line}, column {col + 1}: {exc.msg if hasattr(exc, 'msg') else exc}",
-                            source=source) from None
+        raise TopologyError(
+            f"malformed XML at line {line}, column {col + 1}: {exc.msg if hasattr(exc, 'msg') else exc}", source=source
+        ) from None
     except OSError as exc:
         raise TopologyError(f"cannot read the file ({exc})", source=source) from None
     if root.tag != "platform":
@@ -935,15 +1065,22 @@ def load_simgrid(path, *, exact: bool = False) -> Topology:
     topo = Topology(name, p.hosts, switches, links, routes=routes, source=source)
     declared, unmapped, unrouted = _declared_routes(p, topo)
     if unmapped:
-        notes.append(f"{unmapped} host pairs: SimGrid's route cannot be drawn on the imported graph (a cluster "
-                     "route crossing its backbone, see --simgrid-exact); topocast routes them itself")
+        notes.append(
+            f"{unmapped} host pairs: SimGrid's route cannot be drawn on the imported graph (a cluster "
+            "route crossing its backbone, see --simgrid-exact); topocast routes them itself"
+        )
     for note in unrouted:
-        notes.append(note if " " in note else f"zone {note!r}: its routing mode is not reproduced; topocast "
-                     "computes its routes itself")
+        notes.append(
+            note
+            if " " in note
+            else f"zone {note!r}: its routing mode is not reproduced; topocast computes its routes itself"
+        )
     if declared:
         routes = {**routes, **declared}
-        notes.append(f"{len(declared)} host pairs follow the file's declared routes where they differ from the "
-                     "fewest-hop path (e.g. up to a gateway and back down)")
+        notes.append(
+            f"{len(declared)} host pairs follow the file's declared routes where they differ from the "
+            "fewest-hop path (e.g. up to a gateway and back down)"
+        )
     return Topology(name, p.hosts, switches, links, routes=routes, source=source, notes=notes)
 
 
@@ -952,8 +1089,7 @@ def _left_out(p: _Platform, links: list[PhysicalLink], touched: set[str]) -> lis
     notes = []
     unused_routers = [r for r in p.routers if r not in touched]
     if unused_routers:
-        notes.append(f"{len(unused_routers)} routers that no route uses were left out: "
-                     + _sample(unused_routers))
+        notes.append(f"{len(unused_routers)} routers that no route uses were left out: " + _sample(unused_routers))
     carried = {part.split("@")[0].replace(" (back)", "") for pl in links for part in (pl.name or "").split("+")}
     unused_links = [lid for lid in p.links if lid not in carried and lid != "loopback"]
     if unused_links:
@@ -1009,8 +1145,10 @@ def _declared_routes(p: _Platform, topo: Topology):
                 elif path != topo.route_nodes(a, b):
                     out[(a, b)] = path
     if no_route:
-        unrouted.append(f"{len(no_route)} host pairs the file gives no route (SimGrid cannot route them; "
-                        f"topocast takes the fewest-hop path), e.g. {no_route[0][0]} -> {no_route[0][1]}")
+        unrouted.append(
+            f"{len(no_route)} host pairs the file gives no route (SimGrid cannot route them; "
+            f"topocast takes the fewest-hop path), e.g. {no_route[0][0]} -> {no_route[0][1]}"
+        )
     return out, unmapped, unrouted
 
 
@@ -1107,7 +1245,9 @@ def simgrid_xml(t: Topology, routing: str = "auto") -> str:
         else:
             routing = "Floyd" if len(t.nodes) <= 300 else "DijkstraCache"
     if routing not in ("Full", "Floyd", "Dijkstra", "DijkstraCache"):
-        raise TopologyError(f"unknown SimGrid routing {routing!r} (expected auto, Full, Floyd, Dijkstra or DijkstraCache)")
+        raise TopologyError(
+            f"unknown SimGrid routing {routing!r} (expected auto, Full, Floyd, Dijkstra or DijkstraCache)"
+        )
     platform = ET.Element("platform", version="4.1")
     zone = ET.SubElement(platform, "zone", id=t.name or "topology", routing=routing)
     for h in t.hosts:
@@ -1166,8 +1306,9 @@ def simgrid_xml(t: Topology, routing: str = "auto") -> str:
                 if u == v:
                     continue
                 lids = t.route(u, v)
-                routes[(u, v)] = [hop[(links[k].physical, links[k].src == t.physical_links[links[k].physical].a)]
-                                  for k in lids]
+                routes[(u, v)] = [
+                    hop[(links[k].physical, links[k].src == t.physical_links[links[k].physical].a)] for k in lids
+                ]
     for (a, b), lks in routes.items():
         r = ET.SubElement(zone, "route", src=a, dst=b, symmetrical="NO")
         for lid, direction in lks:
@@ -1177,12 +1318,17 @@ def simgrid_xml(t: Topology, routing: str = "auto") -> str:
                 ET.SubElement(r, "link_ctn", id=lid)
     ET.indent(platform, space="  ")
     body = ET.tostring(platform, encoding="unicode")
-    note = ("every host pair has its topocast route" if routing == "Full"
-            else "SimGrid computes shortest paths; explicit topocast routes are not exported")
-    header = ("<?xml version='1.0'?>\n"
-              '<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n'
-              f"<!-- written by topocast from {t.name!r}: {len(t.hosts)} hosts, {len(t.switches)} routers, "
-              f"{len(t.physical_links)} links; {routing} routing: {note} -->\n")
+    note = (
+        "every host pair has its topocast route"
+        if routing == "Full"
+        else "SimGrid computes shortest paths; explicit topocast routes are not exported"
+    )
+    header = (
+        "<?xml version='1.0'?>\n"
+        '<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n'
+        f"<!-- written by topocast from {t.name!r}: {len(t.hosts)} hosts, {len(t.switches)} routers, "
+        f"{len(t.physical_links)} links; {routing} routing: {note} -->\n"
+    )
     return header + body + "\n"
 
 

@@ -115,8 +115,9 @@ class SimGridRouter:
 
     def _gateway(self, gw: str | None, zone: str, which: str) -> str:
         if gw is None:
-            raise TopologyError(f"the route into zone {zone!r} names no {which} (declare it with a <zoneRoute>)",
-                                source=self.source)
+            raise TopologyError(
+                f"the route into zone {zone!r} names no {which} (declare it with a <zoneRoute>)", source=self.source
+            )
         return gw
 
     def local(self, zid: str, src: str, dst: str) -> tuple[tuple[str, ...], str | None, str | None]:
@@ -129,8 +130,9 @@ class SimGridRouter:
         if zone.routing in ("full", "rulebased", "none"):
             r = zone.routes.get((src, dst))
             if r is None:
-                raise TopologyError(f"zone {zid!r} ({zone.routing}) declares no route from {src!r} to {dst!r}",
-                                    source=self.source)
+                raise TopologyError(
+                    f"zone {zid!r} ({zone.routing}) declares no route from {src!r} to {dst!r}", source=self.source
+                )
             return r
         raise TopologyError(f"routing={zone.routing!r} of zone {zid!r} is not reproduced", source=self.source)
 
@@ -182,8 +184,9 @@ class SimGridRouter:
         while True:
             p = int(pred[s, cur])
             if p < 0:
-                raise TopologyError(f"zone {zone.name!r} (Floyd) has no chain of routes from {src!r} to {dst!r}",
-                                    source=self.source)
+                raise TopologyError(
+                    f"zone {zone.name!r} (Floyd) has no chain of routes from {src!r} to {dst!r}", source=self.source
+                )
             stack.append(zone.routes[(zone.vertices[p], zone.vertices[cur])])
             cur = p
             if cur == s:

@@ -21,7 +21,10 @@ def switch(p, bw=125e6, latency=25e-6):
 
 
 TOPOLOGIES = (
-    [load_topology(f"builtin:{b}") for b in ("stable-example", "two-clusters", "hetero-2switch", "fat-tree-k4", "grid-long-fast")]
+    [
+        load_topology(f"builtin:{b}")
+        for b in ("stable-example", "two-clusters", "hetero-2switch", "fat-tree-k4", "grid-long-fast")
+    ]
     + [switch(p) for p in (1, 2, 3, 5, 6, 7, 8, 12, 16)]
     + [two_cluster_grid(n) for n in (1, 3, 5)]
     + [multi_cluster_tree(23, n_clusters=3, bandwidth="mixed", seed=2)]
@@ -38,7 +41,11 @@ def test_allreduce_planner_passes_contribution_check(name, topo):
         check_plan(plan, topo)
 
 
-@pytest.mark.parametrize("topo", [t for t in TOPOLOGIES if t.name.startswith("two-cluster") or t.name in ("two-clusters", "grid-long-fast")], ids=lambda t: t.name)
+@pytest.mark.parametrize(
+    "topo",
+    [t for t in TOPOLOGIES if t.name.startswith("two-cluster") or t.name in ("two-clusters", "grid-long-fast")],
+    ids=lambda t: t.name,
+)
 def test_gridmpi_allreduce_on_two_clusters(topo):
     for size in (1, 7, 1000, 999_999):
         for conns in (None, 1, 2):
@@ -49,7 +56,9 @@ def test_gridmpi_allreduce_on_two_clusters(topo):
 def test_gridmpi_allreduce_unequal_clusters():
     topo = switch(7)
     for n in (1, 2, 3):
-        plan = get_planner("allreduce", "gridmpi")(topo, Allreduce(10_000), clusters="h0,h1,h2;h3,h4,h5,h6", connections=n)
+        plan = get_planner("allreduce", "gridmpi")(
+            topo, Allreduce(10_000), clusters="h0,h1,h2;h3,h4,h5,h6", connections=n
+        )
         check_plan(plan, topo)
         assert plan.notes["connections"] == n
 
@@ -76,7 +85,9 @@ def test_allreduce_planners_order_everything_with_after():
 
 def test_reduction_cost_is_charged():
     hosts = [f"h{i}" for i in range(4)]
-    topo = Topology("g", hosts, ["sw"], [PhysicalLink(h, "sw", 1e9) for h in hosts], reduction_cost={h: 1e-9 for h in hosts})
+    topo = Topology(
+        "g", hosts, ["sw"], [PhysicalLink(h, "sw", 1e9) for h in hosts], reduction_cost={h: 1e-9 for h in hosts}
+    )
     base = topo.replace(reduction_cost={})
     plan = get_planner("allreduce", "recursive_doubling")(topo, Allreduce(10**6))
     with_gamma = simulate(plan, topo).makespan

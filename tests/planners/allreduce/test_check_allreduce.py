@@ -18,7 +18,9 @@ def topo(n=3):
 def plan(transfers, n=3, size=10):
     hosts = [f"h{i}" for i in range(n)]
     whole = ((0, size),)
-    return Plan("allreduce", size, tuple(transfers), {h: whole for h in hosts}, {h: whole for h in hosts}, planner="test")
+    return Plan(
+        "allreduce", size, tuple(transfers), {h: whole for h in hosts}, {h: whole for h in hosts}, planner="test"
+    )
 
 
 def T(s, d, off=0, ln=10, **kw):
@@ -33,8 +35,15 @@ def test_reduce_then_broadcast_is_correct():
 
 
 def test_double_counting_is_an_error():
-    p = plan([T(0, 1, reduce=True), T(1, 2, reduce=True, after=(0,)), T(0, 2, reduce=True, after=(1,)),
-              T(2, 0, after=(2,)), T(2, 1, after=(2,))])
+    p = plan(
+        [
+            T(0, 1, reduce=True),
+            T(1, 2, reduce=True, after=(0,)),
+            T(0, 2, reduce=True, after=(1,)),
+            T(2, 0, after=(2,)),
+            T(2, 1, after=(2,)),
+        ]
+    )
     with pytest.raises(PlanError, match="h0 twice"):
         check_plan(p, topo())
 
@@ -72,10 +81,16 @@ def test_unordered_copies_race():
 
 def test_per_range_tracking():
     # two halves reduced at different hosts, then exchanged by copies
-    p = plan([
-        T(1, 0, 0, 5, reduce=True), T(0, 1, 5, 5, reduce=True),
-        T(2, 0, 0, 5, reduce=True, after=(0, 1)), T(2, 1, 5, 5, reduce=True, after=(0, 1)),
-        T(0, 1, 0, 5, after=(2, 3)), T(1, 0, 5, 5, after=(2, 3)),
-        T(0, 2, 0, 5, after=(2, 3)), T(1, 2, 5, 5, after=(2, 3)),
-    ])
+    p = plan(
+        [
+            T(1, 0, 0, 5, reduce=True),
+            T(0, 1, 5, 5, reduce=True),
+            T(2, 0, 0, 5, reduce=True, after=(0, 1)),
+            T(2, 1, 5, 5, reduce=True, after=(0, 1)),
+            T(0, 1, 0, 5, after=(2, 3)),
+            T(1, 0, 5, 5, after=(2, 3)),
+            T(0, 2, 0, 5, after=(2, 3)),
+            T(1, 2, 5, 5, after=(2, 3)),
+        ]
+    )
     check_plan(p, topo())

@@ -26,7 +26,10 @@ SEEDED = {"random_pipeline", "balanced_multicast"}
 
 trees = st.builds(
     lambda n, s, leaves, seed: random_tree(n, s, hosts_as_leaves=leaves, seed=seed),
-    st.integers(2, 12), st.integers(0, 5), st.booleans(), st.integers(0, 10**6),
+    st.integers(2, 12),
+    st.integers(0, 5),
+    st.booleans(),
+    st.integers(0, 10**6),
 )
 fast = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -186,9 +186,18 @@ def test_slow_direction_of_a_shared_cable_is_planned_at_its_own_rate(plan_fn):
     from topocast import Topology
     from topocast.topology.model import PhysicalLink as L
 
-    topo = Topology("t", ["h0", "h1", "h2", "h3", "h4", "h5"], [], [
-        L("h0", "h1", 10.0, 0), L("h0", "h2", 20.0, 0, bandwidth_ba=10.0, sharing="shared"),
-        L("h0", "h3", 10.0, 0), L("h0", "h4", 10.0, 0), L("h0", "h5", 10.0, 0)])
+    topo = Topology(
+        "t",
+        ["h0", "h1", "h2", "h3", "h4", "h5"],
+        [],
+        [
+            L("h0", "h1", 10.0, 0),
+            L("h0", "h2", 20.0, 0, bandwidth_ba=10.0, sharing="shared"),
+            L("h0", "h3", 10.0, 0),
+            L("h0", "h4", 10.0, 0),
+            L("h0", "h5", 10.0, 0),
+        ],
+    )
     plan = plan_fn(topo, Broadcast("h2", 1000))
     check_plan(plan, topo)
     result = simulate(plan, topo)
@@ -206,9 +215,18 @@ def test_one_way_route_graph_gives_a_clear_plan_error():
     from topocast.errors import PlanError
     from topocast.topology.model import PhysicalLink as L
 
-    topo = Topology("oneway", ["s", "a", "b"], ["x"], [
-        L("s", "x", 10.0, directed=True), L("x", "a", 5.0, directed=True), L("x", "b", 5.0, directed=True),
-        L("a", "s", 5.0, directed=True), L("b", "s", 5.0, directed=True)])
+    topo = Topology(
+        "oneway",
+        ["s", "a", "b"],
+        ["x"],
+        [
+            L("s", "x", 10.0, directed=True),
+            L("x", "a", 5.0, directed=True),
+            L("x", "b", 5.0, directed=True),
+            L("a", "s", 5.0, directed=True),
+            L("b", "s", 5.0, directed=True),
+        ],
+    )
     for planner in (plan_stable, plan_optimal):
         with pytest.raises(PlanError, match="cannot be reached"):
             planner(topo, Broadcast("s", 10**6))

@@ -58,8 +58,11 @@ def test_auto_by_aggregate_bandwidth_and_skipped_reasons(monkeypatch):
     def broken(topology, request):
         raise PlanError("needs two clusters (test)", element="test")
 
-    monkeypatch.setitem(registry._REGISTRY, ("broadcast", "broken_for_test"),
-                        registry.PlannerInfo("broadcast", "broken_for_test", broken, "test", "test"))
+    monkeypatch.setitem(
+        registry._REGISTRY,
+        ("broadcast", "broken_for_test"),
+        registry.PlannerInfo("broadcast", "broken_for_test", broken, "test", "test"),
+    )
     topo = load_topology("builtin:hetero-2switch")
     plan = get_planner("broadcast", "auto")(topo, Broadcast(topo.hosts[0], 10**6), by="aggregate_bandwidth")
     notes = plan.notes

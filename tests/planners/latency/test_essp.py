@@ -17,7 +17,7 @@ from topocast.topology.model import PhysicalLink
 def mesh(n, delta, latency=1.0, bw=1e15):
     """Complete graph of n hosts, every pair joined directly (unit latency), injection Δ."""
     hosts = [f"v{i}" for i in range(n)]
-    links = [PhysicalLink(a, b, bw, latency) for i, a in enumerate(hosts) for b in hosts[i + 1:]]
+    links = [PhysicalLink(a, b, bw, latency) for i, a in enumerate(hosts) for b in hosts[i + 1 :]]
     return Topology(f"mesh-{n}", hosts, [], links, injection_time={h: delta for h in hosts})
 
 
@@ -94,7 +94,9 @@ def test_label_equals_simulated_time_with_per_pair_injection(seed):
     rng = np.random.default_rng(seed)
     n = 7
     hosts = [f"v{i}" for i in range(n)]
-    links = [PhysicalLink(a, b, 1e15, float(rng.uniform(0.1, 1.2))) for i, a in enumerate(hosts) for b in hosts[i + 1:]]
+    links = [
+        PhysicalLink(a, b, 1e15, float(rng.uniform(0.1, 1.2))) for i, a in enumerate(hosts) for b in hosts[i + 1 :]
+    ]
     pairs = {(a, b): float(rng.uniform(0.03, 0.3)) for a in hosts for b in hosts if a != b}
     topo = Topology("rand-mesh", hosts, [], links, injection_pair=pairs)
     plan = get_planner("broadcast", "essp")(topo, Broadcast("v0", 1))

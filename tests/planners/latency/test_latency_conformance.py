@@ -11,8 +11,14 @@ from topocast.topology.generators import multi_cluster_tree, two_cluster_grid
 from topocast.topology.model import PhysicalLink
 
 PLANNERS = [
-    "binomial", "essp", "scatter_allgather_ring", "scatter_allgather_rdb", "far_first",
-    "topology_aware", "speed_aware", "mpich",
+    "binomial",
+    "essp",
+    "scatter_allgather_ring",
+    "scatter_allgather_rdb",
+    "far_first",
+    "topology_aware",
+    "speed_aware",
+    "mpich",
 ]
 TWO_CLUSTER = ["gridmpi"]
 BUILTINS = ["stable-example", "two-clusters", "hetero-2switch", "uniform-2switch", "fat-tree-k4", "grid-long-fast"]
@@ -46,7 +52,11 @@ def test_planner_passes_check_plan(name, topo):
             assert plan.planner == name
 
 
-@pytest.mark.parametrize("topo", [t for t in TOPOLOGIES if t.name.startswith("two-cluster") or t.name in ("two-clusters", "grid-long-fast")], ids=lambda t: t.name)
+@pytest.mark.parametrize(
+    "topo",
+    [t for t in TOPOLOGIES if t.name.startswith("two-cluster") or t.name in ("two-clusters", "grid-long-fast")],
+    ids=lambda t: t.name,
+)
 def test_gridmpi_passes_check_plan_on_two_clusters(topo):
     for size in (1, 1000, 777_777):
         for source in (topo.hosts[0], topo.hosts[-1]):
@@ -125,7 +135,14 @@ def test_speed_aware_puts_slow_hosts_at_leaves():
 
 def test_topology_aware_crosses_each_switch_link_once_in_tree_mode():
     topo = load_topology("builtin:fat-tree-k4")
-    plan = get_planner("broadcast", "topology_aware")(topo, Broadcast(topo.hosts[0], 1000, ), mode="tree")
+    plan = get_planner("broadcast", "topology_aware")(
+        topo,
+        Broadcast(
+            topo.hosts[0],
+            1000,
+        ),
+        mode="tree",
+    )
     check_plan(plan, topo)
     groups = plan.notes["switch_groups"]
     leaders = {g[0] for g in groups.values()}

@@ -16,12 +16,28 @@ from topocast.planners.allreduce import Allreduce
 from topocast.topology import load_topology
 
 DATA = Path(__file__).resolve().parents[3] / ".." / "shared" / "data"
-pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason=f"shared data not found at {DATA} (only in the project workspace)")
+pytestmark = pytest.mark.skipif(
+    not DATA.is_dir(), reason=f"shared data not found at {DATA} (only in the project workspace)"
+)
 
-FILES = sorted(p for sub in ("simgrid", "topology-zoo") if (DATA / sub).is_dir() for p in (DATA / sub).iterdir()
-               if p.suffix in (".xml", ".conf", ".graphml"))
-BCAST = ["binomial", "essp", "scatter_allgather_ring", "scatter_allgather_rdb", "far_first", "gridmpi",
-         "topology_aware", "speed_aware", "mpich"]
+FILES = sorted(
+    p
+    for sub in ("simgrid", "topology-zoo")
+    if (DATA / sub).is_dir()
+    for p in (DATA / sub).iterdir()
+    if p.suffix in (".xml", ".conf", ".graphml")
+)
+BCAST = [
+    "binomial",
+    "essp",
+    "scatter_allgather_ring",
+    "scatter_allgather_rdb",
+    "far_first",
+    "gridmpi",
+    "topology_aware",
+    "speed_aware",
+    "mpich",
+]
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)

@@ -7,8 +7,23 @@ from topocast.cli.main import main
 
 def test_sweep_json_and_plot(tmp_path, capsys):
     out = tmp_path / "sweep.png"
-    rc = main(["sweep", "builtin:grid-long-fast", "--algorithms", "far_first,gridmpi", "--min", "1KiB",
-               "--max", "1MiB", "--step", "32", "--plot", str(out), "--json"])
+    rc = main(
+        [
+            "sweep",
+            "builtin:grid-long-fast",
+            "--algorithms",
+            "far_first,gridmpi",
+            "--min",
+            "1KiB",
+            "--max",
+            "1MiB",
+            "--step",
+            "32",
+            "--plot",
+            str(out),
+            "--json",
+        ]
+    )
     assert rc == 0
     data = json.loads(capsys.readouterr().out)
     assert data["sizes"] == [1024, 32768, 1048576]
@@ -19,16 +34,42 @@ def test_sweep_json_and_plot(tmp_path, capsys):
 
 
 def test_sweep_allreduce_table_and_options(capsys):
-    rc = main(["sweep", "builtin:grid-long-fast", "--collective", "allreduce", "--algorithms", "gridmpi,ring",
-               "--max", "100KB", "--step", "100", "--option", "connections=1", "--throughput"])
+    rc = main(
+        [
+            "sweep",
+            "builtin:grid-long-fast",
+            "--collective",
+            "allreduce",
+            "--algorithms",
+            "gridmpi,ring",
+            "--max",
+            "100KB",
+            "--step",
+            "100",
+            "--option",
+            "connections=1",
+            "--throughput",
+        ]
+    )
     assert rc == 0
     text = capsys.readouterr().out
     assert "gridmpi" in text and "ring" in text
 
 
 def test_sweep_skips_planners_that_fail(capsys):
-    rc = main(["sweep", "builtin:uniform-2switch", "--algorithms", "gridmpi,binomial", "--max", "1KB", "--json",
-               "--option", "clusters=nosuchhost"])
+    rc = main(
+        [
+            "sweep",
+            "builtin:uniform-2switch",
+            "--algorithms",
+            "gridmpi,binomial",
+            "--max",
+            "1KB",
+            "--json",
+            "--option",
+            "clusters=nosuchhost",
+        ]
+    )
     assert rc == 0
     rows = {r["algorithm"]: r for r in json.loads(capsys.readouterr().out)["results"]}
     assert rows["gridmpi"]["times"] is None and "no cluster" in rows["gridmpi"]["error"]

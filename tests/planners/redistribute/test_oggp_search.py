@@ -118,7 +118,9 @@ def test_value_equals_reference_dense_with_cap_and_work(seed):
 @settings(max_examples=200, deadline=None)
 @given(
     st.integers(1, 6).flatmap(
-        lambda n: st.lists(st.lists(st.one_of(st.just(0), st.integers(1, 6)), min_size=n, max_size=n), min_size=n, max_size=n)
+        lambda n: st.lists(
+            st.lists(st.one_of(st.just(0), st.integers(1, 6)), min_size=n, max_size=n), min_size=n, max_size=n
+        )
     ),
     st.integers(0, 2**32 - 1),
 )
@@ -142,7 +144,9 @@ def test_tiny_matrices_brute_force(rows, seed):
 @given(
     st.integers(1, 6).flatmap(
         lambda n1: st.integers(1, 6).flatmap(
-            lambda n2: st.lists(st.lists(st.one_of(st.just(0), st.integers(1, 9)), min_size=n2, max_size=n2), min_size=n1, max_size=n1)
+            lambda n2: st.lists(
+                st.lists(st.one_of(st.just(0), st.integers(1, 9)), min_size=n2, max_size=n2), min_size=n1, max_size=n1
+            )
         )
     ),
     st.integers(1, 6),

@@ -28,13 +28,17 @@ def _exact_eta(m, k):
     return max(int(m.sum(axis=1).max()), int(m.sum(axis=0).max()), -(-int(m.sum()) // kk))
 
 
-matrices = st.integers(1, 7).flatmap(
-    lambda n1: st.integers(1, 7).flatmap(
-        lambda n2: st.lists(
-            st.lists(st.one_of(st.just(0), st.integers(1, 60)), min_size=n2, max_size=n2), min_size=n1, max_size=n1
+matrices = (
+    st.integers(1, 7)
+    .flatmap(
+        lambda n1: st.integers(1, 7).flatmap(
+            lambda n2: st.lists(
+                st.lists(st.one_of(st.just(0), st.integers(1, 60)), min_size=n2, max_size=n2), min_size=n1, max_size=n1
+            )
         )
     )
-).map(np.array)
+    .map(np.array)
+)
 
 
 @settings(max_examples=120, deadline=None)

@@ -47,8 +47,15 @@ def allreduce_hosts(topology, request) -> list[str]:
     raise PlanError(f"expected an allreduce request, got {type(request).__name__}", element="request")
 
 
-def allreduce_plan(hosts: Iterable[str], size: int, transfers: Iterable[Transfer], *, planner: str,
-                   params: Mapping[str, Any] | None = None, notes: Mapping[str, Any] | None = None) -> Plan:
+def allreduce_plan(
+    hosts: Iterable[str],
+    size: int,
+    transfers: Iterable[Transfer],
+    *,
+    planner: str,
+    params: Mapping[str, Any] | None = None,
+    notes: Mapping[str, Any] | None = None,
+) -> Plan:
     whole = ((0, int(size)),)
     hosts = list(hosts)
     return Plan(

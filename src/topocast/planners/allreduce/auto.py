@@ -21,5 +21,9 @@ __all__ = ["plan_auto_allreduce"]
 )
 def plan_auto_allreduce(topology, request, *, by: str = "makespan", candidates=None):
     plan, notes = choose("allreduce", topology, request, by=by, candidates=candidates)
-    return replace(plan, planner="auto", params={"by": by, **({"candidates": candidates} if candidates else {})},
-                   notes={**notes, "chosen_params": dict(plan.params), "chosen_notes": dict(plan.notes)})
+    return replace(
+        plan,
+        planner="auto",
+        params={"by": by, **({"candidates": candidates} if candidates else {})},
+        notes={**notes, "chosen_params": dict(plan.params), "chosen_notes": dict(plan.notes)},
+    )

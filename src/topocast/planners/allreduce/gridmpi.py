@@ -70,8 +70,15 @@ def plan_gridmpi_allreduce(topology, request, *, clusters=None, connections=None
         if len(lay.hosts) > 1:
             ring_allgather(sched, lay.hosts, 0, lay.superchunk)
     return allreduce_plan(
-        hosts, size, sched.transfers, planner="gridmpi",
+        hosts,
+        size,
+        sched.transfers,
+        planner="gridmpi",
         params={k: v for k, v in (("clusters", clusters), ("connections", connections)) if v is not None},
-        notes={"connections": n if len(groups) > 1 else 0, **how, "clusters": [list(g) for g in groups],
-               "selected": [[lay.selected(i) for lay in layouts] for i in range(n)] if len(groups) > 1 else []},
+        notes={
+            "connections": n if len(groups) > 1 else 0,
+            **how,
+            "clusters": [list(g) for g in groups],
+            "selected": [[lay.selected(i) for lay in layouts] for i in range(n)] if len(groups) > 1 else [],
+        },
     )

@@ -66,9 +66,16 @@ def plan_two_tier(topology, request, *, clusters=None):
     roots = [g[0] for g in groups]
     if len(roots) > 1:  # step 2: every root sends its cluster sum to every other root
         start = sched.join(roots)
-        sched.step([(a, b, [(0, size)], True, "root exchange") for a in roots for b in roots if a != b], extra_after=start)
+        sched.step(
+            [(a, b, [(0, size)], True, "root exchange") for a in roots for b in roots if a != b], extra_after=start
+        )
     for g in groups:  # step 3
         intra_bcast(sched, g, size)
-    return allreduce_plan(hosts, size, sched.transfers, planner="two_tier",
-                          params={"clusters": clusters} if clusters is not None else {},
-                          notes={"clusters": [list(g) for g in groups]})
+    return allreduce_plan(
+        hosts,
+        size,
+        sched.transfers,
+        planner="two_tier",
+        params={"clusters": clusters} if clusters is not None else {},
+        notes={"clusters": [list(g) for g in groups]},
+    )

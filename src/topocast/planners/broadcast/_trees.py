@@ -59,8 +59,11 @@ def unreachable_error(planner, info, dests):
     from ...errors import PlanError
 
     missing = info.get("unreachable") or list(dests)
-    return PlanError(f"{planner}: no depth-first pipeline reaches {', '.join(missing[:5])}"
-                     f"{' ...' if len(missing) > 5 else ''} over two-way links", element="destinations")
+    return PlanError(
+        f"{planner}: no depth-first pipeline reaches {', '.join(missing[:5])}"
+        f"{' ...' if len(missing) > 5 else ''} over two-way links",
+        element="destinations",
+    )
 
 
 def resource_arrays(topology) -> tuple[np.ndarray, np.ndarray]:
@@ -278,8 +281,9 @@ def pipeline_over(arb: Arborescence, active: np.ndarray, rate: float = 0.0) -> P
     return _pipeline_from(arb, active, rate, not undirected_tree(arb.topology), down_used, up_used)
 
 
-def _pipeline_from(arb: Arborescence, active: np.ndarray, rate: float, explicit_paths: bool,
-                   down_used, up_used) -> Pipeline:
+def _pipeline_from(
+    arb: Arborescence, active: np.ndarray, rate: float, explicit_paths: bool, down_used, up_used
+) -> Pipeline:
     topo = arb.topology
     names = topo.nodes
     pos = np.flatnonzero(active)
@@ -296,8 +300,9 @@ def _pipeline_from(arb: Arborescence, active: np.ndarray, rate: float, explicit_
     return Pipeline(members, rate, paths, uses)
 
 
-def residual_pipelines(topology, source: str, destinations: Sequence[str], *, partial: bool,
-                       max_trees: int | None = None) -> tuple[list[Pipeline], dict]:
+def residual_pipelines(
+    topology, source: str, destinations: Sequence[str], *, partial: bool, max_trees: int | None = None
+) -> tuple[list[Pipeline], dict]:
     """The capacity-subtraction loop of FPFR (``partial=False``) / Stable Broadcast (``partial=True``).
 
     step 1: trace every still-included destination depth-first over links with positive
@@ -331,8 +336,9 @@ def residual_pipelines(topology, source: str, destinations: Sequence[str], *, pa
         link_ok = res[res_of] > eps
         if not is_tree:
             resid = res[res_of]
-            arb = Arborescence.dfs(topology, source, usable=link_ok & two_way,
-                                   key=lambda l: (-resid[l], int(topology.link_dst[l])))
+            arb = Arborescence.dfs(
+                topology, source, usable=link_ok & two_way, key=lambda l: (-resid[l], int(topology.link_dst[l]))
+            )
         # step 1: the destinations still included (positive down path), in DFS preorder
         active = want[arb.node] & arb.path_ok(link_ok)
         active[0] = False
@@ -347,17 +353,17 @@ def residual_pipelines(topology, source: str, destinations: Sequence[str], *, pa
         while True:
             down_used, up_used = arb.chain_usage(active)
             uses = np.bincount(res_of[arb.down[down_used]], minlength=n_res) + np.bincount(
-                res_of[arb.up[up_used]], minlength=n_res)
+                res_of[arb.up[up_used]], minlength=n_res
+            )
             over = (uses > 0) & (res <= eps)
             if not over.any():
                 break
-            bad = (up_used & over[res_of[np.maximum(arb.up, 0)]]) | (
-                down_used & over[res_of[np.maximum(arb.down, 0)]])
+            bad = (up_used & over[res_of[np.maximum(arb.up, 0)]]) | (down_used & over[res_of[np.maximum(arb.down, 0)]])
             bad[0] = False
             for i in np.flatnonzero(bad).tolist():
-                gone = np.flatnonzero(active[i:arb.end[i]]) + i
+                gone = np.flatnonzero(active[i : arb.end[i]]) + i
                 info["dropped"].extend(topology.nodes[arb.node[g]] for g in gone.tolist())
-                active[i:arb.end[i]] = False
+                active[i : arb.end[i]] = False
         if not active.any() or (not partial and int(active.sum()) < target):
             break
         # step 2: throughput = bottleneck; step 3: subtract it
@@ -446,8 +452,9 @@ def contiguous_layout(size: int, rates: Sequence[float]) -> list[tuple[tuple[int
 
 
 # --------------------------------------------------------------------------- transfers
-def pipeline_transfers(source: str, pipelines: Sequence[Pipeline], sequences, *,
-                       capped: bool = True, label: str = "tree") -> list[Transfer]:
+def pipeline_transfers(
+    source: str, pipelines: Sequence[Pipeline], sequences, *, capped: bool = True, label: str = "tree"
+) -> list[Transfer]:
     """One paced, pipelined transfer per hop of every pipeline, carrying that tree's sequence.
 
     Hop k of tree n is pipelined with ``upstream`` = hop k-1 of the same tree; every hop is
@@ -464,8 +471,9 @@ def pipeline_transfers(source: str, pipelines: Sequence[Pipeline], sequences, *,
         prev_idx = None
         paths = p.paths
         for k, m in enumerate(p.members):
-            out.append(Transfer(prev_src, m, seq, True, prev_idx, (), cap,
-                                None if paths is None else paths[k], False, lab))
+            out.append(
+                Transfer(prev_src, m, seq, True, prev_idx, (), cap, None if paths is None else paths[k], False, lab)
+            )
             prev_idx = len(out) - 1
             prev_src = m
     return out

@@ -58,14 +58,18 @@ def choose(collective: str, topology, request, *, by: str = "makespan", candidat
     # 0.5 ms later on 80 s, from a hop latency, must not lose to one with 40% less bandwidth).
     best_primary = min(s[0][0] for s in scored)
     tol = TIE * abs(best_primary) if math.isfinite(best_primary) else 0.0
-    scored.sort(key=lambda x: (x[0][0] > best_primary + tol, x[0][0] if x[0][0] > best_primary + tol else 0.0,
-                               x[0][1], x[1]))
+    scored.sort(
+        key=lambda x: (x[0][0] > best_primary + tol, x[0][0] if x[0][0] > best_primary + tol else 0.0, x[0][1], x[1])
+    )
     best = scored[0]
     notes = {
         "criterion": by,
         "choice": best[1],
         "runner_up": scored[1][1] if len(scored) > 1 else None,
-        "scores": {name: {"makespan": res.makespan, "aggregate_bandwidth": res.aggregate_bandwidth} for _, name, _, res in scored},
+        "scores": {
+            name: {"makespan": res.makespan, "aggregate_bandwidth": res.aggregate_bandwidth}
+            for _, name, _, res in scored
+        },
         "skipped": skipped,
     }
     return best[2], notes
@@ -80,5 +84,9 @@ def choose(collective: str, topology, request, *, by: str = "makespan", candidat
 )
 def plan_auto(topology, request: Broadcast, *, by: str = "makespan", candidates=None) -> Plan:
     plan, notes = choose("broadcast", topology, request, by=by, candidates=candidates)
-    return replace(plan, planner="auto", params={"by": by, **({"candidates": candidates} if candidates else {})},
-                   notes={**notes, "chosen_params": dict(plan.params), "chosen_notes": dict(plan.notes)})
+    return replace(
+        plan,
+        planner="auto",
+        params={"by": by, **({"candidates": candidates} if candidates else {})},
+        notes={**notes, "chosen_params": dict(plan.params), "chosen_notes": dict(plan.notes)},
+    )

@@ -92,8 +92,9 @@ def plan_balanced_multicast(topology, request: Broadcast, *, seed=None, n_candid
     cands, info = residual_pipelines(topology, request.source, dests, partial=False)
     if info["unreachable"] or not cands:
         raise unreachable_error("balanced_multicast", info, dests)
-    cands = cands + random_spanning_pipelines(topology, request.source, dests, int(n_candidates),
-                                              0 if seed is None else seed)
+    cands = cands + random_spanning_pipelines(
+        topology, request.source, dests, int(n_candidates), 0 if seed is None else seed
+    )
     x = lp_rates(cands, topology)
     keep = x > 1e-9 * max(float(x.max()), 1.0)
     chosen = [c for c, k in zip(cands, keep) if k]
@@ -102,8 +103,17 @@ def plan_balanced_multicast(topology, request: Broadcast, *, seed=None, n_candid
     seqs = contiguous_layout(request.size, [c.rate for c in chosen])
     transfers = pipeline_transfers(request.source, chosen, seqs)
     rates = e1_rates(chosen, dests)
-    return Plan.broadcast(request.source, request.size, dests, transfers, planner="balanced_multicast",
-                          params={"seed": seed, "n_candidates": int(n_candidates)},
-                          notes={"trees": len(chosen), "candidates": len(cands),
-                                 "tree_rates": [c.rate for c in chosen[:64]],
-                                 "expected_aggregate_bandwidth": float(sum(rates.values()))})
+    return Plan.broadcast(
+        request.source,
+        request.size,
+        dests,
+        transfers,
+        planner="balanced_multicast",
+        params={"seed": seed, "n_candidates": int(n_candidates)},
+        notes={
+            "trees": len(chosen),
+            "candidates": len(cands),
+            "tree_rates": [c.rate for c in chosen[:64]],
+            "expected_aggregate_bandwidth": float(sum(rates.values())),
+        },
+    )

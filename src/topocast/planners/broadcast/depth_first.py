@@ -99,4 +99,3 @@ def plan_depth_first(topology, request: Broadcast) -> Plan:
             )
         )
     return Plan.broadcast(request.source, request.size, dests, transfers, planner="depth_first")
-

@@ -112,5 +112,6 @@ def plan_dijkstra(topology, request: Broadcast, *, seed=None, variant: str = "lo
     for u, v in hops:
         transfers.append(Transfer(u, v, whole, pipelined=True, upstream=index_into.get(u), label="dijkstra"))
         index_into[v] = len(transfers) - 1
-    return Plan.broadcast(request.source, request.size, dests, transfers, planner="dijkstra",
-                          params={"variant": variant})
+    return Plan.broadcast(
+        request.source, request.size, dests, transfers, planner="dijkstra", params={"variant": variant}
+    )

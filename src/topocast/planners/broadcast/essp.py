@@ -119,7 +119,11 @@ def plan_essp(topology, request: Broadcast, *, blocking: bool = False, bandwidth
                 nxt.append(v)
         frontier = nxt
     return Plan.broadcast(
-        source, size, [h for h in hosts if h != source], transfers, planner="essp",
+        source,
+        size,
+        [h for h in hosts if h != source],
+        transfers,
+        planner="essp",
         params={"blocking": blocking, "bandwidth": bandwidth},
         notes={"predicted_time_model": label[source], "parent": {h: p for h, p in parent.items() if p is not None}},
     )

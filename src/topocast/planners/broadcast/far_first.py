@@ -58,7 +58,11 @@ def plan_far_first(topology, request: Broadcast, *, clusters=None, intra: str = 
     for g in others:
         intra_bcast(sched, g, 0, size, intra)
     return Plan.broadcast(
-        source, size, [h for h in hosts if h != source], sched.transfers, planner="far_first",
+        source,
+        size,
+        [h for h in hosts if h != source],
+        sched.transfers,
+        planner="far_first",
         params={"intra": intra, **({"clusters": [list(g) for g in groups]} if clusters is not None else {})},
         notes={"clusters": [list(g) for g in groups]},
     )

@@ -44,7 +44,11 @@ def plan_fpfr(topology, request: Broadcast, *, seed=None, max_trees: int | None 
     seqs = contiguous_layout(request.size, [p.rate for p in pipelines])
     transfers = pipeline_transfers(request.source, pipelines, seqs)
     rates = e1_rates(pipelines, dests)
-    notes = {"trees": len(pipelines), "tree_rates": [p.rate for p in pipelines[:64]],
-             "expected_aggregate_bandwidth": float(sum(rates.values()))}
-    return Plan.broadcast(request.source, request.size, dests, transfers, planner="fpfr",
-                          params={"max_trees": max_trees}, notes=notes)
+    notes = {
+        "trees": len(pipelines),
+        "tree_rates": [p.rate for p in pipelines[:64]],
+        "expected_aggregate_bandwidth": float(sum(rates.values())),
+    }
+    return Plan.broadcast(
+        request.source, request.size, dests, transfers, planner="fpfr", params={"max_trees": max_trees}, notes=notes
+    )

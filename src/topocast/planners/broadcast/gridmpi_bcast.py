@@ -74,8 +74,16 @@ def plan_gridmpi_bcast(topology, request: Broadcast, *, clusters=None, connectio
     for lb in layouts:
         ring_allgather(sched, lb.hosts, 0, lb.superchunk)
     return Plan.broadcast(
-        source, size, [h for h in hosts if h != source], sched.transfers, planner="gridmpi",
+        source,
+        size,
+        [h for h in hosts if h != source],
+        sched.transfers,
+        planner="gridmpi",
         params={k: v for k, v in (("clusters", clusters), ("connections", connections)) if v is not None},
-        notes={"connections": n if others else 0, **how, "clusters": [a] + [list(g) for g in others],
-               "selected": [[la.selected(i)] + [lb.selected(i) for lb in layouts] for i in range(n)] if others else []},
+        notes={
+            "connections": n if others else 0,
+            **how,
+            "clusters": [a] + [list(g) for g in others],
+            "selected": [[la.selected(i)] + [lb.selected(i) for lb in layouts] for i in range(n)] if others else [],
+        },
     )

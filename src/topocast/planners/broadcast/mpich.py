@@ -24,7 +24,14 @@ BCAST_LONG_MSG_SIZE = 524288
 BCAST_MIN_PROCS = 8
 
 
-def mpich_choice(size: int, p: int, *, short: int = BCAST_SHORT_MSG_SIZE, long: int = BCAST_LONG_MSG_SIZE, min_procs: int = BCAST_MIN_PROCS) -> str:
+def mpich_choice(
+    size: int,
+    p: int,
+    *,
+    short: int = BCAST_SHORT_MSG_SIZE,
+    long: int = BCAST_LONG_MSG_SIZE,
+    min_procs: int = BCAST_MIN_PROCS,
+) -> str:
     """Name of the planner MPICH would use for ``size`` bytes on ``p`` processes."""
     if size < short or p < min_procs:
         return "binomial"
@@ -39,11 +46,21 @@ def mpich_choice(size: int, p: int, *, short: int = BCAST_SHORT_MSG_SIZE, long: 
     summary="MPICH's MPI_Bcast selection: binomial / scatter+recursive doubling / scatter+ring by size and p",
     reference="MPICH bcast_intra_auto (BCAST_SHORT_MSG_SIZE=12288, BCAST_LONG_MSG_SIZE=524288, BCAST_MIN_PROCS=8)",
 )
-def plan_mpich(topology, request: Broadcast, *, short_msg_size: int = BCAST_SHORT_MSG_SIZE,
-               long_msg_size: int = BCAST_LONG_MSG_SIZE, min_procs: int = BCAST_MIN_PROCS) -> Plan:
+def plan_mpich(
+    topology,
+    request: Broadcast,
+    *,
+    short_msg_size: int = BCAST_SHORT_MSG_SIZE,
+    long_msg_size: int = BCAST_LONG_MSG_SIZE,
+    min_procs: int = BCAST_MIN_PROCS,
+) -> Plan:
     _, hosts = participants(topology, request)
     choice = mpich_choice(request.size, len(hosts), short=short_msg_size, long=long_msg_size, min_procs=min_procs)
-    inner = {"binomial": plan_binomial, "scatter_allgather_rdb": plan_scatter_rdb, "scatter_allgather_ring": plan_scatter_ring}[choice]
+    inner = {
+        "binomial": plan_binomial,
+        "scatter_allgather_rdb": plan_scatter_rdb,
+        "scatter_allgather_ring": plan_scatter_ring,
+    }[choice]
     plan = inner(topology, request)
     return replace(
         plan,

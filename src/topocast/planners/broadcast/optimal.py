@@ -98,7 +98,7 @@ def _solve(cols, _unused, dests, floors, res_of, cap):
     lam = sol.ineqlin.marginals  # <= 0 for a minimisation
     y = np.zeros(n_res)
     y[rows] = -lam[: len(rows)]
-    mu = -lam[len(rows):]
+    mu = -lam[len(rows) :]
     return np.maximum(sol.x, 0.0) * scale, -sol.fun * scale, y, mu
 
 
@@ -121,8 +121,9 @@ def _price(topology, source, arb_fixed, level_sets, y, mu, dests, res_of, rev):
             u = pred[v]
             if u >= 0:
                 plink[v] = topology._pair_to_link[(topology.nodes[u], topology.nodes[v])]
-        arb = Arborescence.from_parent_links(topology, source, plink,
-                                             child_key=lambda l: (y[res_of[rev[l]]], int(topology.link_dst[l])))
+        arb = Arborescence.from_parent_links(
+            topology, source, plink, child_key=lambda l: (y[res_of[rev[l]]], int(topology.link_dst[l]))
+        )
     out = []
     mu_of = dict(zip(dests, mu))
     for k, s in enumerate(level_sets):
@@ -131,8 +132,7 @@ def _price(topology, source, arb_fixed, level_sets, y, mu, dests, res_of, rev):
         active[[i for i in idx if i >= 0]] = True
         active[0] = False
         p = pipeline_over(arb, active)
-        profit = sum(1.0 + mu_of.get(m, 0.0) for m in p.members) - sum(
-            u * y[res_of[l]] for l, u in p.link_uses.items())
+        profit = sum(1.0 + mu_of.get(m, 0.0) for m in p.members) - sum(u * y[res_of[l]] for l, u in p.link_uses.items())
         out.append((profit, k, p))
     return out
 
@@ -159,8 +159,13 @@ def plan_optimal(topology, request: Broadcast, *, seed=None, max_rounds: int = 3
         # plan_from_nested raises stable's PlanError naming the unreachable destinations
         return plan_from_nested(topology, request, dests, pipes, info, planner="optimal", params=params, notes=notes)
     if not math.isfinite(bound.aggregate_bandwidth) or agg_stable >= bound.aggregate_bandwidth * (1 - 1e-9):
-        notes.update(method="stable reaches the max-flow bound", gap_to_bound=max(0.0, 1 - agg_stable / bound.aggregate_bandwidth)
-                     if math.isfinite(bound.aggregate_bandwidth) and bound.aggregate_bandwidth > 0 else 0.0, rounds=0)
+        notes.update(
+            method="stable reaches the max-flow bound",
+            gap_to_bound=max(0.0, 1 - agg_stable / bound.aggregate_bandwidth)
+            if math.isfinite(bound.aggregate_bandwidth) and bound.aggregate_bandwidth > 0
+            else 0.0,
+            rounds=0,
+        )
         return plan_from_nested(topology, request, dests, pipes, info, planner="optimal", params=params, notes=notes)
 
     # step 2: column generation, over two chains of destination sets
@@ -172,17 +177,23 @@ def plan_optimal(topology, request: Broadcast, *, seed=None, max_rounds: int = 3
     # (largest first), floors = 1e-6 x stable's rates (only so that every host completes).
     sets_a = _level_sets(pipes)
     by_bound = sorted(dests, key=lambda d: (-bound.per_host_rate[d], dests.index(d)))
-    cuts = [k for k in range(1, len(by_bound) + 1)
-            if k == len(by_bound) or bound.per_host_rate[by_bound[k]] < bound.per_host_rate[by_bound[k - 1]]]
+    cuts = [
+        k
+        for k in range(1, len(by_bound) + 1)
+        if k == len(by_bound) or bound.per_host_rate[by_bound[k]] < bound.per_host_rate[by_bound[k - 1]]
+    ]
     sets_b = [frozenset(by_bound[:k]) for k in reversed(cuts)]
     zero = np.zeros(len(cap))
     seed_b = [p for _, _, p in _price(topology, src, arb_fixed, sets_b, zero, np.zeros(len(dests)), dests, res_of, rev)]
     floors = np.array([r_stable[d] for d in dests])
     best = (agg_stable, pipes, "stable (LP found nothing better)", 0, 0)
-    for label, sets, init, fl in (("A: stable level sets", sets_a, list(pipes), floors),
-                                  ("B: destinations by bound", sets_b, seed_b, floors * 1e-6)):
-        out = _column_generation(topology, src, dests, sets, init, fl, res_of, cap, rev, arb_fixed,
-                                 max_rounds, max_sets)
+    for label, sets, init, fl in (
+        ("A: stable level sets", sets_a, list(pipes), floors),
+        ("B: destinations by bound", sets_b, seed_b, floors * 1e-6),
+    ):
+        out = _column_generation(
+            topology, src, dests, sets, init, fl, res_of, cap, rev, arb_fixed, max_rounds, max_sets
+        )
         if out is None:
             continue
         lp_pipes, agg, rounds, ncols = out

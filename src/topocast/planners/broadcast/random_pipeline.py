@@ -53,9 +53,14 @@ def plan_random_pipeline(topology, request: Broadcast, *, seed=None, trials: int
     transfers = []
     prev = request.source
     for k, d in enumerate(order):
-        transfers.append(Transfer(prev, d, whole, pipelined=True, upstream=None if k == 0 else k - 1,
-                                  label="chain"))
+        transfers.append(Transfer(prev, d, whole, pipelined=True, upstream=None if k == 0 else k - 1, label="chain"))
         prev = d
-    return Plan.broadcast(request.source, request.size, dests, transfers, planner="random_pipeline",
-                          params={"seed": seed, "trials": int(trials)},
-                          notes={"order_head": order[:10]})
+    return Plan.broadcast(
+        request.source,
+        request.size,
+        dests,
+        transfers,
+        planner="random_pipeline",
+        params={"seed": seed, "trials": int(trials)},
+        notes={"order_head": order[:10]},
+    )

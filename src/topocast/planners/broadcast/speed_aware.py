@@ -28,7 +28,9 @@ def speed_rank_order(topology, source: str, hosts) -> list[str]:
     groups = switch_groups(topology, hosts)
     where = {h: gi for gi, g in enumerate(groups.values()) for h in g}
     order = {h: i for i, h in enumerate(hosts)}
-    others = sorted((h for h in hosts if h != source), key=lambda h: (-nic_bandwidth(topology, h), where[h], order[h]))  # step 1
+    others = sorted(
+        (h for h in hosts if h != source), key=lambda h: (-nic_bandwidth(topology, h), where[h], order[h])
+    )  # step 1
     positions = sorted(range(1, p), key=lambda r: (-min(lowbit(r), p - r), r))  # step 2
     rel = [source] + [""] * (p - 1)
     for pos, h in zip(positions, others):  # step 3
@@ -48,6 +50,10 @@ def plan_speed_aware(topology, request: Broadcast) -> Plan:
     sched = MPISchedule()
     binomial_bcast(sched, rel, 0, [(0, request.size)], label="speed-aware")
     return Plan.broadcast(
-        source, request.size, [h for h in hosts if h != source], sched.transfers, planner="speed_aware",
+        source,
+        request.size,
+        [h for h in hosts if h != source],
+        sched.transfers,
+        planner="speed_aware",
         notes={"rank_order": rel},
     )

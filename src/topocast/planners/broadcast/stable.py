@@ -55,9 +55,11 @@ def plan_from_nested(topology, request: Broadcast, destinations, pipelines, info
     if missing:
         from ...errors import PlanError
 
-        raise PlanError(f"{planner}: destinations {missing[:5]} cannot be reached with positive bandwidth "
-                        "by depth-first pipelines over two-way links",
-                        element="destinations")
+        raise PlanError(
+            f"{planner}: destinations {missing[:5]} cannot be reached with positive bandwidth "
+            "by depth-first pipelines over two-way links",
+            element="destinations",
+        )
     return Plan.broadcast(request.source, size, destinations, transfers, planner=planner, params=params, notes=n)
 
 
@@ -77,5 +79,6 @@ def plan_stable(topology, request: Broadcast, *, seed=None, max_trees: int | Non
     pipelines, info = stable_pipelines(topology, request.source, dests, max_trees=max_trees)
     # Destinations dropped (exhausted up-link) are still in T_1: they get V_1 + ... of the trees
     # they were in, so every destination is in T_1 and receives the whole message.
-    return plan_from_nested(topology, request, dests, pipelines, info, planner="stable",
-                            params={"max_trees": max_trees})
+    return plan_from_nested(
+        topology, request, dests, pipelines, info, planner="stable", params={"max_trees": max_trees}
+    )

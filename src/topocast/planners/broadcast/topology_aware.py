@@ -56,7 +56,9 @@ def switch_order(topology, start: str, groups: dict) -> list[str]:
     summary="Subramoni-style hierarchy: binomial over one leader per switch, then binomial inside each switch (ring switch by switch for large messages)",
     reference="Subramoni et al., Design and Evaluation of Network Topology-/Speed-Aware Broadcast Algorithms for InfiniBand Clusters, Cluster 2011 (reconstruction)",
 )
-def plan_topology_aware(topology, request: Broadcast, *, mode: str = "auto", short_msg_size: int = SHORT_MSG_SIZE) -> Plan:
+def plan_topology_aware(
+    topology, request: Broadcast, *, mode: str = "auto", short_msg_size: int = SHORT_MSG_SIZE
+) -> Plan:
     source, hosts = participants(topology, request)
     size = request.size
     groups = switch_groups(topology, hosts)
@@ -81,7 +83,11 @@ def plan_topology_aware(topology, request: Broadcast, *, mode: str = "auto", sho
     else:
         raise InputError(f"mode must be auto, tree or ring, got {mode!r}", element="mode")
     return Plan.broadcast(
-        source, size, [h for h in hosts if h != source], sched.transfers, planner="topology_aware",
+        source,
+        size,
+        [h for h in hosts if h != source],
+        sched.transfers,
+        planner="topology_aware",
         params={"mode": mode, "short_msg_size": short_msg_size},
         notes={"switch_groups": {k: groups[k] for k in keys}},
     )

@@ -30,7 +30,9 @@ def brute_force(topology, request: Redistribution):
     notes = {
         "k": plat.k,
         "backbone_ratio": plat.ratio,
-        "predicted_time": brute_force_time(request.matrix, plat.ratio, nic=plat.nic, send_cap=send_cap, recv_cap=recv_cap),
+        "predicted_time": brute_force_time(
+            request.matrix, plat.ratio, nic=plat.nic, send_cap=send_cap, recv_cap=recv_cap
+        ),
         "lower_bound": fluid_lower_bound(request.matrix, plat.ratio * plat.nic, plat.send_nic, plat.recv_nic),
     }
     return brute_force_plan(request, "brute_force", notes)

@@ -386,11 +386,22 @@ def _bottleneck(E: np.ndarray, mate_r: np.ndarray, mate_c: np.ndarray, cap=None,
         nf, n = free_r.size, C.size
         packed = np.concatenate((free_r, free_c, flat[C], flat[CT], mate_r, mate_c)).tolist()
         o = 2 * nf + 2 * n
-        mr_l, mc_l = packed[o:o + N], packed[o + N:]
+        mr_l, mc_l = packed[o : o + N], packed[o + N :]
         rip, rcol, cip, crow = structure
         t, done = _widest(
-            t, L, packed[:nf], packed[nf:2 * nf],  # as many free columns as free rows
-            rip, rcol, packed[2 * nf:2 * nf + n], cip, crow, packed[2 * nf + n:o], mr_l, mc_l, N,
+            t,
+            L,
+            packed[:nf],
+            packed[nf : 2 * nf],  # as many free columns as free rows
+            rip,
+            rcol,
+            packed[2 * nf : 2 * nf + n],
+            cip,
+            crow,
+            packed[2 * nf + n : o],
+            mr_l,
+            mc_l,
+            N,
         )
         if done:
             work.update(L=L, cand=cand, N=N, gap=hi - t)
@@ -433,7 +444,9 @@ _BAND_SHIFT = 5  # candidates: edges >= hi - hi / 32 (then wider if the answer i
 _HK_MIN_FREE = 5  # Hopcroft-Karp first when more rows than this are free
 
 
-def peel_schedule(matrix, k: int, *, unit: int = 1, bottleneck: bool = False, merge: bool = True, algorithm: str = "ggp") -> Schedule:
+def peel_schedule(
+    matrix, k: int, *, unit: int = 1, bottleneck: bool = False, merge: bool = True, algorithm: str = "ggp"
+) -> Schedule:
     """Peel ``matrix`` (bytes) into KPBS steps (module doc, steps 1-4).
 
     ``unit``: bytes per weight unit (``beta * nic`` with normalisation, 1 for exact peeling);
@@ -529,11 +542,15 @@ def unit_for(beta: float, nic: float, unit: int | None = None) -> int:
     return max(1, int(round(beta * nic))) if beta > 0 else 1
 
 
-def schedule_request(topology, request: Redistribution, *, bottleneck: bool, unit: int | None = None, merge: bool = True):
+def schedule_request(
+    topology, request: Redistribution, *, bottleneck: bool, unit: int | None = None, merge: bool = True
+):
     """``(schedule, platform)`` of a request on a topology."""
     plat = resolve_platform(request, topology)
     u = unit_for(request.beta, plat.nic, unit)
-    sched = peel_schedule(request.matrix, plat.k, unit=u, bottleneck=bottleneck, merge=merge, algorithm="oggp" if bottleneck else "ggp")
+    sched = peel_schedule(
+        request.matrix, plat.k, unit=u, bottleneck=bottleneck, merge=merge, algorithm="oggp" if bottleneck else "ggp"
+    )
     return sched, plat
 
 
