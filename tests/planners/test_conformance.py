@@ -9,7 +9,7 @@ import math
 import pytest
 
 from topocast import Broadcast, Topology, broadcast_bounds, check_plan, simulate
-from topocast.planners import available_planners
+from topocast.planners import available_planners, get_planner
 from topocast.topology import load_topology
 from topocast.topology.generators import fat_tree, multi_cluster_tree, two_cluster_grid
 from topocast.topology.model import PhysicalLink as L
@@ -88,3 +88,51 @@ def test_planner_handles_a_destination_subset(planner):
     assert set(plan.wanted) == set(dests)
     result = simulate(plan, topo)
     assert set(result.per_host) == set(dests)
+
+
+# ---------------------------------------------------------------- allreduce, from the registry
+ALLREDUCE = [p.name for p in available_planners("allreduce")]
+ALLREDUCE_TOPOLOGIES = ["builtin:two-clusters", "builtin:hetero-2switch", "two-cluster-grid-3x2", "fat-tree-4"]
+
+
+@pytest.mark.parametrize("topo_name", ALLREDUCE_TOPOLOGIES)
+@pytest.mark.parametrize("planner", ALLREDUCE)
+def test_allreduce_planner_conforms(planner, topo_name):
+    """Every registered allreduce planner either refuses a topology with a clear error or
+    gives a plan that passes the contribution check and simulates to completion."""
+    from topocast import Allreduce, InputError
+
+    topo = TOPOLOGIES[topo_name]
+    info = get_planner("allreduce", planner)
+    for size in (1, 999_999):
+        try:
+            plan = info(topo, Allreduce(size))
+        except InputError as exc:  # e.g. a two-cluster algorithm on one cluster
+            assert str(exc)
+            return
+        assert set(plan.wanted) == set(topo.hosts)
+        check_plan(plan, topo)
+        result = simulate(plan, topo)
+        assert all(math.isfinite(r.time) for r in result.per_host.values())
+
+
+# ---------------------------------------------------------------- redistribution, from the registry
+REDISTRIBUTE = [p.name for p in available_planners("redistribute")]
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("planner", REDISTRIBUTE)
+def test_redistribute_planner_conforms(planner, seed):
+    """Every registered redistribution planner delivers every block exactly as the check
+    requires, and its simulated time is at least the KPBS lower bound."""
+    from topocast.redistribution import lower_bound, random_pattern, two_cluster_topology
+    from topocast.redistribution.matrix import resolve_platform
+
+    request = random_pattern(4, 5, 9, x=4_000_000, low=500_000, seed=seed, k=3, beta=0.001)
+    topo = two_cluster_topology(4, 5, nic=1e7, k=3, senders=request.senders, receivers=request.receivers)
+    plan = get_planner("redistribute", planner)(topo, request)
+    check_plan(plan, topo)
+    result = simulate(plan, topo)
+    platform = resolve_platform(request, topo)
+    bound = lower_bound(request.matrix, platform.ratio, nic=platform.nic)
+    assert result.makespan >= bound.eta * (1 - 1e-9)
