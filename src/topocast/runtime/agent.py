@@ -54,6 +54,7 @@ from .protocol import (
     T_HEARTBEAT,
     T_JSON,
     Conn,
+    Msg,
     ProtocolError,
     connect,
     digest_ranges,
@@ -241,19 +242,19 @@ class Agent:
         port = self.listener.getsockname()[1]
         self.ctrl = connect(self.control_addr, self.secret, timeout=15)
         self.ctrl.send_json(
-            {"type": "hello", "host": self.host, "port": port, "address": self.advertise, "pid": os.getpid()}
+            {"type": Msg.HELLO, "host": self.host, "port": port, "address": self.advertise, "pid": os.getpid()}
         )
         cfg = self.ctrl.recv_json()
-        if cfg.get("type") != "config":
+        if cfg.get("type") != Msg.CONFIG:
             raise ProtocolError("expected the configuration first")
         self.configure(cfg)
         threading.Thread(target=self.accept_loop, daemon=True).start()
-        self.send({"type": "ready"})
+        self.send({"type": Msg.READY})
         try:
             while True:
                 msg = self.ctrl.recv_json()
                 self.on_control(msg)
-                if msg.get("type") == "shutdown":
+                if msg.get("type") == Msg.SHUTDOWN:
                     break
         except (OSError, ProtocolError):
             pass  # coordinator gone: nothing left to do
@@ -308,7 +309,7 @@ class Agent:
 
     def on_control(self, msg: dict) -> None:
         kind = msg.get("type")
-        if kind == "start":
+        if kind == Msg.START:
             # one clock for all agents when they share this machine's monotonic clock
             self.t0 = float(msg["t0"]) if msg.get("t0") is not None else time.monotonic()
             self.started.set()
@@ -320,11 +321,11 @@ class Agent:
             threading.Thread(target=self.repair_loop, daemon=True).start()
             threading.Thread(target=self.watchdog, daemon=True).start()
             self.check_progress()
-        elif kind == "tdone":
+        elif kind == Msg.TDONE:
             with self.deps:
                 self.tdone.add(int(msg["transfer"]))
                 self.deps.notify_all()
-        elif kind == "peer_dead":
+        elif kind == Msg.PEER_DEAD:
             host = str(msg["host"])
             with self.deps:
                 self.dead.add(host)
@@ -333,17 +334,17 @@ class Agent:
             for i, t in self.inc.items():
                 if t["src"] == host and i not in self.tdone:
                     self.need_repair(t["ranges"], f"sender {host} died")
-        elif kind == "failure":
+        elif kind == Msg.FAILURE:
             self.failure_seen = True
-        elif kind == "holders":
+        elif kind == Msg.HOLDERS:
             with self.holder_cond:
                 self.holder_replies[int(msg["req"])] = list(msg["hosts"])
                 self.holder_cond.notify_all()
-        elif kind == "shutdown":
+        elif kind == Msg.SHUTDOWN:
             ru = resource.getrusage(resource.RUSAGE_SELF)
             self.send(
                 {
-                    "type": "stats",
+                    "type": Msg.STATS,
                     "cpu": ru.ru_utime + ru.ru_stime - getattr(self, "cpu0", 0.0),
                     "wall": self.now(wait=False),
                 }
@@ -363,7 +364,12 @@ class Agent:
                     self.tdone.add(i)
                     self.deps.notify_all()
                 self.send(
-                    {"type": "tdone", "transfer": i, "start": self.incoming_first.get(i, self.now()), "end": self.now()}
+                    {
+                        "type": Msg.TDONE,
+                        "transfer": i,
+                        "start": self.incoming_first.get(i, self.now()),
+                        "end": self.now(),
+                    }
                 )
         if not self.reported_complete and self.wanted and self.store.missing_ranges(self.wanted) == []:
             with self.lock:
@@ -373,12 +379,12 @@ class Agent:
             t = self.now() if t_arrival is None else t_arrival
             got = digest_ranges(self.store.buf, self.wanted)
             if got != self.digest:
-                self.send({"type": "failed", "reason": f"whole-message digest mismatch ({got} != {self.digest})"})
+                self.send({"type": Msg.FAILED, "reason": f"whole-message digest mismatch ({got} != {self.digest})"})
                 return
             if self.dest_path is not None:
                 self.store.buf.flush()
                 os.replace(self.part_path, self.dest_path)
-            self.send({"type": "complete", "time": t, "digest": got})
+            self.send({"type": Msg.COMPLETE, "time": t, "digest": got})
 
     # ------------------------------------------------------------------ sending
     def sender(self, t: dict) -> None:
@@ -411,10 +417,10 @@ class Agent:
                     conn.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, int(tp["sndbuf"]))
                 except OSError:
                     pass
-            conn.send_json({"type": "push", "transfer": i, "from": self.host})
+            conn.send_json({"type": Msg.PUSH, "transfer": i, "from": self.host})
             # when this transfer could start and when its connection was ready: lets a run
             # split a barrier's cost into relay/wake-up, connection set-up and data
-            self.send({"type": "tsend", "transfer": i, "ready": t_ready, "connected": self.now()})
+            self.send({"type": Msg.TSEND, "transfer": i, "ready": t_ready, "connected": self.now()})
             bucket = TokenBucket(t.get("rate_cap"), 2 * self.chunk)
             if tp:
                 self.pace_join(i, bucket, pacer)
@@ -443,12 +449,14 @@ class Agent:
             # a failure like any other: every agent's watchdog starts repairing stalled hosts
             self.send(
                 {
-                    "type": "broken",
+                    "type": Msg.BROKEN,
                     "reason": f"transfer {i} to {dst} failed on the sending side: {exc or type(exc).__name__}",
                 }
             )
         except Exception as exc:  # a bug must not pass for a network failure: say what it was
-            self.send({"type": "broken", "reason": f"transfer {i} to {dst}: sender error {type(exc).__name__}: {exc}"})
+            self.send(
+                {"type": Msg.BROKEN, "reason": f"transfer {i} to {dst}: sender error {type(exc).__name__}: {exc}"}
+            )
             traceback.print_exc()
 
     def own_cap(self, i: int) -> float | None:
@@ -496,9 +504,9 @@ class Agent:
         try:
             conn.auth_server(self.secret)
             hdr = conn.recv_json()
-            if hdr.get("type") == "push":
+            if hdr.get("type") == Msg.PUSH:
                 self.receive_push(conn, hdr)
-            elif hdr.get("type") == "fetch":
+            elif hdr.get("type") == Msg.FETCH:
                 self.serve_fetch(conn, hdr)
         except (OSError, ProtocolError):
             pass
@@ -524,7 +532,7 @@ class Agent:
                         self.check_progress(tp)
                 elif ftype == T_END:
                     self.check_progress()
-                    conn.send_json({"type": "ack"})
+                    conn.send_json({"type": Msg.ACK})
                     break
                 elif ftype == T_JSON:
                     raise ProtocolError("unexpected control message on a data connection")
@@ -555,7 +563,7 @@ class Agent:
                 self.repair_needed.add(off, off + length)
             self.repair_reasons.append(reason)
             self.failure_seen = True
-        self.send({"type": "broken", "reason": reason})
+        self.send({"type": Msg.BROKEN, "reason": reason})
         self.repair_event.set()
 
     def watchdog(self) -> None:
@@ -573,7 +581,7 @@ class Agent:
         with self.holder_cond:
             self.req += 1
             req = self.req
-        self.send({"type": "need", "req": req, "ranges": [list(r) for r in ranges]})
+        self.send({"type": Msg.NEED, "req": req, "ranges": [list(r) for r in ranges]})
         with self.holder_cond:
             self.holder_cond.wait_for(lambda: req in self.holder_replies or self.stop.is_set(), timeout=10)
             return self.holder_replies.pop(req, [])
@@ -582,7 +590,7 @@ class Agent:
         addr, port = self.peers[host]
         conn = connect(f"tcp:{addr}:{port}", self.secret, timeout=3, user_timeout=self.stall + 4)
         try:
-            conn.send_json({"type": "fetch", "ranges": [list(r) for r in ranges]})
+            conn.send_json({"type": Msg.FETCH, "ranges": [list(r) for r in ranges]})
             conn.settimeout(self.stall)
             while True:
                 ftype, body = conn.recv()
@@ -630,7 +638,7 @@ class Agent:
                     errs = "; ".join(f"{h}: {e}" for h, e in errors.items()) or "no live host holds them"
                     self.send(
                         {
-                            "type": "failed",
+                            "type": Msg.FAILED,
                             "reason": f"{missing} bytes missing after {why}; fetching them again failed ({errs})",
                         }
                     )
@@ -648,7 +656,7 @@ class Agent:
             v = self.store.version
             if v != seen:
                 seen = v
-                self.send({"type": "progress", "held": self.store.held.total, "intervals": self.store.intervals()})
+                self.send({"type": Msg.PROGRESS, "held": self.store.held.total, "intervals": self.store.intervals()})
 
 
 def main() -> int:
@@ -664,7 +672,7 @@ def main() -> int:
     except Exception as exc:  # report to the coordinator when we still can
         traceback.print_exc()
         try:
-            agent.ctrl.send_json({"type": "failed", "reason": f"agent error: {exc}"})
+            agent.ctrl.send_json({"type": Msg.FAILED, "reason": f"agent error: {exc}"})
         except Exception:
             pass
         return 1

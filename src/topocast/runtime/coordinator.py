@@ -32,7 +32,7 @@ from ..intervals import IntervalSet
 from ..plan import Plan
 from ..results import Result, aggregate_from_times
 from .data import generate
-from .protocol import Conn, ProtocolError, digest_ranges
+from .protocol import Conn, Msg, ProtocolError, digest_ranges
 
 __all__ = ["perform", "RunOutcome", "RunError", "DEFAULT_CHUNK"]
 
@@ -182,7 +182,7 @@ def perform(
                 conn.close()
                 continue
             h = msg.get("host")
-            if msg.get("type") != "hello" or h not in procs or h in hello:
+            if msg.get("type") != Msg.HELLO or h not in procs or h in hello:
                 conn.close()
                 continue
             sock.settimeout(None)
@@ -211,7 +211,7 @@ def perform(
             ]
             conns[h].send_json(
                 {
-                    "type": "config",
+                    "type": Msg.CONFIG,
                     "size": size,
                     "chunk_size": chunk_size,
                     "stall_timeout": stall_timeout,
@@ -236,111 +236,34 @@ def perform(
                 h, msg = events.get(timeout=max(0.01, deadline - time.monotonic()))
             except queue.Empty:
                 raise RunError(f"agents not ready within 60 s: {', '.join(sorted(set(hosts) - ready))}") from None
-            if msg is None or msg.get("type") == "failed":
+            if msg is None or msg.get("type") == Msg.FAILED:
                 why = (
                     msg.get("reason") if msg else _describe_exit(procs[h].wait(timeout=5) if _wait(procs[h]) else None)
                 )
                 raise RunError(f"agent for {h} failed before the start: {why}{_stderr_tail(procs, [h])}")
-            if msg.get("type") == "ready":
+            if msg.get("type") == Msg.READY:
                 ready.add(h)
 
         # step 4: go, and watch. A run that stops moving data is caught by the time since the
         # last byte moved anywhere (idle_timeout), whatever the message size; ``timeout``
         # is an optional cap on the whole run.
         t0 = time.monotonic()
-        last_moved = t0
         shared = getattr(launcher, "shared_clock", False)
         for h in hosts:
-            conns[h].send_json({"type": "start", "t0": t0 if shared else None})
+            conns[h].send_json({"type": Msg.START, "t0": t0 if shared else None})
         stat0 = _cpu_times()
         if on_start:
             on_start(procs)
-        wanted = dict(plan.wanted)
-        done: dict[str, float] = {}
-        failed: dict[str, str] = {}
-        dead: set[str] = set()
-        holdings: dict[str, IntervalSet] = {h: IntervalSet(plan.initial.get(h, ())) for h in hosts}
-        held_bytes: dict[str, int] = {h: holdings[h].total for h in hosts}
-        transfer_times: dict[int, tuple[float, float]] = {}
-        send_times: dict[int, tuple[float, float]] = {}
-        cpu: dict[str, float] = {}
-        broken_notes: dict[str, list] = {}
-        last_cb = 0.0
-        steal_watch = StealWatch(t0)
-        while len(done) + len(failed) < len(wanted):
-            now = time.monotonic()
-            why = None
-            if timeout is not None and now - t0 > timeout:
-                why = f"timed out after {timeout:.0f} s"
-            elif now - last_moved > idle_timeout:
-                why = f"no byte moved anywhere for {idle_timeout:.0f} s"
-            if why is not None:
-                for h in wanted:
-                    if h not in done and h not in failed:
-                        failed[h] = f"{why}, holding {held_bytes[h]} of {_wanted_total(wanted[h])} bytes"
-                break
-            try:
-                h, msg = events.get(timeout=0.1)
-            except queue.Empty:
-                h, msg = None, None
-            if h is not None:
-                if msg is None:  # control connection closed: the agent is gone
-                    dead.add(h)
-                    reason = _describe_exit(procs[h].returncode if _wait(procs[h]) else None)
-                    if h in wanted and h not in done and h not in failed:
-                        failed[h] = reason
-                    warnings.append(f"{h}: {reason} at t={time.monotonic() - t0:.2f} s")
-                    for o in hosts:
-                        if o not in dead:
-                            _send(conns[o], {"type": "peer_dead", "host": h, "reason": reason})
-                else:
-                    kind = msg.get("type")
-                    if kind == "progress":
-                        iv = IntervalSet()
-                        for s, e in msg.get("intervals", ()):
-                            iv.add(int(s), int(e))
-                        holdings[h] = iv
-                        if iv.total != held_bytes[h]:
-                            last_moved = time.monotonic()
-                        held_bytes[h] = iv.total
-                    elif kind == "tdone":
-                        i = int(msg["transfer"])
-                        transfer_times[i] = (float(msg.get("start", 0.0)), float(msg.get("end", 0.0)))
-                        for o in hosts:
-                            if o not in dead and o != h:
-                                _send(conns[o], {"type": "tdone", "transfer": i})
-                    elif kind == "tsend":
-                        try:
-                            send_times[int(msg["transfer"])] = (float(msg["ready"]), float(msg["connected"]))
-                        except (KeyError, TypeError, ValueError):
-                            pass
-                    elif kind == "complete":
-                        if msg.get("digest") == digests.get(h):
-                            done[h] = float(msg["time"])
-                        else:
-                            failed[h] = "reported completion with a wrong digest"
-                    elif kind == "failed":
-                        if h in wanted and h not in done:
-                            failed[h] = str(msg.get("reason", "unknown"))
-                    elif kind == "need":
-                        _send(
-                            conns[h],
-                            {"type": "holders", "req": msg.get("req"), "hosts": _holders(msg, holdings, dead, h)},
-                        )
-                    elif kind == "broken":
-                        broken_notes.setdefault(h, []).append(str(msg.get("reason")))
-                        for o in hosts:
-                            if o not in dead:
-                                _send(conns[o], {"type": "failure"})
-                    elif kind == "warn":
-                        warnings.append(f"{h}: {msg.get('message')}")
-                    elif kind == "stats":
-                        cpu[h] = float(msg.get("cpu", 0.0))
-            now = time.monotonic()
-            steal_watch.tick(now)
-            if on_progress and now - last_cb > 0.1:
-                last_cb = now
-                on_progress({x: held_bytes[x] for x in wanted}, now - t0)
+        watch = _Watch(plan, hosts, conns, procs, events, digests, t0, warnings)
+        watch.run(timeout, idle_timeout, on_progress)
+        wanted, done, failed, dead = watch.wanted, watch.done, watch.failed, watch.dead
+        held_bytes, transfer_times, send_times, cpu = (
+            watch.held_bytes,
+            watch.transfer_times,
+            watch.send_times,
+            watch.cpu,
+        )
+        broken_notes, steal_watch = watch.broken_notes, watch.steal_watch
         wall = time.monotonic() - t0
         stat1 = _cpu_times()
         if on_progress:
@@ -349,7 +272,7 @@ def perform(
         # step 5: stop the agents, collect their CPU time
         for h in hosts:
             if h not in dead:
-                _send(conns[h], {"type": "shutdown"})
+                _send(conns[h], {"type": Msg.SHUTDOWN})
         end = time.monotonic() + 3
         while time.monotonic() < end and len(cpu) + len(dead) < len(hosts):
             try:
@@ -358,7 +281,7 @@ def perform(
                 continue
             if msg is None:
                 dead.add(h)
-            elif msg.get("type") == "stats":
+            elif msg.get("type") == Msg.STATS:
                 cpu[h] = float(msg.get("cpu", 0.0))
         for h, notes in broken_notes.items():
             for n in dict.fromkeys(notes):
@@ -501,6 +424,131 @@ def _cpu_verdict(cpu: dict, wall: float, busy: float | None = None, niced: float
             f"the {ncpu} cores were {busy:.0%} busy during the run (agents {share:.0%}{bg}, load average {os.getloadavg()[0]:.1f})"
         )
     return "; ".join(msgs)
+
+
+class _Watch:
+    """Step 4 of :func:`perform`: follow the agents' messages until every host that wants
+    data completed or failed. One handler per message kind (``_handlers``)."""
+
+    def __init__(self, plan: Plan, hosts, conns, procs, events, digests, t0: float, warnings: list):
+        self.hosts, self.conns, self.procs, self.events, self.digests = hosts, conns, procs, events, digests
+        self.t0, self.warnings = t0, warnings
+        self.wanted = dict(plan.wanted)
+        self.done: dict[str, float] = {}
+        self.failed: dict[str, str] = {}
+        self.dead: set[str] = set()
+        self.holdings: dict[str, IntervalSet] = {h: IntervalSet(plan.initial.get(h, ())) for h in hosts}
+        self.held_bytes: dict[str, int] = {h: self.holdings[h].total for h in hosts}
+        self.transfer_times: dict[int, tuple[float, float]] = {}
+        self.send_times: dict[int, tuple[float, float]] = {}
+        self.cpu: dict[str, float] = {}
+        self.broken_notes: dict[str, list] = {}
+        self.steal_watch = StealWatch(t0)
+        self.last_moved = t0
+        self._handlers = {
+            Msg.PROGRESS: self._on_progress,
+            Msg.TDONE: self._on_tdone,
+            Msg.TSEND: self._on_tsend,
+            Msg.COMPLETE: self._on_complete,
+            Msg.FAILED: self._on_failed,
+            Msg.NEED: self._on_need,
+            Msg.BROKEN: self._on_broken,
+            Msg.WARN: self._on_warn,
+            Msg.STATS: self._on_stats,
+        }
+
+    def run(self, timeout: float | None, idle_timeout: float, on_progress) -> None:
+        last_cb = 0.0
+        while len(self.done) + len(self.failed) < len(self.wanted):
+            if self._gave_up(timeout, idle_timeout):
+                break
+            try:
+                h, msg = self.events.get(timeout=0.1)
+            except queue.Empty:
+                h, msg = None, None
+            if h is not None and msg is None:  # control connection closed: the agent is gone
+                self._on_gone(h)
+            elif h is not None:
+                handler = self._handlers.get(msg.get("type"))
+                if handler is not None:
+                    handler(h, msg)
+            now = time.monotonic()
+            self.steal_watch.tick(now)
+            if on_progress and now - last_cb > 0.1:
+                last_cb = now
+                on_progress({x: self.held_bytes[x] for x in self.wanted}, now - self.t0)
+
+    def _gave_up(self, timeout: float | None, idle_timeout: float) -> bool:
+        """A stalled run (no byte moved anywhere for ``idle_timeout``) or one past ``timeout``:
+        every host still running fails with the bytes it holds."""
+        now = time.monotonic()
+        if timeout is not None and now - self.t0 > timeout:
+            why = f"timed out after {timeout:.0f} s"
+        elif now - self.last_moved > idle_timeout:
+            why = f"no byte moved anywhere for {idle_timeout:.0f} s"
+        else:
+            return False
+        for h in self.wanted:
+            if h not in self.done and h not in self.failed:
+                self.failed[h] = f"{why}, holding {self.held_bytes[h]} of {_wanted_total(self.wanted[h])} bytes"
+        return True
+
+    def _to_live(self, msg: dict, *, skip: str | None = None) -> None:
+        for o in self.hosts:
+            if o not in self.dead and o != skip:
+                _send(self.conns[o], msg)
+
+    def _on_gone(self, h: str) -> None:
+        self.dead.add(h)
+        reason = _describe_exit(self.procs[h].returncode if _wait(self.procs[h]) else None)
+        if h in self.wanted and h not in self.done and h not in self.failed:
+            self.failed[h] = reason
+        self.warnings.append(f"{h}: {reason} at t={time.monotonic() - self.t0:.2f} s")
+        self._to_live({"type": Msg.PEER_DEAD, "host": h, "reason": reason})
+
+    def _on_progress(self, h: str, msg: dict) -> None:
+        iv = IntervalSet()
+        for s, e in msg.get("intervals", ()):
+            iv.add(int(s), int(e))
+        self.holdings[h] = iv
+        if iv.total != self.held_bytes[h]:
+            self.last_moved = time.monotonic()
+        self.held_bytes[h] = iv.total
+
+    def _on_tdone(self, h: str, msg: dict) -> None:
+        i = int(msg["transfer"])
+        self.transfer_times[i] = (float(msg.get("start", 0.0)), float(msg.get("end", 0.0)))
+        self._to_live({"type": Msg.TDONE, "transfer": i}, skip=h)
+
+    def _on_tsend(self, h: str, msg: dict) -> None:
+        try:
+            self.send_times[int(msg["transfer"])] = (float(msg["ready"]), float(msg["connected"]))
+        except (KeyError, TypeError, ValueError):
+            pass
+
+    def _on_complete(self, h: str, msg: dict) -> None:
+        if msg.get("digest") == self.digests.get(h):
+            self.done[h] = float(msg["time"])
+        else:
+            self.failed[h] = "reported completion with a wrong digest"
+
+    def _on_failed(self, h: str, msg: dict) -> None:
+        if h in self.wanted and h not in self.done:
+            self.failed[h] = str(msg.get("reason", "unknown"))
+
+    def _on_need(self, h: str, msg: dict) -> None:
+        holders = _holders(msg, self.holdings, self.dead, h)
+        _send(self.conns[h], {"type": Msg.HOLDERS, "req": msg.get("req"), "hosts": holders})
+
+    def _on_broken(self, h: str, msg: dict) -> None:
+        self.broken_notes.setdefault(h, []).append(str(msg.get("reason")))
+        self._to_live({"type": Msg.FAILURE})
+
+    def _on_warn(self, h: str, msg: dict) -> None:
+        self.warnings.append(f"{h}: {msg.get('message')}")
+
+    def _on_stats(self, h: str, msg: dict) -> None:
+        self.cpu[h] = float(msg.get("cpu", 0.0))
 
 
 def _holders(msg: dict, holdings: dict, dead: set, me: str) -> list[str]:

@@ -29,10 +29,12 @@ import json
 import os
 import socket
 import struct
+from enum import StrEnum
 
 import xxhash
 
 __all__ = [
+    "Msg",
     "ProtocolError",
     "AuthError",
     "Conn",
@@ -45,6 +47,38 @@ __all__ = [
     "connect",
     "parse_address",
 ]
+
+
+class Msg(StrEnum):
+    """Kinds of JSON control message (the ``"type"`` field), declared once for both sides.
+
+    A ``StrEnum``: members compare equal to the strings on the wire and encode as them.
+    """
+
+    # agent -> coordinator
+    HELLO = "hello"  # after connecting: host, data port, address, pid
+    READY = "ready"  # configured, data listener up
+    PROGRESS = "progress"  # the byte intervals the agent holds now
+    TDONE = "tdone"  # an incoming transfer completed (start, end)
+    TSEND = "tsend"  # an outgoing transfer's sender was ready / connected (timeline)
+    COMPLETE = "complete"  # every wanted byte held; whole-message digest
+    FAILED = "failed"  # the agent gives up (reason)
+    NEED = "need"  # repair: who holds these ranges?
+    BROKEN = "broken"  # a transfer broke (reason); peers switch to repair
+    WARN = "warn"  # something the user should read in the outcome
+    STATS = "stats"  # the agent's CPU time, at shutdown
+    # coordinator -> agent
+    CONFIG = "config"  # the plan, the peers, the data source, pacing
+    START = "start"  # go (with the shared clock's t0 when there is one)
+    PEER_DEAD = "peer_dead"  # a host's agent is gone
+    HOLDERS = "holders"  # answer to NEED
+    FAILURE = "failure"  # some transfer broke somewhere: check your own incoming ones
+    SHUTDOWN = "shutdown"  # stop and report STATS
+    # agent -> agent, on a data connection
+    PUSH = "push"  # the sender opens a planned transfer
+    FETCH = "fetch"  # a repairing receiver asks for ranges
+    ACK = "ack"  # the fetched ranges are on their way
+
 
 T_JSON, T_DATA, T_HEARTBEAT, T_END = 1, 2, 3, 4
 _HDR = struct.Struct("!BI")
