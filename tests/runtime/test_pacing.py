@@ -230,7 +230,7 @@ def test_fair_uplink_needs_the_topology():
 def test_token_bucket_rate_change_releases_a_waiting_take():
     """fair uplink changes a transfer's cap from another thread while it waits for tokens:
     a cap that goes away ends the wait (it used to divide by None and kill the sender)."""
-    from topocast.runtime.agent import TokenBucket
+    from topocast.runtime.pacing import TokenBucket
 
     b = TokenBucket(1.0, CHUNK)  # 1 byte/s
     b.take(CHUNK, threading.Event())  # the initial burst

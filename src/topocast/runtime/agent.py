@@ -47,7 +47,7 @@ import traceback
 
 from ..intervals import IntervalSet
 from .data import generate_range, safe_destination
-from .pacing import HEADROOM, Pacer, down_caps, pacer_burst
+from .pacing import HEADROOM, Pacer, TokenBucket, down_caps, pacer_burst
 from .protocol import (
     T_DATA,
     T_END,
@@ -60,128 +60,9 @@ from .protocol import (
     digest_ranges,
     tune_tcp,
 )
+from .store import Store
 
 HEARTBEAT_EVERY = 1.0  # s: an idle sender proves it is alive this often
-
-
-class Store:
-    """The message buffer of one host plus the verified byte intervals it holds."""
-
-    def __init__(self, size: int, path=None):
-        self.size = size
-        self.file = None
-        if path is None:
-            self.buf = bytearray(size)
-        else:  # file-backed: large messages need not fit in memory several times over
-            import mmap
-
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self.file = open(path, "w+b")
-            self.file.truncate(size)
-            self.buf = mmap.mmap(self.file.fileno(), size)
-        self.view = memoryview(self.buf)
-        self.held = IntervalSet()
-        self.cond = threading.Condition()
-        self.version = 0
-        self.last_new = time.monotonic()
-
-    def put(self, off: int, data) -> int:
-        """Store verified bytes at ``off``; returns how many were new."""
-        end = off + len(data)
-        if off < 0 or end > self.size:
-            raise ProtocolError(f"chunk [{off}, {end}) outside the message (size {self.size})")
-        new = 0
-        with self.cond:
-            for a, b in self.held.missing(off, end):
-                self.view[a:b] = data[a - off : b - off]
-                self.held.add(a, b)
-                new += b - a
-            if new:
-                self.version += 1
-                self.last_new = time.monotonic()
-                self.cond.notify_all()
-        return new
-
-    def covers(self, a: int, b: int) -> bool:
-        with self.cond:
-            return self.held.covers(a, b)
-
-    def wait_covers(self, a: int, b: int, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        with self.cond:
-            while not self.held.covers(a, b):
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self.cond.wait(left)
-            return True
-
-    def held_parts(self, a: int, b: int) -> list[tuple[int, int]]:
-        """Sub-intervals of ``[a, b)`` held now."""
-        with self.cond:
-            miss = self.held.missing(a, b)
-        out, pos = [], a
-        for s, e in miss:
-            if s > pos:
-                out.append((pos, s))
-            pos = e
-        if pos < b:
-            out.append((pos, b))
-        return out
-
-    def missing_ranges(self, ranges) -> list[tuple[int, int]]:
-        """Missing (offset, length) of ``ranges``."""
-        out = []
-        with self.cond:
-            for off, length in ranges:
-                out.extend((s, e - s) for s, e in self.held.missing(off, off + length))
-        return out
-
-    def intervals(self) -> list[list[int]]:
-        with self.cond:
-            return [[s, e] for s, e in self.held]
-
-
-class TokenBucket:
-    """Pace to ``rate`` bytes/s with a burst of ``burst`` bytes (``rate=None``: no pacing).
-
-    ``set_rate`` may be called from another thread (fair uplink: when transfers start or
-    end) while ``take`` waits: both work under a lock and ``take`` reads the rate afresh on
-    every round, so a rate that becomes None ends the wait."""
-
-    def __init__(self, rate: float | None, burst: int):
-        self.rate = rate
-        self.burst = float(burst)
-        self.tokens = float(burst)
-        self.t = time.monotonic()
-        self.lock = threading.Lock()
-
-    def set_rate(self, rate: float | None) -> None:
-        """Change the rate from now on (tokens earned so far are kept)."""
-        with self.lock:
-            now = time.monotonic()
-            if self.rate:
-                self.tokens = min(self.burst, self.tokens + (now - self.t) * self.rate)
-            else:
-                self.tokens = self.burst
-            self.t = now
-            self.rate = rate
-
-    def take(self, n: int, stop: threading.Event) -> None:
-        while True:
-            with self.lock:
-                rate = self.rate
-                if not rate:
-                    return
-                now = time.monotonic()
-                self.tokens = min(self.burst, self.tokens + (now - self.t) * rate)
-                self.t = now
-                if self.tokens >= n or (self.tokens >= self.burst and n > self.burst):
-                    self.tokens -= n
-                    return
-                wait = min(1.0, (n - self.tokens) / rate)
-            if stop.wait(min(wait, 0.1)):
-                return
 
 
 def _chunks(ranges, chunk: int):

@@ -48,7 +48,17 @@ def pacer_burst(rate: float, chunk: int) -> float:
     return max(2.0 * chunk, rate * PACER_SLACK)
 
 
-__all__ = ["HEADROOM", "PACER_SLACK", "pacer_burst", "RoundRobin", "Pacer", "max_min", "down_caps", "pacing_config"]
+__all__ = [
+    "HEADROOM",
+    "PACER_SLACK",
+    "pacer_burst",
+    "RoundRobin",
+    "Pacer",
+    "TokenBucket",
+    "max_min",
+    "down_caps",
+    "pacing_config",
+]
 
 
 class RoundRobin:
@@ -278,3 +288,45 @@ def pacing_config(plan, topology, goodput: float, sndbuf: int, headroom: float =
             tp["sndbuf"] = h["sndbuf"] if k in shared else None
             del tp["own"]
     return out
+
+
+class TokenBucket:
+    """Pace to ``rate`` bytes/s with a burst of ``burst`` bytes (``rate=None``: no pacing).
+
+    ``set_rate`` may be called from another thread (fair uplink: when transfers start or
+    end) while ``take`` waits: both work under a lock and ``take`` reads the rate afresh on
+    every round, so a rate that becomes None ends the wait."""
+
+    def __init__(self, rate: float | None, burst: int):
+        self.rate = rate
+        self.burst = float(burst)
+        self.tokens = float(burst)
+        self.t = time.monotonic()
+        self.lock = threading.Lock()
+
+    def set_rate(self, rate: float | None) -> None:
+        """Change the rate from now on (tokens earned so far are kept)."""
+        with self.lock:
+            now = time.monotonic()
+            if self.rate:
+                self.tokens = min(self.burst, self.tokens + (now - self.t) * self.rate)
+            else:
+                self.tokens = self.burst
+            self.t = now
+            self.rate = rate
+
+    def take(self, n: int, stop: threading.Event) -> None:
+        while True:
+            with self.lock:
+                rate = self.rate
+                if not rate:
+                    return
+                now = time.monotonic()
+                self.tokens = min(self.burst, self.tokens + (now - self.t) * rate)
+                self.t = now
+                if self.tokens >= n or (self.tokens >= self.burst and n > self.burst):
+                    self.tokens -= n
+                    return
+                wait = min(1.0, (n - self.tokens) / rate)
+            if stop.wait(min(wait, 0.1)):
+                return
