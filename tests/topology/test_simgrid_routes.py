@@ -210,17 +210,25 @@ def test_default_import_differs_only_inside_clusters_and_says_so(data_dir, tmp_p
 
 
 @needs_simgrid
-def test_export_round_trip_read_back_by_simgrid(intermediate_switch, tmp_path):
-    """A platform exported by topocast, read by SimGrid, routes every pair as topocast does."""
-    t = load_simgrid(intermediate_switch)
+@pytest.mark.parametrize(
+    "name", ["intermediate", "builtin:two-clusters", "builtin:hetero-2switch", "builtin:fat-tree-k4"]
+)
+def test_export_round_trip_read_back_by_simgrid(intermediate_switch, tmp_path, name):
+    """A topology exported by topocast and read by SimGrid routes every host pair over the
+    links topocast routes it over (same links, same latency)."""
+    from topocast.topology import load_topology
+
+    t = load_simgrid(intermediate_switch) if name == "intermediate" else load_topology(name)
     out = tmp_path / "exported.xml"
     save_simgrid(t, out)
     back = load_simgrid(out)
+    n = len(t.hosts)
     compared, unrouted, diffs = compare_with_simgrid(out, back, tmp_path, "all")
-    assert unrouted == 0 and diffs == [] and compared == 12
+    assert (compared, unrouted, diffs) == (n * (n - 1), 0, [])
     for a in t.hosts:
         for b in t.hosts:
             if a != b:
+                assert back.route_nodes(a, b) == t.route_nodes(a, b)
                 assert back.route_latency(a, b) == pytest.approx(t.route_latency(a, b))
 
 

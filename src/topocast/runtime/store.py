@@ -4,6 +4,7 @@ wait on for bytes to arrive."""
 
 from __future__ import annotations
 
+import mmap
 import threading
 import time
 
@@ -19,11 +20,10 @@ class Store:
     def __init__(self, size: int, path=None):
         self.size = size
         self.file = None
+        self.buf: bytearray | mmap.mmap
         if path is None:
             self.buf = bytearray(size)
         else:  # file-backed: large messages need not fit in memory several times over
-            import mmap
-
             path.parent.mkdir(parents=True, exist_ok=True)
             self.file = open(path, "w+b")
             self.file.truncate(size)
@@ -80,7 +80,7 @@ class Store:
 
     def missing_ranges(self, ranges) -> list[tuple[int, int]]:
         """Missing (offset, length) of ``ranges``."""
-        out = []
+        out: list[tuple[int, int]] = []
         with self.cond:
             for off, length in ranges:
                 out.extend((s, e - s) for s, e in self.held.missing(off, off + length))
