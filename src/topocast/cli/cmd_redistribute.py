@@ -285,7 +285,7 @@ def _plot(args, req, plat, plan) -> None:
 
 
 def cmd_predict(args) -> int:
-    from ..redistribution.decide import predict
+    from ..planners.redistribute.decide import predict
 
     req, topo = load_request(args)
     preds, info = predict(topo, req, simulate=not args.no_simulate)
@@ -333,7 +333,7 @@ def cmd_predict(args) -> int:
 
 
 def cmd_decide(args) -> int:
-    from ..redistribution.decide import decide
+    from ..planners.redistribute.decide import decide
 
     req, topo = load_request(args)
     d = decide(topo, req, basis=args.basis, threshold=args.threshold, count_planning=args.count_planning)

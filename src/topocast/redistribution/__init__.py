@@ -2,10 +2,12 @@
 
 * :mod:`.matrix`: the request (:class:`Redistribution`), matrix files, generators, the
   two-cluster platform, the block layout of plans;
-* :mod:`.kpbs`: lower bounds, the brute-force estimate, schedules and their plans;
-* :mod:`.decide`: schedule or not, with the predicted gain.
+* :mod:`.kpbs`: lower bounds, the brute-force estimate, schedules and their plans.
 
-Planners: ``redistribute/brute_force``, ``redistribute/ggp``, ``redistribute/oggp``.
+The schedulers build on this package and never the other way round: the planners
+``redistribute/brute_force``, ``ggp``, ``oggp`` and the decision "schedule or not"
+(:mod:`topocast.planners.redistribute.decide`) are in ``topocast.planners.redistribute``; the
+paper's experiments in :mod:`topocast.experiments.redistribution`.
 """
 
 from .kpbs import Bounds, Schedule, brute_force_time, lower_bound, validate_schedule

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .kpbs import brute_force_plan, brute_force_time, fluid_lower_bound, lower_bound, schedule_to_plan
-from .matrix import Redistribution, resolve_platform
+from ...redistribution.kpbs import brute_force_plan, brute_force_time, fluid_lower_bound, lower_bound, schedule_to_plan
+from ...redistribution.matrix import Redistribution, resolve_platform
 
 __all__ = ["Prediction", "Decision", "predict", "decide", "simulate_plan"]
 
@@ -63,7 +63,7 @@ def simulate_plan(plan, topology, beta_steps: float = 0.0) -> float | None:
     """Fluid-simulator makespan of ``plan`` plus ``beta_steps`` seconds; ``None`` if the
     simulator is not available in this build."""
     try:
-        from ..sim import simulate
+        from ...sim import simulate
 
         res = simulate(plan, topology)
     except NotImplementedError:
@@ -80,7 +80,7 @@ def predict(
     barrier: str = "longest",
 ) -> tuple[list[Prediction], dict]:
     """Predictions for each approach, and a dict describing the platform and the bounds."""
-    from ..planners.redistribute.ggp import schedule_request
+    from .ggp import schedule_request
 
     plat = resolve_platform(request, topology)
     m = request.matrix
@@ -109,7 +109,7 @@ def predict(
             sim = simulate_plan(plan, topology, beta * sched.n_steps) if simulate else None
             out.append(Prediction(a, lb_k.total, cost, sim, sched.n_steps, len(plan.transfers), dt, plan, sched))
         else:
-            from ..errors import InputError
+            from ...errors import InputError
 
             raise InputError(f"unknown approach {a!r}; expected brute_force, ggp or oggp", element="approach")
     info = {
@@ -177,7 +177,7 @@ def decide(
     (the paper notes it is "not negligible").
     """
     if basis not in ("model", "simulated"):
-        from ..errors import InputError
+        from ...errors import InputError
 
         raise InputError(f"basis must be 'model' or 'simulated', got {basis!r}", element="basis")
     if simulate is None:

@@ -14,8 +14,8 @@ import time
 
 import numpy as np
 
-from .kpbs import brute_force_plan, brute_force_time, lower_bound, schedule_to_plan
-from .matrix import MB, random_pattern, two_cluster_topology
+from ..redistribution.kpbs import brute_force_plan, brute_force_time, lower_bound, schedule_to_plan
+from ..redistribution.matrix import MB, random_pattern, two_cluster_topology
 
 __all__ = ["ratio_experiment", "agreement_experiment", "summarize"]
 
