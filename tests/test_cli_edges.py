@@ -172,3 +172,17 @@ def test_names_are_never_cut_at_80_columns():
 
     for info in available_planners("broadcast", include_selectors=False):
         assert info.name in r.stdout, info.name
+
+
+def test_every_generator_option_has_help_text():
+    import argparse
+
+    parser = build_parser()
+    topology = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["topology"]
+    generate = next(a for a in topology._actions if isinstance(a, argparse._SubParsersAction)).choices["generate"]
+    kinds = next(a for a in generate._actions if isinstance(a, argparse._SubParsersAction)).choices
+    assert {"multi-cluster", "two-cluster", "fat-tree", "random-tree"} <= set(kinds)
+    for kind, sub in kinds.items():
+        for action in sub._actions:
+            if action.option_strings and action.dest != "help":
+                assert action.help, (kind, action.option_strings)

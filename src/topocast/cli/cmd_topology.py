@@ -69,8 +69,8 @@ def register(sub) -> None:
     m = gsub.add_parser(
         "multi-cluster", help="clusters of hosts under switches joined in a random tree (Stable Broadcast study)"
     )
-    m.add_argument("--hosts", type=int, default=100)
-    m.add_argument("--clusters", type=int, default=10)
+    m.add_argument("--hosts", type=int, default=100, help="number of hosts (default 100)")
+    m.add_argument("--clusters", type=int, default=10, help="number of clusters, one switch each (default 10)")
     m.add_argument(
         "--bandwidth",
         default="mixed",
@@ -78,35 +78,42 @@ def register(sub) -> None:
         help="bandwidth setting in Mbit/s (default: mixed = 100 or 1000)",
     )
     m.add_argument("--asymmetric", action="store_true", help="draw each direction separately")
-    m.add_argument("--latency", type=time_arg, default=0.0)
+    m.add_argument("--latency", type=time_arg, default=0.0, help="latency of every link, e.g. 2ms (default 0)")
     common(m)
 
     t = gsub.add_parser("two-cluster", help="two clusters joined by one wide-area link")
-    t.add_argument("--hosts-per-cluster", type=int, default=8)
-    t.add_argument("--nic", default="1Gbps")
-    t.add_argument("--wan", default="10Gbps")
-    t.add_argument("--wan-latency", default="10ms")
-    t.add_argument("--lan-latency", default="50us")
+    t.add_argument("--hosts-per-cluster", type=int, default=8, help="hosts in each cluster (default 8)")
+    t.add_argument("--nic", default="1Gbps", help="every host's link (default 1Gbps)")
+    t.add_argument("--wan", default="10Gbps", help="the wide-area link between the clusters (default 10Gbps)")
+    t.add_argument("--wan-latency", default="10ms", help="latency of the wide-area link (default 10ms)")
+    t.add_argument("--lan-latency", default="50us", help="latency of every host link (default 50us)")
     t.add_argument("--slow-hosts", type=int, default=0, help="number of hosts (chosen with --seed) with --slow-nic")
-    t.add_argument("--slow-nic", default="100Mbps")
+    t.add_argument("--slow-nic", default="100Mbps", help="link of the slow hosts (default 100Mbps)")
     common(t)
 
     f = gsub.add_parser("fat-tree", help="k-ary fat-tree (k^3/4 hosts)")
-    f.add_argument("--k", type=int, default=4)
+    f.add_argument("--k", type=int, default=4, help="switch radix, even (default 4: 16 hosts)")
     f.add_argument(
         "--bandwidth", default="1Gbps", help="e.g. 1Gbps, or uniform-100-1000 / mixed-100-1000 (Mbit/s, random)"
     )
-    f.add_argument("--latency", type=time_arg, default=0.0)
+    f.add_argument("--latency", type=time_arg, default=0.0, help="latency of every link (default 0)")
     common(f)
 
     r = gsub.add_parser("random-tree", help="random tree of switches and hosts with random bandwidths")
-    r.add_argument("--hosts", type=int, default=20)
-    r.add_argument("--switches", type=int, default=5)
-    r.add_argument("--min-mbit", type=int, default=10)
-    r.add_argument("--max-mbit", type=int, default=1000)
-    r.add_argument("--asymmetric", action="store_true")
+    r.add_argument("--hosts", type=int, default=20, help="number of hosts (default 20)")
+    r.add_argument(
+        "--switches",
+        type=int,
+        default=5,
+        help="number of switches, in a random tree (default 5; 0: hosts form the tree)",
+    )
+    r.add_argument("--min-mbit", type=int, default=10, help="lowest link bandwidth in Mbit/s, inclusive (default 10)")
+    r.add_argument(
+        "--max-mbit", type=int, default=1000, help="highest link bandwidth in Mbit/s, inclusive (default 1000)"
+    )
+    r.add_argument("--asymmetric", action="store_true", help="draw each direction's bandwidth separately")
     r.add_argument("--hosts-anywhere", action="store_true", help="hosts may be inner nodes (relays), not only leaves")
-    r.add_argument("--latency", type=time_arg, default=0.0)
+    r.add_argument("--latency", type=time_arg, default=0.0, help="latency of every link (default 0)")
     common(r)
 
 
