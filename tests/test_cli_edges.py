@@ -186,3 +186,33 @@ def test_every_generator_option_has_help_text():
         for action in sub._actions:
             if action.option_strings and action.dest != "help":
                 assert action.help, (kind, action.option_strings)
+
+
+def test_progress_shows_on_a_terminal_only(monkeypatch, capsys):
+    """compare and sweep draw a progress bar on stderr when it is a terminal, never with
+    --json or when piped (stdout stays clean JSON either way)."""
+    import io
+
+    from topocast.cli import common
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    fake = Tty()
+    monkeypatch.setattr(sys, "stderr", fake)
+    seen = []
+    with common.progress(3, "work") as step:
+        for k in range(3):
+            step(f"step {k}")
+            seen.append(k)
+    assert seen == [0, 1, 2]
+    assert "step 2" in fake.getvalue()  # the bar was drawn on the (fake) terminal
+    quiet = Tty()
+    monkeypatch.setattr(sys, "stderr", quiet)
+    with common.progress(3, "work", quiet=True) as step:
+        step("x")
+    assert quiet.getvalue() == ""
+    monkeypatch.undo()
+    code, text = _run_cli(capsys, "compare", "builtin:two-clusters", "--size", "1MB", "-a", "flat,stable", "--json")
+    assert code == 0 and json.loads(text)["results"]

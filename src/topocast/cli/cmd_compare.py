@@ -17,6 +17,7 @@ from .common import (
     check_output,
     load_topology_arg,
     print_json,
+    progress,
     resolve_source,
     size_arg,
 )
@@ -53,8 +54,9 @@ def plan_with(info, topology, request, seed):
     return info(topology, request, **kwargs)
 
 
-def compare(topology, source, size, algorithms=None, destinations=None, *, chunk_size=0, seed=0):
-    """Plan, check and simulate each algorithm; returns (bound, [(name, Result or error str)])."""
+def compare(topology, source, size, algorithms=None, destinations=None, *, chunk_size=0, seed=0, on_step=None):
+    """Plan, check and simulate each algorithm; returns (bound, [(name, Result or error str)]).
+    ``on_step(name)`` is called after each algorithm (a progress display)."""
     if algorithms is None:
         infos = available_planners("broadcast")
     else:
@@ -73,6 +75,8 @@ def compare(topology, source, size, algorithms=None, destinations=None, *, chunk
             if algorithms is not None and len(infos) == 1:
                 raise
             results.append((info.name, f"{type(exc).__name__}: {exc}"))
+        if on_step is not None:
+            on_step(info.name)
     return bound, results
 
 
@@ -82,7 +86,11 @@ def run(args) -> int:
     source = resolve_source(topology, args.source)
     algorithms = [a.strip() for a in args.algorithms.split(",") if a.strip()] if args.algorithms else None
     dests = [d.strip() for d in args.destinations.split(",")] if args.destinations else None
-    bound, results = compare(topology, source, args.size, algorithms, dests, chunk_size=args.chunk_size, seed=args.seed)
+    n = len(algorithms) if algorithms else len(available_planners("broadcast"))
+    with progress(n, "planning and simulating", quiet=args.json) as step:
+        bound, results = compare(
+            topology, source, args.size, algorithms, dests, chunk_size=args.chunk_size, seed=args.seed, on_step=step
+        )
     if args.json:
         print_json(
             {

@@ -15,7 +15,7 @@ from ..errors import InputError, TopocastError
 from ..plan import Broadcast
 from ..planners import get_planner
 from ..units import format_size, format_time
-from .common import PLOT_SUFFIXES, add_topology_args, check_output, load_topology_arg, print_json, size_arg
+from .common import PLOT_SUFFIXES, add_topology_args, check_output, load_topology_arg, print_json, progress, size_arg
 
 COLLECTIVES = ("broadcast", "allreduce")
 
@@ -77,9 +77,10 @@ def _parse_options(items) -> dict:
     return opts
 
 
-def sweep(topology, collective: str, algorithms, sizes, *, source=None, options=None):
+def sweep(topology, collective: str, algorithms, sizes, *, source=None, options=None, on_step=None):
     """``{"sizes", "hosts", "results": [{"algorithm", "times", "throughput", "error"}]}``;
-    a planner that fails gets ``None`` times and the error."""
+    a planner that fails gets ``None`` times and the error. ``on_step(label)`` is called after
+    each simulation (a progress display)."""
     from ..check import check_plan
     from ..cost import allreduce_throughput, bcast_throughput
     from ..planners.allreduce import Allreduce
@@ -102,6 +103,8 @@ def sweep(topology, collective: str, algorithms, sizes, *, source=None, options=
                 plan = info(topology, req, **kwargs)
                 check_plan(plan, topology)
                 t = simulate(plan, topology).makespan
+                if on_step is not None:
+                    on_step(f"{name} {size} B")
             except TopocastError as exc:
                 error = str(exc)
                 times, thr = None, None
@@ -161,7 +164,16 @@ def run(args) -> int:
     if not algorithms:
         raise InputError("give at least one planner name", element="--algorithms")
     sizes = sizes_between(args.min_size, args.max_size, args.step)
-    data = sweep(topology, args.collective, algorithms, sizes, source=args.source, options=_parse_options(args.option))
+    with progress(len(algorithms) * len(sizes), "simulating", quiet=args.json) as step:
+        data = sweep(
+            topology,
+            args.collective,
+            algorithms,
+            sizes,
+            source=args.source,
+            options=_parse_options(args.option),
+            on_step=step,
+        )
     if args.plot:
         plot_sweep(data, args.plot, throughput=args.throughput, title=args.title)
     if args.json:

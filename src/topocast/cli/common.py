@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import sys
@@ -18,6 +19,7 @@ __all__ = [
     "print_json",
     "console",
     "check_output",
+    "progress",
     "resolve_source",
     "PLOT_SUFFIXES",
 ]
@@ -80,6 +82,32 @@ def add_topology_args(p) -> None:
         metavar="BW",
         help="bandwidth for links the file gives none (e.g. 1Gbps); without it such files are refused",
     )
+
+
+class _Steps:
+    """What :func:`progress` yields: ``step(label)`` marks one unit of work done."""
+
+    def __init__(self, bar=None, task=None):
+        self._bar, self._task = bar, task
+
+    def __call__(self, label: str = "") -> None:
+        if self._bar is not None:
+            self._bar.update(self._task, advance=1, description=label)
+
+
+@contextlib.contextmanager
+def progress(total: int, description: str, *, quiet: bool = False):
+    """A progress bar on stderr for ``total`` steps, shown only on a terminal and not when
+    ``quiet`` (``--json``): piped or scripted runs print nothing extra."""
+    if quiet or total <= 1 or not sys.stderr.isatty():
+        yield _Steps()
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = (TextColumn("{task.description:<24}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        yield _Steps(bar, bar.add_task(description, total=total))
 
 
 def resolve_source(topology, source, option: str = "--source"):
