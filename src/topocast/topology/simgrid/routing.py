@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import TopologyError
+from ...errors import TopologyError
 
 __all__ = ["SgZone", "SimGridRouter", "ROUTED_MODES"]
 

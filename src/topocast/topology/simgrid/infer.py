@@ -1,0 +1,360 @@
+"""Graph inference: the links of a platform placed as the edges of a graph that crosses the
+same links as SimGrid's routes (or, when no such graph exists, an exact route graph)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from ..model import PhysicalLink
+from .parse import CONNECTOR_BANDWIDTH, _Platform
+
+
+class _UF:
+    """Union-find over link ends and netpoints; a class holds at most one netpoint (its label)
+    and never both ends of one link."""
+
+    def __init__(self):
+        self.parent: dict = {}
+        self.label: dict = {}  # root -> netpoint name
+        self.links: dict = {}  # root -> set of link ids with an end in the class
+
+    def find(self, x):
+        parent = self.parent
+        if x not in parent:
+            parent[x] = x
+            if x[0] == "l":
+                self.links[x] = {x[1]}
+            return x
+        root = x
+        while parent[root] != root:
+            root = parent[root]
+        while parent[x] != root:
+            parent[x], x = root, parent[x]
+        return root
+
+    def can_union(self, a, b) -> bool:
+        ra, rb = self.find(a), self.find(b)
+        if ra == rb:
+            return True
+        la, lb = self.label.get(ra), self.label.get(rb)
+        if la is not None and lb is not None and la != lb:
+            return False
+        return not (self.links.get(ra, set()) & self.links.get(rb, set()))
+
+    def union(self, a, b):
+        ra, rb = self.find(a), self.find(b)
+        if ra == rb:
+            return ra
+        la, lb = self.label.get(ra), self.label.get(rb)
+        self.parent[rb] = ra
+        if la is None and lb is not None:
+            self.label[ra] = lb
+        self.label.pop(rb, None)
+        self.links.setdefault(ra, set()).update(self.links.pop(rb, set()))
+        return ra
+
+
+class _Inconsistent(Exception):
+    """The routes cannot be drawn as a graph whose edges are the SimGrid links."""
+
+
+def _infer(p: _Platform):
+    """Graph of the platform: unified link ends when the routes allow, else resources."""
+    try:
+        return _infer_graph(p)
+    except _Inconsistent:
+        return _infer_resources(p)
+
+
+def _infer_resources(p: _Platform):
+    """Exact route graph for platforms whose routes are not a graph of links.
+
+    Every direction in which a route crosses SimGrid link ``L`` becomes a one-way link
+    ``L.in -> L.out`` (forward; ``L.rin -> L.rout`` backward); one-way connector edges join
+    each route's consecutive links and its two netpoints. So every route crosses exactly
+    SimGrid's links, in order, and no path can bypass a link (a connector only leads into a
+    link or out of one). Limit: a SHARED link crossed in both directions becomes two one-way
+    links of its full bandwidth, so opposite flows do not share it as they do in SimGrid.
+    """
+    used = set(p.netpoints)
+    made: dict[tuple[str, bool], tuple[str, str]] = {}
+    extra: list[str] = []
+    raw: list[tuple] = []
+
+    def fresh(n: str) -> str:
+        while n in used:
+            n += "_"
+        used.add(n)
+        extra.append(n)
+        return n
+
+    def ends(lid: str, forward: bool) -> tuple[str, str]:
+        key = (lid, forward)
+        if key not in made:
+            tag = ("in", "out") if forward else ("rin", "rout")
+            u, v = fresh(f"{lid}.{tag[0]}"), fresh(f"{lid}.{tag[1]}")
+            bw, lat, sharing = p.links[lid]
+            made[key] = (u, v)
+            raw.append(
+                (
+                    u,
+                    v,
+                    bw,
+                    lat,
+                    "fatpipe" if sharing == "fatpipe" else "duplex",
+                    lid if forward else f"{lid} (back)",
+                    True,
+                )
+            )
+        return made[key]
+
+    conns: set[tuple[str, str]] = set()
+
+    def connect(u: str, v: str) -> None:
+        if (u, v) not in conns:
+            conns.add((u, v))
+            raw.append((u, v, CONNECTOR_BANDWIDTH, 0.0, "fatpipe", f"connector:{u}>{v}", True))
+
+    def walk(a, b, links, forwards):
+        path = [a]
+        for lid, fwd in zip(links, forwards):
+            ein, eout = ends(lid, fwd)
+            connect(path[-1], ein)
+            path += [ein, eout]
+        connect(path[-1], b)
+        path.append(b)
+        return tuple(path)
+
+    routes: dict[tuple[str, str], tuple[str, ...]] = {}
+    for a, b, links, sym, explicit, where, dirs in p.statements:
+        fwd = [d != "DOWN" for d in dirs]
+        path = walk(a, b, links, fwd)
+        back = walk(b, a, links[::-1], [not f for f in fwd[::-1]]) if sym else None
+        if explicit and a in p.hosts_set and b in p.hosts_set:
+            routes[(a, b)] = path
+            if back is not None:
+                routes.setdefault((b, a), back)
+    return raw, routes, extra, {}
+
+
+def _infer_graph(p: _Platform):
+    """Unify link ends along every route.
+
+    Returns (raw links, explicit routes, extra switches, directed uses per link id).
+    """
+    # step 1: buses = links that single-link routes use between > 2 netpoints
+    ends: dict[str, set[str]] = defaultdict(set)
+    for a, b, links, *_ in p.statements:
+        if len(links) == 1:
+            ends[links[0]] |= {a, b}
+    bus = {lid for lid, e in ends.items() if len(e) > 2}
+
+    uf = _UF()
+    for n in p.netpoints:
+        uf.find(("n", n))
+        uf.label[("n", n)] = n
+    spokes: set[tuple[str, object]] = set()  # (bus id, element)
+    chains = []  # (statement index, list of elements visited)
+    fresh = 0
+    order = sorted(range(len(p.statements)), key=lambda i: (len(p.statements[i][2]), i))
+    for i in order:
+        a, b, links, sym, explicit, where, _dirs = p.statements[i]
+        cur = ("n", a)
+        visited = [cur]
+        for k, lid in enumerate(links):
+            if lid in bus:
+                spokes.add((lid, cur))
+                visited.append(("bus", lid))
+                if k == len(links) - 1:
+                    cur = ("n", b)
+                else:
+                    fresh += 1
+                    cur = ("fresh", fresh)
+                spokes.add((lid, cur))
+                visited.append(cur)
+                continue
+            e0, e1 = ("l", lid, 0), ("l", lid, 1)
+            rc = uf.find(cur)
+            if uf.find(e0) == rc:
+                entry = 0
+            elif uf.find(e1) == rc:
+                entry = 1
+            else:
+                # step 2a: prefer an entry end that can be glued to the current node and is
+                # still free, and whose exit can reach the route's end when it is the last link
+                last = k == len(links) - 1
+                choices = []
+                for ent in (0, 1):
+                    ein, eout = (e0, e1) if ent == 0 else (e1, e0)
+                    ok = uf.can_union(cur, ein)
+                    ok_end = not last or uf.can_union(eout, ("n", b))
+                    free = uf.find(ein) == ein
+                    choices.append((not ok, not ok_end, not free, ent))
+                choices.sort()
+                entry = choices[0][3]
+            ein, eout = (e0, e1) if entry == 0 else (e1, e0)
+            if uf.find(ein) != uf.find(cur):
+                if uf.can_union(cur, ein):
+                    uf.union(cur, ein)
+                else:
+                    raise _Inconsistent(where)
+            cur = eout
+            visited.append(cur)
+        if uf.find(cur) != uf.find(("n", b)):
+            if uf.can_union(cur, ("n", b)):
+                uf.union(cur, ("n", b))
+            else:
+                raise _Inconsistent(where)
+        chains.append((i, visited))
+
+    # step 3: name the classes
+    names: dict = {}
+    used = set(p.netpoints)
+    extra_switches: list[str] = []
+    bus_names: dict[str, str] = {}
+    for lid in sorted(bus):
+        hub = f"{lid}-bus"
+        while hub in used:
+            hub += "_"
+        used.add(hub)
+        extra_switches.append(hub)
+        bus_names[lid] = hub
+
+    def name_of(el):
+        if isinstance(el, tuple) and el[0] == "bus":
+            return bus_names[el[1]]
+        r = uf.find(el)
+        if r in uf.label:
+            return uf.label[r]
+        if r not in names:
+            n = f"j{len(names)}"
+            while n in used:
+                n += "_"
+            used.add(n)
+            names[r] = n
+            extra_switches.append(n)
+        return names[r]
+
+    raw: list[tuple[str, str, float, float, str, str]] = []  # (u, v, bw, lat, sharing, name)
+    for lid, (bw, lat, sharing) in p.links.items():
+        if lid in bus:
+            continue
+        if ("l", lid, 0) not in uf.parent:
+            continue  # declared, never used by a route
+        u, v = name_of(("l", lid, 0)), name_of(("l", lid, 1))
+        if u == v:
+            raise _Inconsistent(f"link {lid}")
+        raw.append((u, v, bw, lat, sharing, lid))
+    bus_out: dict[str, str] = {}
+    if p.exact:
+        # one resource per bus: every endpoint -> hub -> hub-out -> every endpoint (one-way)
+        for lid in sorted(bus):
+            out = f"{bus_names[lid]}-out"
+            while out in used:
+                out += "_"
+            used.add(out)
+            extra_switches.append(out)
+            bus_out[lid] = out
+            bw, lat, sharing = p.links[lid]
+            raw.append((bus_names[lid], out, bw, lat, "fatpipe" if sharing == "fatpipe" else "duplex", lid, True))
+    spoke_seen = set()
+    for lid, el in sorted(spokes, key=lambda s: (s[0], str(s[1]))):
+        n = name_of(el)
+        if (lid, n) in spoke_seen:
+            continue
+        spoke_seen.add((lid, n))
+        bw, lat, sharing = p.links[lid]
+        if p.exact:
+            hub, out = bus_names[lid], bus_out[lid]
+            raw.append((n, hub, CONNECTOR_BANDWIDTH, 0.0, "fatpipe", f"connector:{n}>{hub}", True))
+            raw.append((out, n, CONNECTOR_BANDWIDTH, 0.0, "fatpipe", f"connector:{out}>{n}", True))
+        else:
+            raw.append((n, bus_names[lid], bw, lat / 2.0, sharing, f"{lid}@{n}"))
+
+    # step 4: node paths of explicit routes (directed uses of each link, for merging)
+    routes: dict[tuple[str, str], tuple[str, ...]] = {}
+    uses: dict[str, set[tuple[str, str]]] = defaultdict(set)
+    for i, visited in chains:
+        a, b, links, sym, explicit, where, _dirs = p.statements[i]
+        path = [a]
+        for el in visited[1:]:
+            if p.exact and isinstance(el, tuple) and el[0] == "bus":
+                path += [bus_names[el[1]], bus_out[el[1]]]
+                continue
+            n = name_of(el)
+            if n != path[-1]:
+                path.append(n)
+        if path[-1] != b:
+            path.append(b)
+        li = [lid for lid in links if lid not in bus]
+        for lid in li:
+            u, v = name_of(("l", lid, 0)), name_of(("l", lid, 1))
+            for x, y in zip(path, path[1:]):
+                if {x, y} == {u, v}:
+                    uses[lid].add((x, y))
+                    if sym:
+                        uses[lid].add((y, x))
+        if explicit and a in p.hosts_set and b in p.hosts_set and len(set(path)) == len(path):
+            routes[(a, b)] = tuple(path)
+            if sym:
+                back = list(reversed(path))
+                for k in range(len(back) - 1):  # a bus is crossed hub -> hub-out both ways
+                    if back[k] in bus_out.values() and back[k + 1] in bus_names.values():
+                        back[k], back[k + 1] = back[k + 1], back[k]
+                routes.setdefault((b, a), tuple(back))
+    return raw, routes, extra_switches, uses
+
+
+def _merge(raw, uses) -> list[PhysicalLink]:
+    """One PhysicalLink per node pair (see the module docstring for the rule)."""
+    groups: dict = {}
+    order: list = []
+    for r in raw:
+        key = (r[0], r[1]) if len(r) == 7 else frozenset((r[0], r[1]))
+        if key not in groups:
+            groups[key] = []
+            order.append(key)
+        groups[key].append(r)
+    out = []
+    for key in order:
+        g = groups[key]
+        if len(g) == 1 or len(g[0]) == 7:  # one link, or one-way links (never parallel)
+            for r in g:
+                u, v, bw, lat, sharing, name = r[:6]
+                directed = len(r) == 7 and r[6]
+                us = uses.get(name, set())
+                if not directed and len(us) == 1:
+                    # no route crosses it the other way: SimGrid cannot use that direction
+                    (u, v), directed = next(iter(us)), True
+                out.append(PhysicalLink(u, v, bw, lat, None, sharing, name, directed=directed))
+            continue
+        u, v = g[0][0], g[0][1]
+        one_way = {}
+        for x, y, bw, lat, sharing, name in g:
+            us = uses.get(name, set())
+            if len(us) == 1:
+                one_way[name] = next(iter(us))
+        if len(g) == 2 and len(one_way) == 2 and len(set(one_way.values())) == 2:
+            fwd = next(r for r in g if one_way[r[5]] == (u, v))
+            back = next(r for r in g if one_way[r[5]] == (v, u))
+            out.append(
+                PhysicalLink(
+                    u,
+                    v,
+                    fwd[2],
+                    max(fwd[3], back[3]),
+                    back[2] if back[2] != fwd[2] else None,
+                    "duplex",
+                    f"{fwd[5]}+{back[5]}",
+                )
+            )
+            continue
+        bw = 0.0
+        bw_ba = 0.0
+        for x, y, b, lat, sharing, name in g:
+            bw += b
+            bw_ba += b
+        lat = max(r[3] for r in g)
+        shar = g[0][4] if all(r[4] == g[0][4] for r in g) else "duplex"
+        out.append(PhysicalLink(u, v, bw, lat, None, shar, "+".join(r[5] for r in g)))
+    return out
