@@ -127,22 +127,7 @@ def perform(
 
         pacing = pacing_config(plan, topology, goodput, sndbuf or 4 * chunk_size)
     # step 1: the message and the digest every receiver must reach
-    if file is not None:
-        try:
-            with open(file, "rb") as fh:
-                message = fh.read()
-        except OSError as exc:
-            raise RunError(f"{file}: cannot read the message ({exc.strerror})") from None
-        if len(message) != size:
-            raise RunError(f"{file}: the plan moves {size} bytes but the file has {len(message)}")
-        data_spec = {"file": os.path.abspath(file)}
-        dest_name = os.path.basename(file)
-    else:
-        message = generate(seed, size)
-        data_spec = {"seed": seed}
-        dest_name = "message.bin"
-    digests = {h: digest_ranges(message, sorted(r)) for h, r in plan.wanted.items()}
-    del message
+    digests, data_spec, dest_name = _message(plan, file, seed)
 
     secret = secrets.token_bytes(32)
     listener, control_addr = launcher.control_listen()
@@ -153,96 +138,20 @@ def perform(
     warnings: list[str] = []
     try:
         # step 2: start the agents and let them connect back
-        for h in hosts:
-            boot = dict(launcher.boot(h), host=h, secret=secret.hex(), control=control_addr, dest_dir=dest_dir)
-            procs[h] = launcher.start(h, boot)
-        hello: dict[str, dict] = {}
-        deadline = time.monotonic() + 30
-        while len(hello) < len(hosts):
-            if time.monotonic() > deadline:
-                missing = [h for h in hosts if h not in hello]
-                raise RunError(
-                    f"agents did not connect within 30 s: {', '.join(missing)}{_stderr_tail(procs, missing)}"
-                )
-            for h, p in procs.items():
-                if h not in hello and p.poll() is not None:
-                    raise RunError(
-                        f"agent for {h} exited before connecting ({_describe_exit(p.returncode)}){_stderr_tail(procs, [h])}"
-                    )
-            try:
-                sock, _ = listener.accept()
-            except TimeoutError:
-                continue
-            sock.settimeout(10)
-            conn = Conn(sock)
-            try:
-                conn.auth_server(secret)
-                msg = conn.recv_json()
-            except (OSError, ProtocolError):
-                conn.close()
-                continue
-            h = msg.get("host")
-            if msg.get("type") != Msg.HELLO or h not in procs or h in hello:
-                conn.close()
-                continue
-            sock.settimeout(None)
-            conns[h] = conn
-            hello[h] = msg
+        hello = _connect(launcher, hosts, procs, conns, listener, control_addr, secret, dest_dir)
         peers = {h: [m["address"], int(m["port"])] for h, m in hello.items()}
 
         # step 3: configuration (each agent learns only its own transfers)
-        for h in hosts:
-            out = [
-                {
-                    "index": i,
-                    "dst": t.dst,
-                    "ranges": [list(r) for r in t.ranges],
-                    "pipelined": t.pipelined,
-                    "after": list(t.after),
-                    "rate_cap": t.rate_cap,
-                }
-                for i, t in enumerate(plan.transfers)
-                if t.src == h
-            ]
-            inc = [
-                {"index": i, "src": t.src, "ranges": [list(r) for r in t.ranges]}
-                for i, t in enumerate(plan.transfers)
-                if t.dst == h
-            ]
-            conns[h].send_json(
-                {
-                    "type": Msg.CONFIG,
-                    "size": size,
-                    "chunk_size": chunk_size,
-                    "stall_timeout": stall_timeout,
-                    "repair_timeout": repair_timeout,
-                    "peers": peers,
-                    "outgoing": out,
-                    "incoming": inc,
-                    "initial": [list(r) for r in plan.initial.get(h, ())],
-                    "wanted": [list(r) for r in sorted(plan.wanted.get(h, ()))],
-                    "digest": digests.get(h),
-                    "data": data_spec,
-                    "dest_name": dest_name,
-                    "pacing": pacing.get(h),
-                }
-            )
-        for h in hosts:
-            threading.Thread(target=_reader, args=(h, conns[h], events), daemon=True).start()
-        ready: set[str] = set()
-        deadline = time.monotonic() + 60
-        while len(ready) < len(hosts):
-            try:
-                h, msg = events.get(timeout=max(0.01, deadline - time.monotonic()))
-            except queue.Empty:
-                raise RunError(f"agents not ready within 60 s: {', '.join(sorted(set(hosts) - ready))}") from None
-            if msg is None or msg.get("type") == Msg.FAILED:
-                why = (
-                    msg.get("reason") if msg else _describe_exit(procs[h].wait(timeout=5) if _wait(procs[h]) else None)
-                )
-                raise RunError(f"agent for {h} failed before the start: {why}{_stderr_tail(procs, [h])}")
-            if msg.get("type") == Msg.READY:
-                ready.add(h)
+        settings = {
+            "size": size,
+            "chunk_size": chunk_size,
+            "stall_timeout": stall_timeout,
+            "repair_timeout": repair_timeout,
+            "peers": peers,
+            "data": data_spec,
+            "dest_name": dest_name,
+        }
+        _configure(plan, hosts, conns, procs, events, digests, pacing, settings)
 
         # step 4: go, and watch. A run that stops moving data is caught by the time since the
         # last byte moved anywhere (idle_timeout), whatever the message size; ``timeout``
@@ -270,19 +179,7 @@ def perform(
             on_progress({x: held_bytes[x] for x in wanted}, wall)
 
         # step 5: stop the agents, collect their CPU time
-        for h in hosts:
-            if h not in dead:
-                _send(conns[h], {"type": Msg.SHUTDOWN})
-        end = time.monotonic() + 3
-        while time.monotonic() < end and len(cpu) + len(dead) < len(hosts):
-            try:
-                h, msg = events.get(timeout=0.1)
-            except queue.Empty:
-                continue
-            if msg is None:
-                dead.add(h)
-            elif msg.get("type") == Msg.STATS:
-                cpu[h] = float(msg.get("cpu", 0.0))
+        _shut_down(hosts, conns, events, dead, cpu)
         for h, notes in broken_notes.items():
             for n in dict.fromkeys(notes):
                 warnings.append(f"{h}: {n}")
@@ -424,6 +321,133 @@ def _cpu_verdict(cpu: dict, wall: float, busy: float | None = None, niced: float
             f"the {ncpu} cores were {busy:.0%} busy during the run (agents {share:.0%}{bg}, load average {os.getloadavg()[0]:.1f})"
         )
     return "; ".join(msgs)
+
+
+def _message(plan: Plan, file: str | None, seed: int):
+    """The digest each receiver must reach, and how the agents get the message (the file, or
+    the seed of the generated data)."""
+    size = plan.size
+    if file is not None:
+        try:
+            with open(file, "rb") as fh:
+                message = fh.read()
+        except OSError as exc:
+            raise RunError(f"{file}: cannot read the message ({exc.strerror})") from None
+        if len(message) != size:
+            raise RunError(f"{file}: the plan moves {size} bytes but the file has {len(message)}")
+        data_spec: dict = {"file": os.path.abspath(file)}
+        dest_name = os.path.basename(file)
+    else:
+        message = generate(seed, size)
+        data_spec = {"seed": seed}
+        dest_name = "message.bin"
+    digests = {h: digest_ranges(message, sorted(r)) for h, r in plan.wanted.items()}
+    return digests, data_spec, dest_name
+
+
+def _connect(launcher, hosts, procs, conns, listener, control_addr, secret: bytes, dest_dir) -> dict[str, dict]:
+    """Start one agent per host and wait (30 s at most) until each has connected back and
+    proved it knows the run's secret; returns each host's hello (address, data port)."""
+    for h in hosts:
+        boot = dict(launcher.boot(h), host=h, secret=secret.hex(), control=control_addr, dest_dir=dest_dir)
+        procs[h] = launcher.start(h, boot)
+    hello: dict[str, dict] = {}
+    deadline = time.monotonic() + 30
+    while len(hello) < len(hosts):
+        if time.monotonic() > deadline:
+            missing = [h for h in hosts if h not in hello]
+            raise RunError(f"agents did not connect within 30 s: {', '.join(missing)}{_stderr_tail(procs, missing)}")
+        for h, p in procs.items():
+            if h not in hello and p.poll() is not None:
+                raise RunError(
+                    f"agent for {h} exited before connecting ({_describe_exit(p.returncode)}){_stderr_tail(procs, [h])}"
+                )
+        try:
+            sock, _ = listener.accept()
+        except TimeoutError:
+            continue
+        sock.settimeout(10)
+        conn = Conn(sock)
+        try:
+            conn.auth_server(secret)
+            msg = conn.recv_json()
+        except (OSError, ProtocolError):
+            conn.close()
+            continue
+        h = msg.get("host")
+        if msg.get("type") != Msg.HELLO or h not in procs or h in hello:
+            conn.close()
+            continue
+        sock.settimeout(None)
+        conns[h] = conn
+        hello[h] = msg
+    return hello
+
+
+def _configure(plan: Plan, hosts, conns, procs, events, digests, pacing, settings: dict) -> None:
+    """Send each agent its own transfers and settings, then wait (60 s at most) until every
+    agent reports ready."""
+    for h in hosts:
+        out = [
+            {
+                "index": i,
+                "dst": t.dst,
+                "ranges": [list(r) for r in t.ranges],
+                "pipelined": t.pipelined,
+                "after": list(t.after),
+                "rate_cap": t.rate_cap,
+            }
+            for i, t in enumerate(plan.transfers)
+            if t.src == h
+        ]
+        inc = [
+            {"index": i, "src": t.src, "ranges": [list(r) for r in t.ranges]}
+            for i, t in enumerate(plan.transfers)
+            if t.dst == h
+        ]
+        conns[h].send_json(
+            {
+                "type": Msg.CONFIG,
+                **settings,
+                "outgoing": out,
+                "incoming": inc,
+                "initial": [list(r) for r in plan.initial.get(h, ())],
+                "wanted": [list(r) for r in sorted(plan.wanted.get(h, ()))],
+                "digest": digests.get(h),
+                "pacing": pacing.get(h),
+            }
+        )
+    for h in hosts:
+        threading.Thread(target=_reader, args=(h, conns[h], events), daemon=True).start()
+    ready: set[str] = set()
+    deadline = time.monotonic() + 60
+    while len(ready) < len(hosts):
+        try:
+            h, msg = events.get(timeout=max(0.01, deadline - time.monotonic()))
+        except queue.Empty:
+            raise RunError(f"agents not ready within 60 s: {', '.join(sorted(set(hosts) - ready))}") from None
+        if msg is None or msg.get("type") == Msg.FAILED:
+            why = msg.get("reason") if msg else _describe_exit(procs[h].wait(timeout=5) if _wait(procs[h]) else None)
+            raise RunError(f"agent for {h} failed before the start: {why}{_stderr_tail(procs, [h])}")
+        if msg.get("type") == Msg.READY:
+            ready.add(h)
+
+
+def _shut_down(hosts, conns, events, dead: set, cpu: dict) -> None:
+    """Ask every live agent to stop and collect the CPU time each reports (3 s at most)."""
+    for h in hosts:
+        if h not in dead:
+            _send(conns[h], {"type": Msg.SHUTDOWN})
+    end = time.monotonic() + 3
+    while time.monotonic() < end and len(cpu) + len(dead) < len(hosts):
+        try:
+            h, msg = events.get(timeout=0.1)
+        except queue.Empty:
+            continue
+        if msg is None:
+            dead.add(h)
+        elif msg.get("type") == Msg.STATS:
+            cpu[h] = float(msg.get("cpu", 0.0))
 
 
 class _Watch:
