@@ -54,8 +54,6 @@ from __future__ import annotations
 from heapq import heappop, heappush
 
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import maximum_bipartite_matching
 
 from ...errors import InputError
 from ...redistribution.kpbs import Schedule, schedule_to_plan
@@ -290,6 +288,9 @@ def _hopcroft_karp(N: int, idx: np.ndarray) -> np.ndarray:
     """Maximum matching (column of each row, -1 if free) of the edges of flat indices ``idx``
     (ascending) of an ``N x N`` matrix: scipy's Hopcroft-Karp on a reused CSR object (its
     constructor's validation costs more than the matching itself on these small graphs)."""
+    from scipy.sparse import csr_matrix  # here, not at import: scipy costs every command 0.4 s
+    from scipy.sparse.csgraph import maximum_bipartite_matching
+
     if N not in _HK_GRAPH:
         _HK_GRAPH[N] = (csr_matrix((N, N), dtype=np.int8), np.arange(N + 1) * N)
     A, ends = _HK_GRAPH[N]
@@ -470,6 +471,9 @@ def peel_schedule(
     N = E.shape[0]
     ar = np.arange(N)
     S = E > 0
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import maximum_bipartite_matching
+
     match = maximum_bipartite_matching(csr_matrix(S), perm_type="column")
     mate_r = np.asarray(match, dtype=np.int64)
     if (mate_r < 0).any():  # cannot happen for a weight-regular graph
