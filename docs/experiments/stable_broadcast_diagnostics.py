@@ -1,7 +1,7 @@
 """Diagnostics behind docs/experiments/stable-broadcast.md: why our headline ratios differ.
 
     cd <repo> && PYTHONPATH=src python docs/experiments/stable_broadcast_diagnostics.py \\
-        [--results docs/experiments/stable-broadcast] [--sensitivity DIR ...] [--data ../shared/data]
+        [--results docs/experiments/stable-broadcast] [--sensitivity DIR ...] [--data DATA]
 
 Reads the ``results.csv`` / ``stability.csv`` written by ``topocast experiment stable-broadcast``
 and prints, for the paper's headline comparisons at 100 destinations:
@@ -223,7 +223,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--results", type=Path, default=HERE / "stable-broadcast")
     ap.add_argument("--sensitivity", nargs="*", default=[], help="folders with a summary.json of other runs")
-    ap.add_argument("--data", type=Path, default=None, help="the data folder (../shared/data): list Zoo edges without a speed")
+    ap.add_argument("--data", type=Path, default=None, help="a folder with a topology-zoo/ subfolder: list Zoo edges without a speed")
     args = ap.parse_args(argv)
     rows = _load(args.results / "results.csv")
     headline_table(rows)
