@@ -216,3 +216,19 @@ def test_progress_shows_on_a_terminal_only(monkeypatch, capsys):
     monkeypatch.undo()
     code, text = _run_cli(capsys, "compare", "builtin:two-clusters", "--size", "1MB", "-a", "flat,stable", "--json")
     assert code == 0 and json.loads(text)["results"]
+
+
+def test_compare_says_which_bound_a_fraction_refers_to(tmp_path, capsys):
+    topo = tmp_path / "half.yaml"
+    topo.write_text(
+        "name: half\nhosts: [s, a, b, c]\nswitches: [sw]\nlinks:\n"
+        + "".join(f"  - {{a: {h}, b: sw, bandwidth: 1Gbps, sharing: shared}}\n" for h in "sabc")
+    )
+    code, text = _run_cli(capsys, "compare", str(topo), "--size", "100MB", "-a", "stable,flat", "--json")
+    data = json.loads(text)
+    assert code == 0 and data["bound"]["kind"] == "sum of per-destination max-flows"
+    assert data["ceiling"]["aggregate_bandwidth"] == pytest.approx(4 * 125e6 / 2)
+    stable = next(r for r in data["results"] if r["algorithm"] == "stable")
+    assert stable["of_ceiling"] > stable["of_bound"]
+    code, text = _run_cli(capsys, "compare", str(topo), "--size", "100MB", "-a", "stable,flat")
+    assert "relay ceiling" in text and "of Σ" in text
