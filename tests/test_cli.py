@@ -28,11 +28,13 @@ def test_compare_json_has_the_design_keys(capsys, tmp_path):
     data = json.loads(out)
     assert {"topology", "source", "size_bytes", "bound", "results"} <= set(data)
     assert data["size_bytes"] == 100_000_000
-    assert set(data["bound"]) == {"aggregate_bandwidth", "per_host_rate"}
+    assert set(data["bound"]) == {"aggregate_bandwidth", "per_host_rate", "kind"}
+    assert set(data["ceiling"]) == {"aggregate_bandwidth", "kind"}
+    assert data["ceiling"]["aggregate_bandwidth"] <= data["bound"]["aggregate_bandwidth"] * (1 + 1e-12)
     names = [r["algorithm"] for r in data["results"]]
     assert names == ["flat", "depth_first"]
     for r in data["results"]:
-        assert {"algorithm", "aggregate_bandwidth", "makespan", "per_host"} <= set(r)
+        assert {"algorithm", "aggregate_bandwidth", "makespan", "per_host", "of_bound", "of_ceiling"} <= set(r)
         for h, v in r["per_host"].items():
             assert set(v) >= {"time", "rate"}
             assert v["rate"] <= data["bound"]["per_host_rate"][h] * (1 + 1e-9)
