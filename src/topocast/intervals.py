@@ -44,8 +44,32 @@ class IntervalSet:
         self.total += (end - start) - removed
 
     def add_ranges(self, ranges: Iterable[tuple[float, float]]) -> None:
-        for off, length in ranges:
-            self.add(off, off + length)
+        """Add ``(offset, length)`` ranges. Several at once are merged with the set in one
+        pass (sorting the new ones), instead of one list splice per range."""
+        new = sorted((off, off + length) for off, length in ranges if length > 0)
+        if len(new) <= 2:
+            for a, b in new:
+                self.add(a, b)
+            return
+        starts, ends = [], []
+        old = zip(self.starts, self.ends)
+        nxt_old = next(old, None)
+        k = 0
+        while nxt_old is not None or k < len(new):
+            if nxt_old is not None and (k == len(new) or nxt_old[0] <= new[k][0]):
+                a, b = nxt_old
+                nxt_old = next(old, None)
+            else:
+                a, b = new[k]
+                k += 1
+            if ends and a <= ends[-1]:  # touches or overlaps the last interval: extend it
+                if b > ends[-1]:
+                    ends[-1] = b
+            else:
+                starts.append(a)
+                ends.append(b)
+        self.starts, self.ends = starts, ends
+        self.total = sum(e - s for s, e in zip(starts, ends))
 
     def covers(self, start, end) -> bool:
         """True when ``[start, end)`` lies inside the set."""

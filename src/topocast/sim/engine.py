@@ -293,21 +293,25 @@ class _Sim:
                 p_rate.append(self.rate[j])
                 p_sent.append(sent0[j])
                 c += length
-        ps, pe = np.asarray(p_start, dtype=float), np.asarray(p_end, dtype=float)
         ms = np.asarray([a for a, _ in missing], dtype=float)
         me = np.asarray([b for _, b in missing], dtype=float)
-        cuts = np.unique(np.concatenate((ps, pe, ms, me)))
-        lo, hi = cuts[:-1], cuts[1:]
-        mid = 0.5 * (lo + hi)
+        cuts = np.unique(np.concatenate((np.asarray(p_start, float), np.asarray(p_end, float), ms, me)))
+        hi = cuts[1:]
+        mid = 0.5 * (cuts[:-1] + hi)
         k = np.searchsorted(ms, mid, side="right") - 1
         inside = (k >= 0) & (mid < me[np.clip(k, 0, None)])
-        lo, hi, mid = lo[inside], hi[inside], mid[inside]
-        covers = (ps[None, :] <= mid[:, None]) & (mid[:, None] < pe[None, :])
-        need = hi[:, None] + np.asarray(p_shift, dtype=float)[None, :] - np.asarray(p_sent, dtype=float)[None, :]
-        rate = np.asarray(p_rate, dtype=float)[None, :]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            wait = np.where(need <= 0, 0.0, np.where(rate > 0, need / rate, np.inf))
-        arrival = np.where(covers, wait, np.inf).min(axis=1)
+        arrival = np.full(len(hi), np.inf)
+        # each range covers a run of elementary intervals (its ends are cuts): one slice each
+        first = np.searchsorted(cuts, p_start)
+        last = np.searchsorted(cuts, p_end)
+        for a, b, shift, rate, sent in zip(first, last, p_shift, p_rate, p_sent):
+            need = hi[a:b] + (shift - sent)
+            if rate > 0:
+                wait = np.maximum(need, 0.0) / rate
+            else:
+                wait = np.where(need <= 0, 0.0, np.inf)
+            np.minimum(arrival[a:b], wait, out=arrival[a:b])
+        arrival = arrival[inside]
         return t0 + float(arrival.max()) if arrival.size else t0
 
     # ----------------------------------------------------------------- main loop
