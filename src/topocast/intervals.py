@@ -16,7 +16,7 @@ class IntervalSet:
     def __init__(self, ranges: Iterable[tuple[float, float]] = ()):
         self.starts: list = []
         self.ends: list = []
-        self.total = 0
+        self.total: float = 0
         for off, length in ranges:
             self.add(off, off + length)
 
@@ -51,7 +51,8 @@ class IntervalSet:
             for a, b in new:
                 self.add(a, b)
             return
-        starts, ends = [], []
+        starts: list = []
+        ends: list = []
         old = zip(self.starts, self.ends)
         nxt_old = next(old, None)
         k = 0

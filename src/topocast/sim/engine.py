@@ -300,17 +300,18 @@ class _Sim:
         mid = 0.5 * (cuts[:-1] + hi)
         k = np.searchsorted(ms, mid, side="right") - 1
         inside = (k >= 0) & (mid < me[np.clip(k, 0, None)])
-        arrival = np.full(len(hi), np.inf)
-        # each range covers a run of elementary intervals (its ends are cuts): one slice each
+        # each range covers a run of elementary intervals (its ends are cuts); expand the
+        # (interval, range) pairs of those runs and keep each interval's earliest arrival
         first = np.searchsorted(cuts, p_start)
-        last = np.searchsorted(cuts, p_end)
-        for a, b, shift, rate, sent in zip(first, last, p_shift, p_rate, p_sent):
-            need = hi[a:b] + (shift - sent)
-            if rate > 0:
-                wait = np.maximum(need, 0.0) / rate
-            else:
-                wait = np.where(need <= 0, 0.0, np.inf)
-            np.minimum(arrival[a:b], wait, out=arrival[a:b])
+        runs = np.searchsorted(cuts, p_end) - first
+        piece = np.repeat(np.arange(len(first)), runs)
+        interval = first[piece] + np.arange(len(piece)) - np.repeat(np.cumsum(runs) - runs, runs)
+        need = hi[interval] + (np.asarray(p_shift, float) - np.asarray(p_sent, float))[piece]
+        rate = np.asarray(p_rate, float)[piece]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            wait = np.where(need <= 0, 0.0, np.where(rate > 0, need / rate, np.inf))
+        arrival = np.full(len(hi), np.inf)
+        np.minimum.at(arrival, interval, wait)
         arrival = arrival[inside]
         return t0 + float(arrival.max()) if arrival.size else t0
 

@@ -222,6 +222,7 @@ class Topology:
         s(self, "_out", tuple(tuple(a) for a in adj))
         s(self, "_route_cache", {})
         s(self, "_bfs_cache", {})
+        s(self, "_link_graph", None)  # the directed links as a sparse matrix, for tree routes
 
         # Explicit routes: check them now so errors name the route.
         for (u, v), path in self.routes.items():
@@ -336,6 +337,10 @@ class Topology:
         cached = self._bfs_cache.get(src)
         if cached is not None:
             return cached
+        if self.is_tree():  # one path between any two nodes: no ties to break
+            result = self._tree_paths(src)
+            self._bfs_cache[src] = result
+            return result
         n = len(self.nodes)
         dist = np.full(n, -1, dtype=np.int64)
         width = np.zeros(n)
@@ -365,6 +370,30 @@ class Topology:
         result = (parent, width)
         self._bfs_cache[src] = result
         return result
+
+    def _tree_paths(self, src: int) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_bfs` on a tree, where the only path is the fewest-hop one: scipy's
+        breadth-first search (C) instead of the tie-breaking Python loop."""
+        from scipy.sparse import csr_matrix
+        from scipy.sparse.csgraph import breadth_first_order
+
+        n = len(self.nodes)
+        graph = self._link_graph
+        if graph is None:  # entry (u, v) = directed link id + 1
+            ids = np.arange(len(self.links)) + 1
+            graph = csr_matrix((ids, (self.link_src, self.link_dst)), shape=(n, n))
+            object.__setattr__(self, "_link_graph", graph)
+        order, pred = breadth_first_order(graph, src, directed=True, return_predecessors=True)
+        parent = np.full(n, -1, dtype=np.int64)
+        width = np.zeros(n)
+        width[src] = np.inf
+        reached = order[1:]
+        if len(reached):
+            parent[reached] = np.asarray(graph[pred[reached], reached]).ravel() - 1
+            bw = self.link_bandwidth
+            for y in reached.tolist():  # BFS order: a node's predecessor comes first
+                width[y] = min(width[pred[y]], bw[parent[y]])
+        return parent, width
 
     def route(self, u: str, v: str) -> tuple[int, ...]:
         """Directed link ids crossed by a transfer from node ``u`` to node ``v``."""
