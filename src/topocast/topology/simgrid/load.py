@@ -55,17 +55,18 @@ def load_simgrid(path, *, exact: bool = False) -> Topology:
     switches = [s for s in switches if s in touched]
     name = Path(source).stem
     topo = Topology(name, p.hosts, switches, links, routes=routes, source=source)
-    declared, unmapped, unrouted = _declared_routes(p, topo)
+    declared, unmapped, unrouted, no_route = _declared_routes(p, topo)
     if unmapped:
         notes.append(
             f"{unmapped} host pairs: SimGrid's route cannot be drawn on the imported graph (a cluster "
             "route crossing its backbone, see --simgrid-exact); topocast routes them itself"
         )
-    for note in unrouted:
+    for zone in unrouted:
+        notes.append(f"zone {zone!r}: its routing mode is not reproduced; topocast computes its routes itself")
+    if no_route:
         notes.append(
-            note
-            if " " in note
-            else f"zone {note!r}: its routing mode is not reproduced; topocast computes its routes itself"
+            f"{len(no_route)} host pairs the file gives no route (SimGrid cannot route them; "
+            f"topocast takes the fewest-hop path), e.g. {no_route[0][0]} -> {no_route[0][1]}"
         )
     if declared:
         routes = {**routes, **declared}
@@ -103,7 +104,8 @@ ALL_PAIRS_MAX_HOSTS = 400
 def _declared_routes(p: _Platform, topo: Topology):
     """Explicit node paths for the host pairs whose SimGrid route differs from topocast's own.
 
-    Returns (routes, number of pairs that cannot be drawn on the graph, unsupported zones).
+    Returns (routes, number of pairs that cannot be drawn on the graph, zones whose routing
+    is not reproduced, host pairs the file gives no route).
     """
     router = SimGridRouter(p.zones, p.zone_of, p.source)
     unrouted = sorted(z.name for z in p.zones.values() if z.name != _PLATFORM_ZONE and not router.supported(z.name))
@@ -145,12 +147,7 @@ def _declared_routes(p: _Platform, topo: Topology):
                     unmapped += 1
                 elif path != topo.route_nodes(a, b):
                     out[(a, b)] = path
-    if no_route:
-        unrouted.append(
-            f"{len(no_route)} host pairs the file gives no route (SimGrid cannot route them; "
-            f"topocast takes the fewest-hop path), e.g. {no_route[0][0]} -> {no_route[0][1]}"
-        )
-    return out, unmapped, unrouted
+    return out, unmapped, unrouted, no_route
 
 
 def _route_or_none(router: SimGridRouter, a: str, b: str, skip: set[str]):
