@@ -373,3 +373,17 @@ def test_generated_nested_platforms_match_simgrid(tmp_path, seed):
     n = len(t.hosts)
     assert (compared, unrouted) == (n * (n - 1), 0)
     assert diffs == []
+
+
+def test_pairs_the_file_gives_no_route_are_routed_by_topocast_and_said(tmp_path):
+    body = (
+        '<zone id="z" routing="Full"><host id="a" speed="1f"/><host id="b" speed="1f"/><host id="c" speed="1f"/>'
+        '<router id="r"/><link id="la" bandwidth="1GBps" latency="0s"/><link id="lb" bandwidth="1GBps" latency="0s"/>'
+        '<link id="lc" bandwidth="1GBps" latency="0s"/>'
+        '<route src="a" dst="r"><link_ctn id="la"/></route><route src="b" dst="r"><link_ctn id="lb"/></route>'
+        '<route src="c" dst="r"><link_ctn id="lc"/></route>'
+        '<route src="a" dst="b"><link_ctn id="la"/><link_ctn id="lb"/></route></zone>'
+    )
+    t = load_simgrid(_platform(body, tmp_path))
+    assert topocast_links(t, "a", "c") == ["la", "lc"]  # not declared: the fewest-hop path
+    assert any(n.startswith("4 host pairs the file gives no route") for n in t.notes)
