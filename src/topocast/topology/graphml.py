@@ -35,11 +35,11 @@ from __future__ import annotations
 import math
 import re
 import statistics
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from ..errors import TopologyError
 from .model import PhysicalLink, Topology
+from .xmlfile import read_xml
 
 __all__ = ["load_graphml", "graphml_summary", "speed_from_label", "geo_distance_m"]
 
@@ -79,15 +79,7 @@ class _Graph:
 
 def _parse(path) -> _Graph:
     source = str(path)
-    try:
-        root = ET.parse(source).getroot()
-    except FileNotFoundError:
-        raise TopologyError("no such file", source=source) from None
-    except ET.ParseError as exc:
-        line, col = exc.position
-        raise TopologyError(f"malformed XML at line {line}, column {col + 1}", source=source) from None
-    except OSError as exc:
-        raise TopologyError(f"cannot read the file ({exc})", source=source) from None
+    root = read_xml(source)
     tag = root.tag.replace(_NS, "")
     if tag != "graphml":
         raise TopologyError(f"expected a <graphml> root element, got <{tag}>", source=source)

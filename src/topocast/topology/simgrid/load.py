@@ -4,12 +4,12 @@ what was left out."""
 from __future__ import annotations
 
 import warnings
-import xml.etree.ElementTree as ET
 from collections import defaultdict
 from pathlib import Path
 
 from ...errors import TopologyError, TopologyWarning
 from ..model import PhysicalLink, Topology
+from ..xmlfile import read_xml
 from .infer import _infer, _merge
 from .parse import _PLATFORM_ZONE, _parse_zone, _Platform
 from .routing import SimGridRouter
@@ -24,17 +24,7 @@ def load_simgrid(path, *, exact: bool = False) -> Topology:
     one-way links, instead of the default tree (see the module docstring).
     """
     source = str(path)
-    try:
-        root = ET.parse(source).getroot()
-    except FileNotFoundError:
-        raise TopologyError("no such file", source=source) from None
-    except ET.ParseError as exc:
-        line, col = exc.position
-        raise TopologyError(
-            f"malformed XML at line {line}, column {col + 1}: {exc.msg if hasattr(exc, 'msg') else exc}", source=source
-        ) from None
-    except OSError as exc:
-        raise TopologyError(f"cannot read the file ({exc})", source=source) from None
+    root = read_xml(source)
     if root.tag != "platform":
         raise TopologyError(f"expected a SimGrid <platform> root element, got <{root.tag}>", source=source)
     p = _Platform(source, exact)
