@@ -165,7 +165,7 @@ def perform(
             on_start(procs)
         watch = _Watch(plan, hosts, conns, procs, events, digests, t0, warnings)
         watch.run(timeout, idle_timeout, on_progress)
-        wanted, done, failed, dead = watch.wanted, watch.done, watch.failed, watch.dead
+        wanted, done, failed = watch.wanted, watch.done, watch.failed
         held_bytes, transfer_times, send_times, cpu = (
             watch.held_bytes,
             watch.transfer_times,
@@ -179,7 +179,7 @@ def perform(
             on_progress({x: held_bytes[x] for x in wanted}, wall)
 
         # step 5: stop the agents, collect their CPU time
-        _shut_down(hosts, conns, events, dead, cpu)
+        watch.shut_down()
         for h, notes in broken_notes.items():
             for n in dict.fromkeys(notes):
                 warnings.append(f"{h}: {n}")
@@ -433,23 +433,6 @@ def _configure(plan: Plan, hosts, conns, procs, events, digests, pacing, setting
             ready.add(h)
 
 
-def _shut_down(hosts, conns, events, dead: set, cpu: dict) -> None:
-    """Ask every live agent to stop and collect the CPU time each reports (3 s at most)."""
-    for h in hosts:
-        if h not in dead:
-            _send(conns[h], {"type": Msg.SHUTDOWN})
-    end = time.monotonic() + 3
-    while time.monotonic() < end and len(cpu) + len(dead) < len(hosts):
-        try:
-            h, msg = events.get(timeout=0.1)
-        except queue.Empty:
-            continue
-        if msg is None:
-            dead.add(h)
-        elif msg.get("type") == Msg.STATS:
-            cpu[h] = float(msg.get("cpu", 0.0))
-
-
 class _Watch:
     """Step 4 of :func:`perform`: follow the agents' messages until every host that wants
     data completed or failed. One handler per message kind (``_handlers``)."""
@@ -501,6 +484,24 @@ class _Watch:
             if on_progress and now - last_cb > 0.1:
                 last_cb = now
                 on_progress({x: self.held_bytes[x] for x in self.wanted}, now - self.t0)
+
+    def shut_down(self) -> None:
+        """Ask every live agent to stop and collect the CPU time each reports (3 s at most).
+        Messages still on their way are handled too: a sender's timeline (TSEND) can arrive
+        after its receiver's completion, since each agent has its own connection."""
+        for h in self.hosts:
+            if h not in self.dead:
+                _send(self.conns[h], {"type": Msg.SHUTDOWN})
+        end = time.monotonic() + 3
+        while time.monotonic() < end and len(self.cpu) + len(self.dead) < len(self.hosts):
+            try:
+                h, msg = self.events.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            if msg is None:
+                self.dead.add(h)
+            elif msg.get("type") in (Msg.TSEND, Msg.TDONE, Msg.WARN, Msg.BROKEN, Msg.STATS):
+                self._handlers[msg["type"]](h, msg)
 
     def _gave_up(self, timeout: float | None, idle_timeout: float) -> bool:
         """A stalled run (no byte moved anywhere for ``idle_timeout``) or one past ``timeout``:
