@@ -37,8 +37,12 @@ def test_ggp_plan_runs_on_the_testbed(testbed_factory):
     assert r.makespan == max(x.time for x in r.per_host.values())
     assert len(r.transfer_times) == len(plan.transfers)
     assert all(0 <= a <= b for a, b in r.transfer_times)
-    # cannot beat the backbone (1.25 MB at 100 Mbit/s); generous upper limit against a busy CPU
-    assert 1_250_000 / NIC < r.makespan < 20
+    # cannot beat the backbone (1.25 MB at 100 Mbit/s) but for the emulated link's token
+    # bucket: after each barrier the idle link may send HTB_BURST seconds of its rate at once
+    # (seen: 99.3 ms for 1.25 MB over three steps); generous upper limit against a busy CPU
+    from topocast.testbed.net import HTB_BURST
+
+    assert 1_250_000 / NIC - plan.notes["steps"] * HTB_BURST < r.makespan < 20
     # the barriers held: no byte of step s + 1 arrived before step s was complete
     step = [int(t.label.split()[1]) for t in plan.transfers]
     for s in range(1, max(step) + 1):
