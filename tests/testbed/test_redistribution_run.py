@@ -39,7 +39,7 @@ def test_ggp_plan_runs_on_the_testbed(testbed_factory):
     assert all(0 <= a <= b for a, b in r.transfer_times)
     # cannot beat the backbone (1.25 MB at 100 Mbit/s) but for the emulated link's token
     # bucket: after each barrier the idle link may send HTB_BURST seconds of its rate at once
-    # (seen: 99.3 ms for 1.25 MB over three steps); generous upper limit against a busy CPU
+    # (three steps, three refills); generous upper limit against a busy CPU
     from topocast.testbed.net import HTB_BURST
 
     assert 1_250_000 / NIC - plan.notes["steps"] * HTB_BURST < r.makespan < 20
