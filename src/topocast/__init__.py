@@ -9,33 +9,45 @@ Public API (everything else is internal):
 * :class:`Allreduce`, :class:`Redistribution` — the other two collectives' requests;
 * :func:`simulate` — the fluid, flow-level simulator;
 * :func:`broadcast_bounds` — per-host max-flow bounds;
-* :func:`perform`, :func:`make_launcher`, :class:`RunOutcome` — a plan performed for real
-  (imported on first use: ``import topocast`` stays light).
-"""
+* :func:`perform`, :func:`make_launcher`, :class:`RunOutcome` — a plan performed for real.
 
-from .bounds import Bound, broadcast_bounds
-from .check import check_plan
-from .errors import (
-    InputError,
-    PlanError,
-    SimulationError,
-    TopocastError,
-    TopologyError,
-    TopologyWarning,
-    UnknownPlanner,
-)
-from .plan import Broadcast, Plan, Transfer
-from .planners import available_planners, get_planner, register_planner
-from .planners.allreduce._common import Allreduce
-from .redistribution.matrix import Redistribution
-from .results import HostResult, Result
-from .sim import simulate
-from .topology import PhysicalLink, Topology, load_topology
+Every name is imported on first use: ``import topocast`` stays light.
+"""
 
 __version__ = "0.1.0"
 
-#: Names served by :func:`__getattr__` from the runtime, which needs more imports.
-_RUNTIME = ("perform", "make_launcher", "RunOutcome", "RunError")
+#: Where each public name lives. Imported on first use, so that ``import topocast`` (and
+#: every command, and every agent of a run) loads only what it uses.
+_PUBLIC = {
+    "Bound": "bounds",
+    "broadcast_bounds": "bounds",
+    "check_plan": "check",
+    "InputError": "errors",
+    "PlanError": "errors",
+    "SimulationError": "errors",
+    "TopocastError": "errors",
+    "TopologyError": "errors",
+    "TopologyWarning": "errors",
+    "UnknownPlanner": "errors",
+    "Broadcast": "plan",
+    "Plan": "plan",
+    "Transfer": "plan",
+    "available_planners": "planners",
+    "get_planner": "planners",
+    "register_planner": "planners",
+    "Allreduce": "planners.allreduce._common",
+    "Redistribution": "redistribution.matrix",
+    "HostResult": "results",
+    "Result": "results",
+    "simulate": "sim",
+    "PhysicalLink": "topology",
+    "Topology": "topology",
+    "load_topology": "topology",
+    "perform": "runtime",
+    "make_launcher": "runtime",
+    "RunOutcome": "runtime",
+    "RunError": "runtime",
+}
 
 __all__ = [
     "Allreduce",
@@ -70,8 +82,15 @@ __all__ = [
 
 
 def __getattr__(name: str):
-    if name in _RUNTIME:
-        from . import runtime
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'topocast' has no attribute {name!r}")
+    from importlib import import_module
 
-        return getattr(runtime, name)
-    raise AttributeError(f"module 'topocast' has no attribute {name!r}")
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_PUBLIC])

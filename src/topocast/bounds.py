@@ -46,8 +46,6 @@ class Bound:
 
 def maxflow_from(topology, source: str, targets: Iterable[str] | None = None) -> dict[str, float]:
     """``maxflow(source -> v)`` in bytes/s for every node ``v`` in ``targets`` (default: all hosts)."""
-    import networkx as nx
-
     topo = topology
     targets = list(topo.hosts if targets is None else targets)
     n = topo.n_nodes
@@ -92,6 +90,8 @@ def maxflow_from(topology, source: str, targets: Iterable[str] | None = None) ->
     core = [v for v in range(n) if not removed[v]]
     needed.discard(s)
     if needed:
+        import networkx as nx  # only when a core remains (not for trees)
+
         g = nx.DiGraph()
         g.add_nodes_from(core)
         for (u, v), c in cap.items():

@@ -4,8 +4,8 @@ import threading
 
 import pytest
 
-from topocast.runtime.data import safe_destination
-from topocast.runtime.protocol import T_DATA, T_END, AuthError, Conn, ProtocolError, connect, digest_ranges
+from topocast.runtime.data import digest_ranges, safe_destination
+from topocast.runtime.protocol import T_DATA, T_END, AuthError, Conn, ProtocolError, connect
 
 
 def _pair():
@@ -24,7 +24,7 @@ def test_auth_roundtrip_and_frames():
     cli.send_data(1000, b"hello")
     cli.send_simple(T_END)
     assert srv.recv() == (1, {"type": "x", "n": 1})
-    ftype, (off, view) = srv.recv()
+    ftype, (off, view, _digest) = srv.recv()
     assert (ftype, off, bytes(view)) == (T_DATA, 1000, b"hello")
     assert srv.recv() == (T_END, None)
 

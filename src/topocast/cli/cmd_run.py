@@ -50,6 +50,13 @@ def register(sub) -> None:
         "leaving it to TCP in the links' FIFO queues (default: on with --launcher testbed, where the "
         "topology is the real network; off otherwise)",
     )
+    p.add_argument(
+        "--prefault",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="receivers without --dest-dir touch their memory before the start, so the measured transfer "
+        "does not include the kernel's first touch of it (default: on)",
+    )
     p.add_argument("--timeout", type=float, default=None, help="give up after this many seconds (default: no limit)")
     p.add_argument(
         "--idle-timeout",
@@ -211,7 +218,6 @@ def _ssh_hosts(path):
 
 
 def run(args) -> int:
-    from ..bounds import broadcast_bounds
     from ..runtime import DEFAULT_CHUNK, make_launcher, perform
 
     plan, topo, algorithm = _load_target(args)
@@ -241,12 +247,22 @@ def run(args) -> int:
         if args.fair_uplink:
             raise InputError("--fair-uplink needs the topology (give --topology)", element="--fair-uplink")
         fair_uplink = False
-    predicted = predict(plan, topo, chunk, goodput) if topo is not None else None
-    bound = (
-        broadcast_bounds(topo, plan.source, plan.destinations)
-        if (topo is not None and plan.collective == "broadcast")
-        else None
-    )
+
+    def prediction_and_bound():
+        predicted = predict(plan, topo, chunk, goodput) if topo is not None else None
+        bound = None
+        if topo is not None and plan.collective == "broadcast":
+            from ..bounds import broadcast_bounds
+
+            bound = broadcast_bounds(topo, plan.source, plan.destinations)
+        return predicted, bound
+
+    # computed while the agents start (perform waits for it before the data moves)
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(1, thread_name_prefix="predict")
+    expected = pool.submit(prediction_and_bound)
+    pool.shutdown(wait=False)
 
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
@@ -281,7 +297,10 @@ def run(args) -> int:
             on_progress=on_progress,
             fair_uplink=fair_uplink,
             goodput=goodput,
+            prefault=args.prefault,
+            before_start=expected.result,
         )
+    predicted, bound = expected.result()
     measured = outcome.result
     if args.json:
         print_json(
@@ -305,6 +324,7 @@ def run(args) -> int:
                 "cpu_niced": outcome.cpu_niced,
                 "cpu_steal": outcome.cpu_steal,
                 "cpu_steal_peak": list(outcome.cpu_steal_peak) if outcome.cpu_steal_peak else None,
+                "peak_rss_bytes": {**outcome.peak_rss, "(coordinator)": outcome.coordinator_rss},
             }
         )
     else:

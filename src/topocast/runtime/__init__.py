@@ -3,19 +3,31 @@
 
 ``perform(plan, launcher=make_launcher("local"))`` runs a plan and returns a
 :class:`RunOutcome` whose ``result`` has the shape of a prediction (``kind="measured"``).
+Names are imported on first use: an agent (``python -m topocast.runtime.agent``) loads only
+what it runs.
 """
 
-from .coordinator import DEFAULT_CHUNK, RunError, RunOutcome, perform
-from .launchers import LAUNCHERS, LocalLauncher, SSHLauncher, TestbedLauncher, make_launcher
+_NAMES = {
+    "perform": "coordinator",
+    "RunOutcome": "coordinator",
+    "RunError": "coordinator",
+    "DEFAULT_CHUNK": "coordinator",
+    "make_launcher": "launchers",
+    "LocalLauncher": "launchers",
+    "TestbedLauncher": "launchers",
+    "SSHLauncher": "launchers",
+    "LAUNCHERS": "launchers",
+}
 
-__all__ = [
-    "perform",
-    "RunOutcome",
-    "RunError",
-    "DEFAULT_CHUNK",
-    "make_launcher",
-    "LocalLauncher",
-    "TestbedLauncher",
-    "SSHLauncher",
-    "LAUNCHERS",
-]
+__all__ = list(_NAMES)
+
+
+def __getattr__(name: str):
+    module = _NAMES.get(name)
+    if module is None:
+        raise AttributeError(f"module 'topocast.runtime' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value

@@ -21,13 +21,14 @@ Data plane (docs/design.md "Performing plans"):
   ready ones: a transfer waiting for bytes, for its cap or for socket-buffer space holds no
   turn), each is capped at its max-min share of the contended links further on, and data
   sockets get small send buffers, so the link's FIFO queue does not re-decide the shares;
-* every received chunk is checked (xxh3) before it is stored; a relay forwards only from
-  what it stored; when the agent holds everything it wants it checks the whole-message
-  digest and only then reports success;
-* repair: when an incoming transfer breaks (its sender died, the connection stalled or was
-  reset), the agent asks the coordinator who holds the missing bytes and fetches them from
-  those hosts, most complete first, until it holds them or it gives up (``repair_timeout``)
-  and reports which bytes it could not get and why.
+* frames: without pacing or a rate cap, a sender coalesces the bytes it holds into frames of
+  up to ``max_frame`` bytes (per-frame costs are paid per frame, not per chunk); a relay
+  forwards the frames as they arrived, with the checksum it verified (``store``);
+* every received frame lands in the store and is checked (xxh3) before it counts as held; a
+  relay forwards only from what it holds; when the agent holds everything it wants it checks
+  the whole-message digest and only then reports success;
+* repair (``repair``): when an incoming transfer breaks, the agent fetches the missing bytes
+  from other holders.
 
 Security: every connection is authenticated (HMAC challenge on the run secret, see
 ``protocol``); frames are binary or JSON, never pickles; offsets and transfer ids are
@@ -36,6 +37,7 @@ checked; the destination file must stay inside ``dest_dir``.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import resource
@@ -46,33 +48,31 @@ import time
 import traceback
 
 from ..intervals import IntervalSet
-from .data import generate_range, safe_destination
+from .data import safe_destination
 from .pacing import HEADROOM, Pacer, TokenBucket, down_caps, pacer_burst
-from .protocol import (
-    T_DATA,
-    T_END,
-    T_HEARTBEAT,
-    T_JSON,
-    Conn,
-    Msg,
-    ProtocolError,
-    connect,
-    digest_ranges,
-    tune_tcp,
-)
-from .store import Store
+from .protocol import T_DATA, T_END, T_HEARTBEAT, T_JSON, Conn, Msg, ProtocolError, connect, tune_tcp
+from .repair import Repair, serve_fetch
+from .store import MEMORY_MARGIN, SourceChanged, Store, StoreError, memory_available
 
 HEARTBEAT_EVERY = 1.0  # s: an idle sender proves it is alive this often
+MAX_FRAME = 1 << 20  # bytes per frame when nothing paces the sender
 
 
-def _chunks(ranges, chunk: int):
-    for off, length in ranges:
-        end = off + length
-        a = off
-        while a < end:
-            b = min(a + chunk, end)
-            yield a, b
-            a = b
+def _total(ranges) -> int:
+    return sum(length for _, length in ranges)
+
+
+def _peak_rss() -> int | None:
+    """This process's peak resident memory in bytes (VmHWM: ``ru_maxrss`` would keep the
+    coordinator's peak from before the exec that started this agent)."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 class Agent:
@@ -92,13 +92,10 @@ class Agent:
         self.t0 = None
         self.started = threading.Event()  # set when "start" (and t0) arrived
         self.reported_complete = False
-        self.repair_needed = IntervalSet()
-        self.repair_event = threading.Event()
-        self.repair_reasons: list[str] = []
-        self.holder_replies: dict[int, list] = {}
-        self.holder_cond = threading.Condition()
-        self.req = 0
         self.incoming_first: dict[int, float] = {}
+        self.fault: str | None = None  # this host cannot take part (no disk space): fails at the start
+        self.repair = Repair(self)
+        self.relay_path = None  # a file store of a host that only relays, removed at the end
 
     # ------------------------------------------------------------------ control
     def send(self, msg: dict) -> None:
@@ -128,23 +125,29 @@ class Agent:
         cfg = self.ctrl.recv_json()
         if cfg.get("type") != Msg.CONFIG:
             raise ProtocolError("expected the configuration first")
-        self.configure(cfg)
+        try:
+            self.configure(cfg)
+        except (StoreError, SourceChanged, ValueError) as exc:
+            self.ctrl.send_json({"type": Msg.FAILED, "reason": str(exc)})
+            return 1
         threading.Thread(target=self.accept_loop, daemon=True).start()
-        self.send({"type": Msg.READY})
+        self.send({"type": Msg.READY, "fault": self.fault})
         try:
             while True:
                 msg = self.ctrl.recv_json()
                 self.on_control(msg)
-                if msg.get("type") == Msg.SHUTDOWN:
+                if msg.get("type") == Msg.SHUTDOWN or self.fault:
                     break
         except (OSError, ProtocolError):
             pass  # coordinator gone: nothing left to do
         self.stop.set()
+        self.cleanup()
         return 0
 
     def configure(self, cfg: dict) -> None:
         self.size = int(cfg["size"])
         self.chunk = max(1024, int(cfg["chunk_size"]))
+        self.max_frame = max(self.chunk, int(cfg.get("max_frame") or MAX_FRAME))
         self.stall = float(cfg.get("stall_timeout", 6.0))
         self.repair_timeout = float(cfg.get("repair_timeout", 30.0))
         self.peers = {h: (str(a), int(p)) for h, (a, p) in cfg["peers"].items()}
@@ -154,39 +157,86 @@ class Agent:
         self.wanted = [tuple(r) for r in cfg["wanted"]]
         self.digest = cfg.get("digest")
         self.dest_name = cfg.get("dest_name")
-        # A destination path is checked before any byte arrives; bytes land in NAME.part,
-        # renamed to NAME only once the whole-message digest matched.
-        self.dest_path = None
-        if self.dest_dir and self.wanted:
-            self.dest_path = safe_destination(self.dest_dir, self.host, self.dest_name or "message.bin")
-        self.part_path = self.dest_path.with_name(self.dest_path.name + ".part") if self.dest_path else None
-        self.store = Store(self.size, self.part_path)
-        # fair uplink (pacing.py): one round-robin pacer per first-hop link, and caps on the
-        # links further on from max-min over this agent's active transfers
-        self.pacing = cfg.get("pacing") or None
+        self.dest_path = self.part_path = None
+        self.store = self.open_store(cfg)
+        self.configure_pacing(cfg.get("pacing") or None)
+
+    def open_store(self, cfg: dict) -> Store:
+        """The store this host needs (``store`` module): a source that only sends reads its
+        data on demand; a receiver stores into a file under ``dest_dir`` or into memory."""
+        initial = [tuple(r) for r in cfg["initial"]]
+        src = cfg["data"]
+        receives = bool(self.inc) or bool(self.wanted)
+        if not receives:
+            if "file" in src:
+                return Store.from_file(self.size, src["file"], initial, src.get("stat"))
+            return Store.generated(self.size, int(src["seed"]), initial)
+        if self.dest_dir:
+            store = self.file_store()
+            if store is None:
+                return Store(self.size)  # this host fails at the start (self.fault)
+        else:
+            held = IntervalSet(initial + [tuple(r) for t in self.inc.values() for r in t["ranges"]] + self.wanted)
+            avail = memory_available()
+            if avail is not None and held.total > avail * MEMORY_MARGIN:
+                raise StoreError(
+                    f"{self.host}: the message needs {held.total} bytes of memory here but only "
+                    f"{avail} are available; give --dest-dir DIR to stream it to disk"
+                )
+            prefault = [(s, e - s) for s, e in held] if cfg.get("prefault", True) else []
+            store = Store.in_memory(self.size, prefault)
+        self.load_initial(store, initial, src)
+        return store
+
+    def file_store(self) -> Store | None:
+        """A file store under ``dest_dir``: bytes land in NAME.part, renamed to NAME once the
+        whole-message digest matched (a host that only relays keeps a hidden file, removed at
+        the end). A full disk makes this host fail at the start; the others go on."""
+        name = self.dest_name or "message.bin"
+        if self.wanted:
+            self.dest_path = safe_destination(self.dest_dir, self.host, name)
+            path = self.part_path = self.dest_path.with_name(name + ".part")
+        else:
+            path = self.relay_path = safe_destination(self.dest_dir, self.host, f".{name}.relay")
+        try:
+            return Store.in_file(self.size, path)
+        except StoreError as exc:
+            if exc.errno != errno.ENOSPC:  # only this host fails; anything else stops the run
+                raise
+            self.fault = f"{exc}; holds 0 of {_total(self.wanted)} bytes"
+            return None
+
+    def load_initial(self, store: Store, initial, src: dict) -> None:
+        """Copy this host's initial bytes into a store that also receives."""
+        if not initial:
+            return
+        if "file" in src:
+            reader = Store.from_file(self.size, src["file"], initial, src.get("stat"))
+        else:
+            reader = Store.generated(self.size, int(src["seed"]), initial)
+        buf = memoryview(bytearray(min(self.size, 4 << 20)))
+        for off, length in initial:
+            for a in range(off, off + length, len(buf)):
+                part = buf[: min(len(buf), off + length - a)]
+                reader.read(a, part)
+                store.commit(a, part)
+        reader.close()
+
+    def configure_pacing(self, pacing) -> None:
+        """Fair uplink (pacing.py): one round-robin pacer per first-hop link, and caps on the
+        links further on from max-min over this agent's active transfers."""
+        self.pacing = pacing
         self.pacers: dict[str, Pacer] = {}
         self.buckets: dict[int, TokenBucket] = {}  # this agent's transfers sending now
         self.pace_lock = threading.Lock()
-        if self.pacing:
-            cap = self.pacing["capacity"]
-            self.headroom = head = float(self.pacing.get("headroom", HEADROOM))
-            for tp in self.pacing["transfers"].values():
-                u = tp.get("uplink")
-                if u is not None and u not in self.pacers:
-                    self.pacers[u] = Pacer(float(cap[u]), pacer_burst(float(cap[u]) * head, self.chunk), head)
-        initial = [tuple(r) for r in cfg["initial"]]
-        if initial:
-            src = cfg["data"]
-            if "file" in src:
-                with open(src["file"], "rb") as fh:
-                    data = fh.read()
-                if len(data) != self.size:
-                    raise ValueError(f"{src['file']}: expected {self.size} bytes, found {len(data)}")
-                for off, length in initial:
-                    self.store.put(off, memoryview(data)[off : off + length])
-            else:  # only our own ranges: a block holder need not build the whole message
-                for off, length in initial:
-                    self.store.put(off, generate_range(int(src["seed"]), off, length))
+        if not pacing:
+            return
+        cap = pacing["capacity"]
+        self.headroom = head = float(pacing.get("headroom", HEADROOM))
+        for tp in pacing["transfers"].values():
+            u = tp.get("uplink")
+            if u is not None and u not in self.pacers:
+                self.pacers[u] = Pacer(float(cap[u]), pacer_burst(float(cap[u]) * head, self.chunk), head)
 
     def on_control(self, msg: dict) -> None:
         kind = msg.get("type")
@@ -194,13 +244,15 @@ class Agent:
             # one clock for all agents when they share this machine's monotonic clock
             self.t0 = float(msg["t0"]) if msg.get("t0") is not None else time.monotonic()
             self.started.set()
+            if self.fault:
+                self.send({"type": Msg.FAILED, "reason": self.fault})
+                return
             ru = resource.getrusage(resource.RUSAGE_SELF)
             self.cpu0 = ru.ru_utime + ru.ru_stime
             for t in self.out:
                 threading.Thread(target=self.sender, args=(t,), daemon=True).start()
             threading.Thread(target=self.progress_loop, daemon=True).start()
-            threading.Thread(target=self.repair_loop, daemon=True).start()
-            threading.Thread(target=self.watchdog, daemon=True).start()
+            self.repair.start()
             self.check_progress()
         elif kind == Msg.TDONE:
             with self.deps:
@@ -214,13 +266,11 @@ class Agent:
                 self.deps.notify_all()
             for i, t in self.inc.items():
                 if t["src"] == host and i not in self.tdone:
-                    self.need_repair(t["ranges"], f"sender {host} died")
+                    self.repair.need(t["ranges"], f"sender {host} died")
         elif kind == Msg.FAILURE:
             self.failure_seen = True
         elif kind == Msg.HOLDERS:
-            with self.holder_cond:
-                self.holder_replies[int(msg["req"])] = list(msg["hosts"])
-                self.holder_cond.notify_all()
+            self.repair.on_holders(msg)
         elif kind == Msg.SHUTDOWN:
             ru = resource.getrusage(resource.RUSAGE_SELF)
             self.send(
@@ -228,16 +278,30 @@ class Agent:
                     "type": Msg.STATS,
                     "cpu": ru.ru_utime + ru.ru_stime - getattr(self, "cpu0", 0.0),
                     "wall": self.now(wait=False),
+                    "maxrss": _peak_rss(),
                 }
             )
 
+    def cleanup(self) -> None:
+        store = getattr(self, "store", None)
+        if store is not None:
+            store.close()
+        for path in (self.relay_path, self.part_path):
+            if path is not None and path.exists() and (path == self.relay_path or not self.reported_complete):
+                try:
+                    path.unlink()
+                except OSError:
+                    pass
+
     # ------------------------------------------------------------------ completion
-    def check_progress(self, t_arrival: float | None = None) -> None:
+    def check_progress(self, t_arrival: float | None = None, transfer: int | None = None) -> None:
         """Report transfers whose bytes we now hold, and completion of everything wanted.
 
         ``t_arrival``: when the bytes that triggered this check arrived (before they were
-        stored, so no relay can appear to deliver before it received)."""
-        for i, t in self.inc.items():
+        stored, so no relay can appear to deliver before it received); ``transfer``: only
+        that incoming transfer can have completed (the others are not looked at)."""
+        candidates = self.inc.items() if transfer is None else [(transfer, self.inc[transfer])]
+        for i, t in candidates:
             if i not in self.tdone and self.store.missing_ranges(t["ranges"]) == []:
                 with self.deps:
                     if i in self.tdone:
@@ -257,75 +321,33 @@ class Agent:
                 if self.reported_complete:
                     return
                 self.reported_complete = True
-            t = self.now() if t_arrival is None else t_arrival
-            got = digest_ranges(self.store.buf, self.wanted)
-            if got != self.digest:
-                self.send({"type": Msg.FAILED, "reason": f"whole-message digest mismatch ({got} != {self.digest})"})
-                return
-            if self.dest_path is not None:
-                self.store.buf.flush()
-                os.replace(self.part_path, self.dest_path)
-            self.send({"type": Msg.COMPLETE, "time": t, "digest": got})
+            self.complete(self.now() if t_arrival is None else t_arrival)
+
+    def complete(self, t: float) -> None:
+        """Every wanted byte is held: check the whole-message digest, then say so."""
+        got = self.store.digest(self.wanted)
+        if got != self.digest:
+            self.send(
+                {
+                    "type": Msg.FAILED,
+                    "reason": f"whole-message digest mismatch ({got} != {self.digest}): the bytes received "
+                    "differ from the message (did the source file change while it was sent?)",
+                }
+            )
+            return
+        if self.dest_path is not None:
+            os.replace(self.part_path, self.dest_path)
+        self.send({"type": Msg.COMPLETE, "time": t, "digest": got})
 
     # ------------------------------------------------------------------ sending
     def sender(self, t: dict) -> None:
         i, dst = int(t["index"]), t["dst"]
-        ranges = [tuple(r) for r in t["ranges"]]
         try:
-            with self.deps:  # `after`: wait for the listed transfers to complete anywhere
-                while not all(a in self.tdone for a in t["after"]):
-                    if self.stop.is_set() or dst in self.dead:
-                        return
-                    self.deps.wait(0.5)
-            if not t["pipelined"]:  # store-and-forward: all our bytes first
-                while self.store.missing_ranges(ranges):
-                    if self.stop.is_set() or dst in self.dead:
-                        return
-                    with self.store.cond:
-                        self.store.cond.wait(0.5)
-            else:  # pipelined: start once the first chunk is here
-                a, b = next(_chunks(ranges, self.chunk))
-                while not self.store.wait_covers(a, b, 0.5):
-                    if self.stop.is_set() or dst in self.dead:
-                        return
-            t_ready = self.now()  # `after` satisfied and (store-and-forward) every byte held
-            addr, port = self.peers[dst]
-            conn = connect(f"tcp:{addr}:{port}", self.secret, timeout=5, user_timeout=self.stall + 4)
-            tp = (self.pacing or {}).get("transfers", {}).get(str(i))
-            pacer = self.pacers.get(tp.get("uplink")) if tp else None
-            if tp and tp.get("sndbuf"):  # small send buffer: the pacer, not the kernel's FIFO, decides the shares
-                try:
-                    conn.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, int(tp["sndbuf"]))
-                except OSError:
-                    pass
-            conn.send_json({"type": Msg.PUSH, "transfer": i, "from": self.host})
-            # when this transfer could start and when its connection was ready: lets a run
-            # split a barrier's cost into relay/wake-up, connection set-up and data
-            self.send({"type": Msg.TSEND, "transfer": i, "ready": t_ready, "connected": self.now()})
-            bucket = TokenBucket(t.get("rate_cap"), 2 * self.chunk)
-            if tp:
-                self.pace_join(i, bucket, pacer)
-            try:
-                for a, b in _chunks(ranges, self.chunk):
-                    while not self.store.wait_covers(a, b, HEARTBEAT_EVERY):
-                        if self.stop.is_set() or dst in self.dead:
-                            conn.close()
-                            return
-                        conn.send_simple(T_HEARTBEAT)
-                    bucket.take(b - a, self.stop)
-                    if pacer is not None:
-                        pacer.acquire(i, b - a, self.stop)
-                    conn.send_data(a, self.store.view[a:b])
-            finally:
-                if tp:
-                    self.pace_leave(i, pacer)
-            conn.send_simple(T_END)
-            conn.settimeout(self.stall + 5)
-            try:
-                conn.recv()  # the receiver's acknowledgement (or EOF)
-            except (OSError, ProtocolError):
-                pass
-            conn.close()
+            if not self.wait_until_ready(t):
+                return
+            self.send_transfer(t)
+        except SourceChanged as exc:  # the message itself is wrong: no host can complete
+            self.send({"type": Msg.ABORT, "reason": str(exc)})
         except (OSError, ProtocolError) as exc:
             # a failure like any other: every agent's watchdog starts repairing stalled hosts
             self.send(
@@ -339,6 +361,89 @@ class Agent:
                 {"type": Msg.BROKEN, "reason": f"transfer {i} to {dst}: sender error {type(exc).__name__}: {exc}"}
             )
             traceback.print_exc()
+
+    def gone(self, dst: str) -> bool:
+        return self.stop.is_set() or dst in self.dead
+
+    def wait_until_ready(self, t: dict) -> bool:
+        """Wait for ``after`` (the listed transfers complete anywhere) and, store-and-forward,
+        for all the transfer's bytes, pipelined for its first chunk. False: give up."""
+        dst = t["dst"]
+        ranges = [tuple(r) for r in t["ranges"]]
+        with self.deps:
+            while not all(a in self.tdone for a in t["after"]):
+                if self.gone(dst):
+                    return False
+                self.deps.wait(0.5)
+        if not t["pipelined"]:
+            while self.store.missing_ranges(ranges):
+                if self.gone(dst):
+                    return False
+                with self.store.cond:
+                    self.store.cond.wait(0.5)
+        elif ranges:
+            off, length = ranges[0]
+            while not self.store.wait_covers(off, off + min(self.chunk, length), 0.5):
+                if self.gone(dst):
+                    return False
+        return True
+
+    def send_transfer(self, t: dict) -> None:
+        i, dst = int(t["index"]), t["dst"]
+        t_ready = self.now()  # `after` satisfied and (store-and-forward) every byte held
+        addr, port = self.peers[dst]
+        conn = connect(f"tcp:{addr}:{port}", self.secret, timeout=5, user_timeout=self.stall + 4)
+        tp = (self.pacing or {}).get("transfers", {}).get(str(i))
+        pacer = self.pacers.get(tp.get("uplink")) if tp else None
+        if tp and tp.get("sndbuf"):  # small send buffer: the pacer, not the kernel's FIFO, decides the shares
+            try:
+                conn.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, int(tp["sndbuf"]))
+            except OSError:
+                pass
+        conn.send_json({"type": Msg.PUSH, "transfer": i, "from": self.host})
+        # when this transfer could start and when its connection was ready: lets a run
+        # split a barrier's cost into relay/wake-up, connection set-up and data
+        self.send({"type": Msg.TSEND, "transfer": i, "ready": t_ready, "connected": self.now()})
+        bucket = TokenBucket(t.get("rate_cap"), 2 * self.chunk)
+        # paced or capped transfers keep to chunk-sized frames (the pacer's turns); others coalesce
+        frame = self.chunk if (tp or t.get("rate_cap")) else self.max_frame
+        if tp:
+            self.pace_join(i, bucket, pacer)
+        try:
+            if not self.send_frames(conn, t, frame, bucket, pacer):
+                conn.close()
+                return
+        finally:
+            if tp:
+                self.pace_leave(i, pacer)
+        conn.send_simple(T_END)
+        conn.settimeout(self.stall + 5)
+        try:
+            conn.recv()  # the receiver's acknowledgement (or EOF)
+        except (OSError, ProtocolError):
+            pass
+        conn.close()
+
+    def send_frames(self, conn: Conn, t: dict, frame: int, bucket: TokenBucket, pacer) -> bool:
+        """Send the transfer's ranges in frames of at most ``frame`` bytes, each from bytes
+        already held (so a pipelined transfer trails its upstream by at least one chunk)."""
+        i, dst = int(t["index"]), t["dst"]
+        scratch = bytearray(frame) if not self.store.writable else bytearray(0)
+        for off, length in t["ranges"]:
+            a, end = off, off + length
+            while a < end:
+                first = min(a + self.chunk, end)
+                while not self.store.wait_covers(a, first, HEARTBEAT_EVERY):
+                    if self.gone(dst):
+                        return False
+                    conn.send_simple(T_HEARTBEAT)
+                b = self.store.frame_end(a, self.store.held_until(a, min(a + frame, end)))
+                bucket.take(b - a, self.stop)
+                if pacer is not None:
+                    pacer.acquire(i, b - a, self.stop)
+                self.store.send_frame(conn, a, b, scratch)
+                a = b
+        return True
 
     def own_cap(self, i: int) -> float | None:
         """Transfer ``i``'s own bound: the smaller of its rate cap and its fatpipe cap."""
@@ -388,11 +493,35 @@ class Agent:
             if hdr.get("type") == Msg.PUSH:
                 self.receive_push(conn, hdr)
             elif hdr.get("type") == Msg.FETCH:
-                self.serve_fetch(conn, hdr)
+                serve_fetch(self, conn, hdr)
         except (OSError, ProtocolError):
             pass
         finally:
             conn.close()
+
+    def receive_frames(self, conn: Conn, transfer: int | None) -> None:
+        """Store every data frame of ``conn`` until its END (a push, or a fetch reply): each
+        lands in the store when its bytes are new, and counts once its checksum matched."""
+
+        def place(off, length):
+            return self.store.reserve(off, length, conn)
+
+        try:
+            while True:
+                ftype, body = conn.recv(place)
+                if ftype == T_DATA:
+                    off, view, digest = body
+                    tp = self.now()
+                    if transfer is not None and transfer not in self.incoming_first:
+                        self.incoming_first[transfer] = tp
+                    if self.store.commit(off, view, digest):
+                        self.check_progress(tp, transfer)
+                elif ftype == T_END:
+                    return
+                elif ftype == T_JSON:
+                    raise ProtocolError("unexpected control message on a data connection")
+        finally:
+            self.store.release(conn)
 
     def receive_push(self, conn: Conn, hdr: dict) -> None:
         i = hdr.get("transfer")
@@ -402,133 +531,15 @@ class Agent:
         conn.settimeout(self.stall)
         reason = "connection closed before the end"
         try:
-            while True:
-                ftype, body = conn.recv()
-                if ftype == T_DATA:
-                    off, view = body
-                    tp = self.now()
-                    if i not in self.incoming_first:
-                        self.incoming_first[i] = tp
-                    if self.store.put(off, view):
-                        self.check_progress(tp)
-                elif ftype == T_END:
-                    self.check_progress()
-                    conn.send_json({"type": Msg.ACK})
-                    break
-                elif ftype == T_JSON:
-                    raise ProtocolError("unexpected control message on a data connection")
+            self.receive_frames(conn, i)
+            self.check_progress()
+            conn.send_json({"type": Msg.ACK})
         except TimeoutError:
             reason = f"no data or heartbeat from {t['src']} for {self.stall:g} s (link down?)"
         except (OSError, ProtocolError) as exc:
             reason = f"connection from {t['src']} broke ({exc})"
         if self.store.missing_ranges(t["ranges"]):
-            self.need_repair(t["ranges"], f"transfer {i} from {t['src']}: {reason}")
-
-    def serve_fetch(self, conn: Conn, hdr: dict) -> None:
-        ranges = hdr.get("ranges")
-        if not isinstance(ranges, list) or len(ranges) > 100000:
-            raise ProtocolError("fetch needs a list of ranges")
-        for r in ranges:
-            off, length = int(r[0]), int(r[1])
-            if off < 0 or length < 0 or off + length > self.size:
-                raise ProtocolError("fetch range outside the message")
-            for a, b in self.store.held_parts(off, off + length):
-                for x, y in _chunks([(a, b - a)], self.chunk):
-                    conn.send_data(x, self.store.view[x:y])
-        conn.send_simple(T_END)
-
-    # ------------------------------------------------------------------ repair
-    def need_repair(self, ranges, reason: str) -> None:
-        with self.lock:
-            for off, length in ranges:
-                self.repair_needed.add(off, off + length)
-            self.repair_reasons.append(reason)
-            self.failure_seen = True
-        self.send({"type": Msg.BROKEN, "reason": reason})
-        self.repair_event.set()
-
-    def watchdog(self) -> None:
-        """After any failure, a host that makes no progress for ``stall`` s repairs all it lacks."""
-        while not self.stop.wait(1.0):
-            if self.reported_complete or not self.failure_seen or not self.wanted:
-                continue
-            if time.monotonic() - self.store.last_new > self.stall:
-                missing = self.store.missing_ranges(self.wanted)
-                if missing:
-                    self.need_repair(missing, f"no progress for {self.stall:g} s after a failure")
-                    self.store.last_new = time.monotonic()
-
-    def ask_holders(self, ranges) -> list[str]:
-        with self.holder_cond:
-            self.req += 1
-            req = self.req
-        self.send({"type": Msg.NEED, "req": req, "ranges": [list(r) for r in ranges]})
-        with self.holder_cond:
-            self.holder_cond.wait_for(lambda: req in self.holder_replies or self.stop.is_set(), timeout=10)
-            return self.holder_replies.pop(req, [])
-
-    def fetch(self, host: str, ranges) -> None:
-        addr, port = self.peers[host]
-        conn = connect(f"tcp:{addr}:{port}", self.secret, timeout=3, user_timeout=self.stall + 4)
-        try:
-            conn.send_json({"type": Msg.FETCH, "ranges": [list(r) for r in ranges]})
-            conn.settimeout(self.stall)
-            while True:
-                ftype, body = conn.recv()
-                if ftype == T_DATA:
-                    off, view = body
-                    tp = self.now()
-                    if self.store.put(off, view):
-                        self.check_progress(tp)
-                elif ftype == T_END:
-                    return
-                else:
-                    raise ProtocolError("unexpected frame in a fetch reply")
-        finally:
-            conn.close()
-
-    def repair_loop(self) -> None:
-        first_fail = None
-        errors: dict[str, str] = {}
-        while not self.stop.is_set():
-            if not self.repair_event.wait(1.0):
-                if first_fail is None:
-                    continue
-            self.repair_event.clear()
-            with self.lock:
-                need_iv = list(self.repair_needed)
-            need = self.store.missing_ranges([(s, e - s) for s, e in need_iv])
-            if not need:
-                first_fail = None
-                continue
-            for host in self.ask_holders(need):
-                if host == self.host or host in self.dead:
-                    continue
-                try:
-                    self.fetch(host, need)
-                except (OSError, ProtocolError) as exc:
-                    errors[host] = str(exc) or type(exc).__name__
-                need = self.store.missing_ranges(need)
-                if not need:
-                    break
-            if need:
-                first_fail = first_fail or time.monotonic()
-                if time.monotonic() - first_fail > self.repair_timeout and not self.reported_complete:
-                    missing = sum(length for _, length in self.store.missing_ranges(self.wanted))
-                    why = "; ".join(dict.fromkeys(self.repair_reasons))
-                    errs = "; ".join(f"{h}: {e}" for h, e in errors.items()) or "no live host holds them"
-                    self.send(
-                        {
-                            "type": Msg.FAILED,
-                            "reason": f"{missing} bytes missing after {why}; fetching them again failed ({errs})",
-                        }
-                    )
-                    self.reported_complete = True
-                    return
-                self.repair_event.set()
-                time.sleep(1.0)
-            else:
-                first_fail = None
+            self.repair.need(t["ranges"], f"transfer {i} from {t['src']}: {reason}")
 
     # ------------------------------------------------------------------ progress
     def progress_loop(self) -> None:

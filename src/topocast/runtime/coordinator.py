@@ -20,6 +20,7 @@ import dataclasses
 import math
 import os
 import queue
+import resource
 import secrets
 import signal
 import threading
@@ -31,8 +32,7 @@ from ..errors import TopocastError
 from ..intervals import IntervalSet
 from ..plan import Plan
 from ..results import Result, aggregate_from_times
-from .data import generate
-from .protocol import Conn, Msg, ProtocolError, digest_ranges
+from .protocol import Conn, Msg, ProtocolError
 
 __all__ = ["perform", "RunOutcome", "RunError", "DEFAULT_CHUNK"]
 
@@ -62,6 +62,9 @@ class RunOutcome:
     # transfer index -> (ready, connected): when the sender could start it (its `after` done,
     # its bytes held) and when its data connection was authenticated (run clock, seconds)
     send_times: dict = field(default_factory=dict)
+    # host -> the agent's peak resident memory (bytes), and the coordinator's own
+    peak_rss: dict = field(default_factory=dict)
+    coordinator_rss: int = 0
 
 
 def _wanted_total(ranges) -> int:
@@ -97,6 +100,9 @@ def perform(
     fair_uplink: bool = False,
     goodput: float = 1.0,
     sndbuf: int | None = None,
+    max_frame: int | None = None,
+    prefault: bool = True,
+    before_start=None,
 ) -> RunOutcome:
     """Perform ``plan`` with one agent per host started by ``launcher``.
 
@@ -112,6 +118,17 @@ def perform(
     access link at its bandwidth x ``goodput``, caps on the links further on, send buffers of
     ``sndbuf`` bytes (default four chunks). Meant for runs whose topology is the real network
     (the testbed): the agents pace to the topology's bandwidths.
+
+    ``max_frame``: the largest data frame a sender that nothing paces sends (default 1 MiB;
+    paced and rate-capped transfers send chunk-sized frames). ``prefault``: receivers without
+    ``dest_dir`` touch their memory before the start, so the measured transfer does not
+    include the kernel's first-touch cost (it is part of the set-up instead). With
+    ``dest_dir`` every receiver streams to its file and no process holds the message in
+    memory; without it, a run that needs more memory than this machine has available (for
+    launchers whose agents share this machine) is refused before any agent starts.
+
+    ``before_start()`` is called once every agent is ready, before the data moves (the CLI
+    finishes its prediction while the agents start, and never during the transfer).
     """
     if any(t.reduce for t in plan.transfers):
         raise RunError(
@@ -126,8 +143,11 @@ def perform(
         from .pacing import pacing_config
 
         pacing = pacing_config(plan, topology, goodput, sndbuf or 4 * chunk_size)
-    # step 1: the message and the digest every receiver must reach
-    digests, data_spec, dest_name = _message(plan, file, seed)
+    # step 1: the message and the digest every receiver must reach (computed while the
+    # agents start), and what this machine must be able to hold
+    data_spec, dest_name, digest_job = _message(plan, file, seed)
+    if getattr(launcher, "shared_clock", False):
+        _check_room(plan, dest_dir)
 
     secret = secrets.token_bytes(32)
     listener, control_addr = launcher.control_listen()
@@ -136,6 +156,7 @@ def perform(
     conns: dict[str, Conn] = {}
     events: queue.Queue = queue.Queue()
     warnings: list[str] = []
+    watch = None
     try:
         # step 2: start the agents and let them connect back
         hello = _connect(launcher, hosts, procs, conns, listener, control_addr, secret, dest_dir)
@@ -150,9 +171,14 @@ def perform(
             "peers": peers,
             "data": data_spec,
             "dest_name": dest_name,
+            "max_frame": max_frame,
+            "prefault": prefault,
         }
+        digests = digest_job.result()
         _configure(plan, hosts, conns, procs, events, digests, pacing, settings)
 
+        if before_start is not None:
+            before_start()
         # step 4: go, and watch. A run that stops moving data is caught by the time since the
         # last byte moved anywhere (idle_timeout), whatever the message size; ``timeout``
         # is an optional cap on the whole run.
@@ -187,8 +213,12 @@ def perform(
         for c in conns.values():
             c.close()
         listener.close()
-        for p in procs.values():
-            _stop(p)
+        stopped = set(watch.cpu) if watch is not None else set()
+        for h, p in procs.items():
+            if h in stopped:  # it reported its statistics and is exiting: do not wait for it
+                threading.Thread(target=_stop, args=(p, 10.0), daemon=True).start()
+            else:
+                _stop(p)
         launcher.close()
 
     # step 6: the result, in the shape of a prediction
@@ -220,6 +250,8 @@ def perform(
         cpu_steal=_steal(stat0, stat1),
         cpu_steal_peak=steal_watch.peak,
         send_times=send_times,
+        peak_rss=watch.rss,
+        coordinator_rss=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
     )
 
 
@@ -324,25 +356,79 @@ def _cpu_verdict(cpu: dict, wall: float, busy: float | None = None, niced: float
 
 
 def _message(plan: Plan, file: str | None, seed: int):
-    """The digest each receiver must reach, and how the agents get the message (the file, or
-    the seed of the generated data)."""
-    size = plan.size
+    """How the agents get the message (the file, or the seed of the generated data), the
+    destination file name, and a background job computing the digest each receiver must
+    reach (once per distinct set of wanted ranges, streaming: the message is never held)."""
+    from .data import file_digest, seeded_digest
+
     if file is not None:
         try:
-            with open(file, "rb") as fh:
-                message = fh.read()
+            st = os.stat(file)
         except OSError as exc:
             raise RunError(f"{file}: cannot read the message ({exc.strerror})") from None
-        if len(message) != size:
-            raise RunError(f"{file}: the plan moves {size} bytes but the file has {len(message)}")
-        data_spec: dict = {"file": os.path.abspath(file)}
+        if st.st_size != plan.size:
+            raise RunError(f"{file}: the plan moves {plan.size} bytes but the file has {st.st_size}")
+        data_spec: dict = {"file": os.path.abspath(file), "stat": [st.st_size, st.st_mtime_ns]}
+
+        def digest(ranges):
+            return file_digest(file, ranges)
+
         dest_name = os.path.basename(file)
     else:
-        message = generate(seed, size)
         data_spec = {"seed": seed}
+
+        def digest(ranges):
+            return seeded_digest(seed, ranges)
+
         dest_name = "message.bin"
-    digests = {h: digest_ranges(message, sorted(r)) for h, r in plan.wanted.items()}
-    return digests, data_spec, dest_name
+
+    def all_digests():
+        by_ranges: dict[tuple, str] = {}
+        out = {}
+        for h, r in plan.wanted.items():
+            key = tuple(sorted(r))
+            if key not in by_ranges:
+                by_ranges[key] = digest(key)
+            out[h] = by_ranges[key]
+        if file is not None:
+            st2 = os.stat(file)
+            if (st2.st_size, st2.st_mtime_ns) != tuple(data_spec["stat"]):
+                raise RunError(f"{file} changed while its digest was computed")
+        return out
+
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(1, thread_name_prefix="digest")
+    job = pool.submit(all_digests)
+    pool.shutdown(wait=False)
+    return data_spec, dest_name, job
+
+
+def _check_room(plan: Plan, dest_dir: str | None) -> None:
+    """For agents on this machine: a writable ``dest_dir``, or enough memory for every
+    receiver's store (a clear error before any agent starts, not an out-of-memory kill)."""
+    from .store import MEMORY_MARGIN, memory_available
+
+    if dest_dir is not None:
+        try:
+            os.makedirs(dest_dir, exist_ok=True)
+        except OSError as exc:
+            raise RunError(f"--dest-dir {dest_dir}: cannot create it ({exc.strerror})") from None
+        if not os.access(dest_dir, os.W_OK | os.X_OK):
+            raise RunError(f"--dest-dir {dest_dir}: not writable")
+        return
+    held: dict[str, IntervalSet] = {}
+    for h, ranges in plan.wanted.items():
+        held.setdefault(h, IntervalSet()).add_ranges(ranges)
+    for t in plan.transfers:
+        held.setdefault(t.dst, IntervalSet()).add_ranges(t.ranges)
+    need = sum(iv.total for iv in held.values())
+    avail = memory_available()
+    if avail is not None and need > avail * MEMORY_MARGIN:
+        raise RunError(
+            f"the run needs {need} bytes of memory on this machine (the stores of {len(held)} receiving hosts) "
+            f"but {avail} are available; give --dest-dir DIR to stream the message to disk"
+        )
 
 
 def _connect(launcher, hosts, procs, conns, listener, control_addr, secret: bytes, dest_dir) -> dict[str, dict]:
@@ -449,6 +535,7 @@ class _Watch:
         self.transfer_times: dict[int, tuple[float, float]] = {}
         self.send_times: dict[int, tuple[float, float]] = {}
         self.cpu: dict[str, float] = {}
+        self.rss: dict[str, int] = {}
         self.broken_notes: dict[str, list] = {}
         self.steal_watch = StealWatch(t0)
         self.last_moved = t0
@@ -458,6 +545,7 @@ class _Watch:
             Msg.TSEND: self._on_tsend,
             Msg.COMPLETE: self._on_complete,
             Msg.FAILED: self._on_failed,
+            Msg.ABORT: self._on_abort,
             Msg.NEED: self._on_need,
             Msg.BROKEN: self._on_broken,
             Msg.WARN: self._on_warn,
@@ -493,7 +581,7 @@ class _Watch:
             if h not in self.dead:
                 _send(self.conns[h], {"type": Msg.SHUTDOWN})
         end = time.monotonic() + 3
-        while time.monotonic() < end and len(self.cpu) + len(self.dead) < len(self.hosts):
+        while time.monotonic() < end and len(set(self.cpu) | self.dead) < len(self.hosts):
             try:
                 h, msg = self.events.get(timeout=0.1)
             except queue.Empty:
@@ -561,6 +649,14 @@ class _Watch:
         if h in self.wanted and h not in self.done:
             self.failed[h] = str(msg.get("reason", "unknown"))
 
+    def _on_abort(self, h: str, msg: dict) -> None:
+        """No host can complete (the message itself is wrong): every host still running fails."""
+        reason = str(msg.get("reason", "the run was aborted"))
+        for x in self.wanted:
+            if x not in self.done and x not in self.failed:
+                self.failed[x] = reason
+        self.warnings.append(f"{h}: {reason}")
+
     def _on_need(self, h: str, msg: dict) -> None:
         holders = _holders(msg, self.holdings, self.dead, h)
         _send(self.conns[h], {"type": Msg.HOLDERS, "req": msg.get("req"), "hosts": holders})
@@ -574,6 +670,8 @@ class _Watch:
 
     def _on_stats(self, h: str, msg: dict) -> None:
         self.cpu[h] = float(msg.get("cpu", 0.0))
+        if msg.get("maxrss") is not None:
+            self.rss[h] = int(msg["maxrss"])
 
 
 def _holders(msg: dict, holdings: dict, dead: set, me: str) -> list[str]:
@@ -615,10 +713,11 @@ def _wait(proc, timeout: float = 2.0) -> bool:
         return False
 
 
-def _stop(proc) -> None:
+def _stop(proc, grace: float = 2.0) -> None:
+    """Wait ``grace`` seconds for an agent to exit, then kill it."""
     if proc.poll() is None:
         try:
-            proc.wait(timeout=2)
+            proc.wait(timeout=grace)
         except Exception:
             pass
     if proc.poll() is None:

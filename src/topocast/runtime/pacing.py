@@ -32,10 +32,6 @@ import threading
 import time
 from collections import deque
 
-import numpy as np
-
-from ..sim.maxmin import progressive_filling
-
 HEADROOM = 0.98  # a link shared by several of an agent's transfers is paced this far below its goodput
 # A pacer's bucket holds at least this many seconds of its rate: with only a few milliseconds'
 # worth, a sender thread woken a few ms late on a busy machine loses credit and the link stays
@@ -212,6 +208,10 @@ def max_min(flows: dict, capacity: dict, caps: dict | None = None) -> dict:
     ``flows``: flow id -> resources it crosses; ``capacity``: resource -> bytes/s;
     ``caps``: flow id -> own upper bound (None/absent: none). A flow that crosses no resource
     and has no cap gets ``inf``."""
+    import numpy as np
+
+    from ..sim.maxmin import progressive_filling
+
     caps = caps or {}
     rate = {f: math.inf for f, res in flows.items() if not res and caps.get(f) is None}
     bounded = [f for f in flows if f not in rate]

@@ -39,7 +39,6 @@ __all__ = [
     "AuthError",
     "Conn",
     "chunk_hash",
-    "digest_ranges",
     "T_JSON",
     "T_DATA",
     "T_HEARTBEAT",
@@ -63,6 +62,7 @@ class Msg(StrEnum):
     TSEND = "tsend"  # an outgoing transfer's sender was ready / connected (timeline)
     COMPLETE = "complete"  # every wanted byte held; whole-message digest
     FAILED = "failed"  # the agent gives up (reason)
+    ABORT = "abort"  # no host can complete (the source file changed): the run stops (reason)
     NEED = "need"  # repair: who holds these ranges?
     BROKEN = "broken"  # a transfer broke (reason); peers switch to repair
     WARN = "warn"  # something the user should read in the outcome
@@ -100,15 +100,6 @@ class AuthError(ProtocolError):
 def chunk_hash(data) -> int:
     """Per-chunk checksum (xxh3, 64 bits)."""
     return xxhash.xxh3_64_intdigest(data)
-
-
-def digest_ranges(buf, ranges) -> str:
-    """Whole-message digest (xxh3, 128 bits, hex) of ``buf`` over ``ranges`` in order."""
-    h = xxhash.xxh3_128()
-    mv = memoryview(buf)
-    for off, length in ranges:
-        h.update(mv[off : off + length])
-    return h.hexdigest()
 
 
 def _recv_exact_into(sock: socket.socket, view: memoryview) -> None:
@@ -177,25 +168,38 @@ class Conn:
         with self._send_lock:
             _send_parts(self.sock, [_HDR.pack(T_JSON, len(body)), body])
 
-    def send_data(self, offset: int, payload) -> None:
-        """Send ``payload`` (a buffer) as message bytes at ``offset``, with its checksum."""
+    def send_data(self, offset: int, payload, digest: int | None = None) -> None:
+        """Send ``payload`` (a buffer) as message bytes at ``offset``, with its checksum
+        (``digest`` when the caller knows it already)."""
         n = len(payload)
+        h = chunk_hash(payload) if digest is None else digest
         with self._send_lock:
-            _send_parts(
-                self.sock, [_HDR.pack(T_DATA, _DATA.size + n), _DATA.pack(offset, chunk_hash(payload)), payload]
-            )
+            _send_parts(self.sock, [_HDR.pack(T_DATA, _DATA.size + n), _DATA.pack(offset, h), payload])
+
+    def send_data_from_fd(self, offset: int, fd: int, n: int, digest: int) -> None:
+        """Send ``n`` bytes of file ``fd`` at ``offset`` as message bytes at ``offset``, with
+        their checksum ``digest``, by ``sendfile`` (the bytes never enter this process)."""
+        with self._send_lock:
+            self.sock.sendall(_HDR.pack(T_DATA, _DATA.size + n) + _DATA.pack(offset, digest))
+            pos, end = offset, offset + n
+            while pos < end:
+                sent = os.sendfile(self.sock.fileno(), fd, pos, end - pos)
+                if sent == 0:
+                    raise ProtocolError(f"the stored bytes ended at {pos} (file truncated?)")
+                pos += sent
 
     def send_simple(self, ftype: int) -> None:
         with self._send_lock:
             self.sock.sendall(_HDR.pack(ftype, 0))
 
     # ----------------------------------------------------------- receiving
-    def recv(self):
-        """Next frame: ``(T_JSON, dict)``, ``(T_DATA, (offset, memoryview))``,
+    def recv(self, place=None):
+        """Next frame: ``(T_JSON, dict)``, ``(T_DATA, (offset, memoryview, checksum))``,
         ``(T_HEARTBEAT, None)`` or ``(T_END, None)``.
 
-        A DATA payload is checked against its checksum (ProtocolError when wrong) and lives
-        in a scratch buffer that the next ``recv`` overwrites.
+        A DATA payload is received into ``place(offset, length)`` when that returns a buffer
+        (the receiver's store), else into a scratch buffer that the next ``recv`` overwrites;
+        it is checked against its checksum (ProtocolError when wrong) before it is returned.
         """
         ftype, n = _HDR.unpack(_recv_exact(self.sock, _HDR.size))
         if ftype == T_JSON:
@@ -214,13 +218,15 @@ class Conn:
                 raise ProtocolError(f"bad data frame length {n}")
             offset, h = _DATA.unpack(_recv_exact(self.sock, _DATA.size))
             k = n - _DATA.size
-            if len(self._scratch) < k:
-                self._scratch = bytearray(k)
-            view = memoryview(self._scratch)[:k]
+            view = place(offset, k) if place is not None else None
+            if view is None:
+                if len(self._scratch) < k:
+                    self._scratch = bytearray(k)
+                view = memoryview(self._scratch)[:k]
             _recv_exact_into(self.sock, view)
             if chunk_hash(view) != h:
                 raise ProtocolError(f"checksum mismatch in chunk at offset {offset}")
-            return T_DATA, (offset, view)
+            return T_DATA, (offset, view, h)
         if ftype in (T_HEARTBEAT, T_END):
             if n:
                 raise ProtocolError("heartbeat/end frames carry no body")

@@ -1,56 +1,267 @@
-"""An agent's store: the message buffer of one host (in memory, or a memory-mapped file under
-``--dest-dir``) and the verified byte intervals it holds, with a condition other threads
-wait on for bytes to arrive."""
+"""An agent's store: where one host keeps the message, and which verified bytes it holds.
+
+Three backings, chosen by the agent (docs/design.md "Performing plans"):
+
+* **memory** — a memfd of the message's size, mapped once; pages are touched (and counted)
+  only where bytes are stored, and can be pre-faulted before the start so that the transfer
+  does not pay the kernel's first-touch cost;
+* **file** — ``--dest-dir``: the destination file, allocated in full up front (a full disk is
+  an error before any byte moves, not a SIGBUS later), written through a shared mapping whose
+  pages are released from the process every ``TRIM_EVERY`` bytes, so the process's memory does
+  not grow with the message (the bytes stay in the page cache and reach the disk);
+* **source** — the data is produced on demand, never stored: the initial holder of a
+  generated message, or of ``--file`` (read with ``pread`` into a bounded buffer). A source
+  file is checked for changes (size, modification time) before every frame it sends.
+
+Receiving writes straight into the mapping (``reserve`` hands out the region, ``commit``
+marks it held once its checksum matched); sending uses ``sendfile`` from the store's file
+descriptor, with the checksum computed when the bytes arrived (a relay hashes each chunk
+once) — only a source reads its bytes into memory to send them.
+"""
 
 from __future__ import annotations
 
+import errno
 import mmap
+import os
 import threading
 import time
 
 from ..intervals import IntervalSet
-from .protocol import ProtocolError
+from .data import generate_into
+from .protocol import Conn, ProtocolError, chunk_hash
 
-__all__ = ["Store"]
+__all__ = ["Store", "StoreError", "SourceChanged", "memory_available", "MEMORY_MARGIN", "TRIM_EVERY"]
+
+MEMORY_MARGIN = 0.9  # of MemAvailable the stores of one machine may take
+TRIM_EVERY = 64 << 20  # bytes written to a file-backed store between releases of its pages
+MADV_POPULATE_WRITE = getattr(mmap, "MADV_POPULATE_WRITE", 23)  # Linux 5.14; Python names it from 3.12
+
+
+class StoreError(Exception):
+    """The store cannot be set up (no memory, no disk space, an unwritable destination);
+    ``errno`` says which when the system said."""
+
+    def __init__(self, message: str, errno: int | None = None):
+        super().__init__(message)
+        self.errno = errno
+
+
+class SourceChanged(ProtocolError):
+    """The source file changed while it was being sent."""
+
+
+def memory_available() -> int | None:
+    """MemAvailable of this machine in bytes (None when /proc/meminfo cannot say)."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 class Store:
-    """The message buffer of one host plus the verified byte intervals it holds."""
+    """The message bytes one host holds, their verified intervals, and a condition other
+    threads wait on for bytes to arrive."""
 
-    def __init__(self, size: int, path=None):
+    def __init__(self, size: int):
         self.size = size
-        self.file = None
-        self.buf: bytearray | mmap.mmap
-        if path is None:
-            self.buf = bytearray(size)
-        else:  # file-backed: large messages need not fit in memory several times over
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self.file = open(path, "w+b")
-            self.file.truncate(size)
-            self.buf = mmap.mmap(self.file.fileno(), size)
-        self.view = memoryview(self.buf)
+        self.fd: int | None = None  # what sendfile reads (memory and file stores)
+        self.mm: mmap.mmap | None = None
+        self.view = memoryview(b"")
+        self.kind = "memory"
+        self.path = None
         self.held = IntervalSet()
         self.cond = threading.Condition()
         self.version = 0
         self.last_new = time.monotonic()
+        self._reserved: dict[int, tuple[int, object]] = {}  # offset -> (end, owner)
+        self._hashes: dict[int, tuple[int, int]] = {}  # offset -> (length, xxh3) of a received frame
+        self._written = 0  # bytes since the last release of a file store's pages
+        self._source = None  # (kind, seed or fd, path, stat) for a source store
+        self._read_lock = threading.Lock()
 
-    def put(self, off: int, data) -> int:
-        """Store verified bytes at ``off``; returns how many were new."""
+    # ------------------------------------------------------------------ backings
+    @classmethod
+    def in_memory(cls, size: int, prefault=()) -> Store:
+        """A memory store; the byte ranges ``prefault`` are touched now (see the module)."""
+        store = cls(size)
+        if size:
+            store.fd = os.memfd_create("topocast-store", os.MFD_CLOEXEC)
+            os.ftruncate(store.fd, size)
+            store._map()
+            store._prefault(prefault)
+        return store
+
+    @classmethod
+    def in_file(cls, size: int, path) -> Store:
+        store = cls(size)
+        store.kind, store.path = "file", path
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            store.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            raise StoreError(f"cannot write {path}: {exc.strerror}", exc.errno) from None
+        if size:
+            store._allocate(path)
+            store._map()
+        return store
+
+    def _allocate(self, path) -> None:
+        """Reserve the file's blocks now: a full disk is an error here, not a SIGBUS when a
+        page of the mapping is first written. Free space is checked first, and a failed
+        allocation gives its blocks back (some filesystems fill the disk before failing)."""
+        free = os.statvfs(path.parent)
+        available = free.f_bavail * free.f_frsize
+        if self.size > available:
+            self._no_space(path, available)
+        try:
+            os.posix_fallocate(self.fd, 0, self.size)
+        except OSError as exc:
+            if exc.errno in (errno.EOPNOTSUPP, errno.EINVAL):  # no fallocate here: a sparse file
+                os.ftruncate(self.fd, self.size)
+                return
+            os.ftruncate(self.fd, 0)
+            if exc.errno == errno.ENOSPC:
+                self._no_space(path, available)
+            raise StoreError(f"cannot allocate {path}: {exc.strerror}", exc.errno) from None
+
+    def _no_space(self, path, available: int):
+        os.close(self.fd)
+        self.fd = None
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        raise StoreError(
+            f"no space left on the device of {path.parent}: the message needs {self.size} bytes, {available} are free",
+            errno.ENOSPC,
+        )
+
+    @classmethod
+    def generated(cls, size: int, seed: int, ranges) -> Store:
+        store = cls(size)
+        store.kind, store._source = "source", ("seed", seed, None, None)
+        store._hold(ranges)
+        return store
+
+    @classmethod
+    def from_file(cls, size: int, path: str, ranges, expect: tuple[int, int] | None = None) -> Store:
+        """A source reading ``path``; ``expect`` = (size, mtime_ns) the coordinator saw."""
+        store = cls(size)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError as exc:
+            raise StoreError(f"cannot read {path}: {exc.strerror}", exc.errno) from None
+        st = os.fstat(fd)
+        seen = (st.st_size, st.st_mtime_ns)
+        store.kind, store.fd, store._source = "source", fd, ("file", fd, path, seen)
+        if st.st_size != size:
+            raise SourceChanged(f"{path}: the plan moves {size} bytes but the file has {st.st_size}")
+        if expect is not None and tuple(expect) != seen:
+            raise SourceChanged(f"{path} changed after the run started reading it (size or modification time)")
+        store._hold(ranges)
+        return store
+
+    def _map(self) -> None:
+        self.mm = mmap.mmap(self.fd, self.size)
+        self.view = memoryview(self.mm)
+
+    def _prefault(self, ranges) -> None:
+        page = mmap.PAGESIZE
+        for off, length in ranges:
+            start = off // page * page
+            end = min(self.size, -(-(off + length) // page) * page)
+            if end <= start:
+                continue
+            try:
+                self.mm.madvise(MADV_POPULATE_WRITE, start, end - start)
+            except (OSError, AttributeError):  # an older kernel: pages are touched as bytes arrive
+                return
+
+    def _hold(self, ranges) -> None:
+        for off, length in ranges:
+            if off < 0 or off + length > self.size:
+                raise ProtocolError(f"initial range [{off}, {off + length}) outside the message")
+            self.held.add(off, off + length)
+
+    @property
+    def writable(self) -> bool:
+        return self._source is None
+
+    # ------------------------------------------------------------------ receiving
+    def reserve(self, off: int, length: int, owner) -> memoryview | None:
+        """The store's own region for a frame about to arrive, when none of it is held or
+        reserved (the bytes land there directly); None otherwise (receive elsewhere, then
+        :meth:`commit` copies what is new)."""
+        end = off + length
+        if off < 0 or end > self.size:
+            raise ProtocolError(f"chunk [{off}, {end}) outside the message (size {self.size})")
+        if not self.writable or length == 0:
+            return None
+        with self.cond:
+            if self.held.missing(off, end) != [(off, end)]:
+                return None
+            for a, (b, _) in self._reserved.items():
+                if a < end and off < b:
+                    return None
+            self._reserved[off] = (end, owner)
+        return self.view[off:end]
+
+    def release(self, owner) -> None:
+        """Drop ``owner``'s reservations (its frame failed its checksum or never arrived)."""
+        with self.cond:
+            for a in [a for a, (_, o) in self._reserved.items() if o is owner]:
+                del self._reserved[a]
+
+    def commit(self, off: int, data, digest: int | None = None) -> int:
+        """Store verified bytes at ``off`` (``data`` may be the region :meth:`reserve` gave);
+        returns how many were new."""
         end = off + len(data)
         if off < 0 or end > self.size:
             raise ProtocolError(f"chunk [{off}, {end}) outside the message (size {self.size})")
+        if not self.writable:
+            return 0
         new = 0
         with self.cond:
-            for a, b in self.held.missing(off, end):
-                self.view[a:b] = data[a - off : b - off]
-                self.held.add(a, b)
-                new += b - a
+            reserved = self._reserved.pop(off, None)
+            if reserved is not None and reserved[0] == end:
+                self.held.add(off, end)
+                new = end - off
+            else:
+                for a, b in self.held.missing(off, end):
+                    self.view[a:b] = data[a - off : b - off]
+                    self.held.add(a, b)
+                    new += b - a
+            if new == end - off and digest is not None:
+                self._hashes[off] = (end - off, digest)
             if new:
                 self.version += 1
                 self.last_new = time.monotonic()
                 self.cond.notify_all()
+        if new and self.kind == "file":
+            self._written += new
+            if self._written >= TRIM_EVERY:
+                self._written = 0
+                self.trim()
         return new
 
+    def put(self, off: int, data) -> int:
+        return self.commit(off, data)
+
+    def trim(self) -> None:
+        """Release the pages of a file store's mapping from this process (the bytes stay in
+        the file: a shared mapping's pages are the page cache's)."""
+        if self.mm is not None and self.kind == "file":
+            try:
+                self.mm.madvise(mmap.MADV_DONTNEED)
+            except OSError:
+                pass
+
+    # ------------------------------------------------------------------ queries
     def covers(self, a: int, b: int) -> bool:
         with self.cond:
             return self.held.covers(a, b)
@@ -64,6 +275,20 @@ class Store:
                     return False
                 self.cond.wait(left)
             return True
+
+    def held_until(self, a: int, limit: int) -> int:
+        """The end of the held run of bytes starting at ``a`` (at most ``limit``)."""
+        with self.cond:
+            miss = self.held.missing(a, limit)
+        return miss[0][0] if miss else limit
+
+    def frame_end(self, a: int, limit: int) -> int:
+        """Where a frame starting at ``a`` should end: at the end of the frame these bytes
+        arrived in when it fits (its checksum is known), else at ``limit``."""
+        known = self._hashes.get(a)
+        if known is not None and a + known[0] <= limit:
+            return a + known[0]
+        return limit
 
     def held_parts(self, a: int, b: int) -> list[tuple[int, int]]:
         """Sub-intervals of ``[a, b)`` held now."""
@@ -89,3 +314,70 @@ class Store:
     def intervals(self) -> list[list[int]]:
         with self.cond:
             return [[s, e] for s, e in self.held]
+
+    # ------------------------------------------------------------------ reading and sending
+    def read(self, off: int, view) -> None:
+        """Fill ``view`` with the held bytes at ``off`` (a source checks its file first)."""
+        if self._source is None:
+            if self.kind == "file":  # not through the mapping: the process's memory stays bounded
+                os.preadv(self.fd, [view], off)
+            else:
+                view[:] = self.view[off : off + len(view)]
+            return
+        kind, arg, path, seen = self._source
+        if kind == "seed":
+            generate_into(arg, off, view)
+            return
+        self.check_source()
+        got = os.preadv(arg, [view], off)
+        if got != len(view):
+            raise SourceChanged(f"{path} changed while it was being sent (it ended at byte {off + got})")
+
+    def check_source(self) -> None:
+        """Raise :class:`SourceChanged` when the source file's size or modification time moved."""
+        if self._source is None or self._source[0] != "file":
+            return
+        _, fd, path, seen = self._source
+        st = os.fstat(fd)
+        if (st.st_size, st.st_mtime_ns) != seen:
+            raise SourceChanged(
+                f"{path} changed while it was being sent (size {seen[0]} -> {st.st_size} bytes, "
+                "or its modification time moved)"
+            )
+
+    def send_frame(self, conn: Conn, a: int, b: int, scratch: bytearray) -> None:
+        """Send the held bytes ``[a, b)`` as one data frame: ``sendfile`` from the store with
+        the checksum from when they arrived, or (a source) read into ``scratch`` and sent from
+        there, so the bytes sent are the bytes hashed."""
+        if self._source is not None:
+            view = memoryview(scratch)[: b - a]
+            with self._read_lock:
+                self.read(a, view)
+            conn.send_data(a, view)
+            return
+        known = self._hashes.get(a)
+        digest = known[1] if known is not None and known[0] == b - a else chunk_hash(self.view[a:b])
+        conn.send_data_from_fd(a, self.fd, b - a, digest)
+
+    def digest(self, ranges) -> str:
+        """Whole-message digest of ``ranges`` from what is stored (bounded memory)."""
+        from .data import digest_ranges
+
+        return digest_ranges(self.view if self.kind == "memory" else self.read, ranges)
+
+    def close(self) -> None:
+        try:
+            self.view.release()
+        except BufferError:
+            pass
+        if self.mm is not None:
+            try:
+                self.mm.close()
+            except BufferError:
+                pass
+        if self.fd is not None:
+            try:
+                os.close(self.fd)
+            except OSError:
+                pass
+            self.fd = None

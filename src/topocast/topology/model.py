@@ -24,6 +24,8 @@ import numpy as np
 
 from ..errors import TopologyError
 
+TREE_BFS_IN_C = 2000  # nodes: larger trees are searched by scipy (its import costs more below)
+
 __all__ = ["PhysicalLink", "Link", "Topology", "SHARING_POLICIES"]
 
 SHARING_POLICIES = ("duplex", "shared", "fatpipe")
@@ -337,7 +339,7 @@ class Topology:
         cached = self._bfs_cache.get(src)
         if cached is not None:
             return cached
-        if self.is_tree():  # one path between any two nodes: no ties to break
+        if self.is_tree() and len(self.nodes) > TREE_BFS_IN_C:  # one path between any two nodes: no ties
             result = self._tree_paths(src)
             self._bfs_cache[src] = result
             return result

@@ -1,0 +1,207 @@
+"""The data path: stores (memory, file, source), frames straight into the store, sendfile,
+streaming from and to disk with bounded memory, and the faults of that path (a source file
+that changes, a full or unwritable destination, a message that does not fit in memory)."""
+
+import os
+import shutil
+import socket
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from topocast.plan import Plan, Transfer
+from topocast.runtime import RunError, make_launcher, perform
+from topocast.runtime.data import digest_ranges, generate, generate_range
+from topocast.runtime.protocol import T_DATA, Conn, ProtocolError
+from topocast.runtime.store import SourceChanged, Store, StoreError
+
+from .helpers import chain_plan
+
+MiB = 1 << 20
+
+
+# --------------------------------------------------------------- stores
+def _pair():
+    a, b = socket.socketpair()
+    return Conn(a), Conn(b)
+
+
+def test_frame_lands_in_the_store_and_its_checksum_is_kept():
+    store = Store.in_memory(1000)
+    tx, rx = _pair()
+    payload = bytes(range(200))
+    tx.send_data(100, payload)
+    ftype, (off, view, digest) = rx.recv(lambda o, n: store.reserve(o, n, rx))
+    assert ftype == T_DATA and off == 100
+    assert view.obj is store.view.obj  # received into the store itself, not a scratch buffer
+    assert store.commit(off, view, digest) == 200
+    assert bytes(store.view[100:300]) == payload and store.covers(100, 300)
+    assert store.frame_end(100, 1000) == 300  # a relay forwards the frame as it came (hash known)
+    # a second frame over held bytes is received elsewhere and adds nothing
+    tx.send_data(150, payload[50:100])
+    ftype, (off, view, digest) = rx.recv(lambda o, n: store.reserve(o, n, rx))
+    assert view.obj is not store.view.obj and store.commit(off, view, digest) == 0
+
+
+def test_corrupt_frame_is_never_held_and_its_reservation_is_released():
+    store = Store.in_memory(1000)
+    a, b = socket.socketpair()
+    rx = Conn(b)
+    from topocast.runtime.protocol import _DATA, _HDR
+
+    a.sendall(_HDR.pack(T_DATA, _DATA.size + 10) + _DATA.pack(0, 12345) + b"0123456789")
+    with pytest.raises(ProtocolError, match="checksum"):
+        rx.recv(lambda o, n: store.reserve(o, n, rx))
+    assert store.held.total == 0
+    assert store.reserve(0, 10, "other") is None  # still reserved by the failed receiver
+    store.release(rx)
+    assert store.reserve(0, 10, "other") is not None
+
+
+def test_sendfile_from_the_store_carries_the_checksum_it_arrived_with():
+    store = Store.in_memory(4096)
+    store.commit(0, b"x" * 4096, digest=None)
+    tx, rx = _pair()
+    store.send_frame(tx, 1000, 3000, bytearray(0))
+    ftype, (off, view, _) = rx.recv()
+    assert (off, bytes(view)) == (1000, b"x" * 2000)
+
+
+def test_generated_source_reads_any_range_without_storing():
+    store = Store.generated(3 * MiB + 5, seed=4, ranges=[(0, 3 * MiB + 5)])
+    view = memoryview(bytearray(1000))
+    store.read(MiB - 300, view)
+    assert bytes(view) == generate_range(4, MiB - 300, 1000)
+    assert not store.writable and store.mm is None
+
+
+def test_generated_message_is_position_dependent():
+    data = bytes(generate(9, 3 * MiB))
+    blocks = {data[i : i + 4096] for i in range(0, len(data), 4096)}
+    assert len(blocks) == 3 * MiB // 4096  # no two 4 KiB pieces alike: a misplaced chunk fails the digest
+
+
+def test_file_store_releases_its_pages_and_keeps_the_bytes(tmp_path, monkeypatch):
+    import topocast.runtime.store as st
+
+    monkeypatch.setattr(st, "TRIM_EVERY", 256 * 1024)
+    store = Store.in_file(2 * MiB, tmp_path / "x.part")
+    data = generate_range(2, 0, 2 * MiB)
+    for off in range(0, 2 * MiB, 64 * 1024):
+        store.commit(off, data[off : off + 64 * 1024])
+    assert store.digest([(0, 2 * MiB)]) == digest_ranges(data, [(0, 2 * MiB)])
+    store.close()
+    assert (tmp_path / "x.part").read_bytes() == data
+
+
+def test_source_file_that_changes_is_detected(tmp_path):
+    p = tmp_path / "m.bin"
+    p.write_bytes(b"a" * 10000)
+    store = Store.from_file(10000, str(p), [(0, 10000)])
+    view = memoryview(bytearray(100))
+    store.read(0, view)
+    with open(p, "ab") as fh:
+        fh.write(b"more")
+    with pytest.raises(SourceChanged, match="changed while it was being sent"):
+        store.read(100, view)
+
+
+def test_full_disk_is_an_error_before_any_byte(tmp_path):
+    free = shutil.disk_usage(tmp_path).free
+    with pytest.raises(StoreError, match="no space left") as exc:
+        Store.in_file(free * 4 + (1 << 40), tmp_path / "huge.part")
+    assert exc.value.errno == 28
+
+
+# --------------------------------------------------------------- runs
+def _slow_plan(size, rate):
+    tr = [Transfer.of("s", "a", 0, size, rate_cap=rate), Transfer.of("a", "b", 0, size, pipelined=True)]
+    return Plan.broadcast("s", size, ["a", "b"], tr, planner="hand")
+
+
+def test_file_larger_than_every_buffer_streams_with_bounded_memory(tmp_path):
+    """96 MiB through relays to disk: no agent's peak memory comes near the message (the
+    source reads frames, receivers release their stores' pages every 64 MiB)."""
+    size = 96 * MiB
+    src = tmp_path / "big.bin"
+    with open(src, "wb") as fh:
+        for off in range(0, size, 8 * MiB):
+            fh.write(generate_range(3, off, 8 * MiB))
+    out = perform(chain_plan(size), launcher=make_launcher("local"), file=str(src), dest_dir=str(tmp_path / "o"))
+    assert out.failed == {}
+    want = digest_ranges(lambda off, v: v.__setitem__(slice(None), generate_range(3, off, len(v))), [(0, size)])
+    for h in "abcd":
+        copy = tmp_path / "o" / h / "big.bin"
+        assert digest_ranges(copy.read_bytes(), [(0, size)]) == want
+        assert out.peak_rss[h] < size * 0.9, (h, out.peak_rss[h])
+    assert out.peak_rss["s"] < 80 * MiB  # the source reads the file in frames, never whole
+
+
+def test_source_file_changing_during_the_run_fails_every_host_clearly(tmp_path):
+    size = 8 * MiB
+    src = tmp_path / "m.bin"
+    src.write_bytes(generate_range(1, 0, size))
+
+    def change(_agents):
+        threading.Timer(0.3, lambda: src.write_bytes(b"changed" * 1000)).start()
+
+    out = perform(_slow_plan(size, 8e6), launcher=make_launcher("local"), file=str(src), on_start=change)
+    assert set(out.failed) == {"a", "b"}
+    for h in "ab":
+        assert "changed while it was being sent" in out.failed[h], out.failed[h]
+
+
+def test_content_change_without_a_new_mtime_fails_the_digest(tmp_path):
+    size = 4 * MiB
+    src = tmp_path / "m.bin"
+    src.write_bytes(generate_range(1, 0, size))
+    st = os.stat(src)
+
+    def change(_agents):
+        def flip():
+            with open(src, "r+b") as fh:
+                fh.seek(size - 10)
+                fh.write(b"XXXXXXXXXX")
+            os.utime(src, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+        threading.Timer(0.2, flip).start()
+
+    out = perform(_slow_plan(size, 8e6), launcher=make_launcher("local"), file=str(src), on_start=change)
+    assert set(out.failed) == {"a", "b"}
+    assert all("digest mismatch" in r and "source file" in r for r in out.failed.values()), out.failed
+
+
+def test_unwritable_dest_dir_is_an_error_before_the_start(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    with pytest.raises(RunError, match="--dest-dir"):
+        perform(chain_plan(1000), launcher=make_launcher("local"), dest_dir=str(blocker / "out"))
+
+
+def test_message_too_large_for_memory_is_refused_up_front(monkeypatch):
+    import topocast.runtime.store as st
+
+    monkeypatch.setattr(st, "memory_available", lambda: 10 * MiB)
+    with pytest.raises(RunError, match="--dest-dir"):
+        perform(chain_plan(8 * MiB), launcher=make_launcher("local"))
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("mount"), reason="needs root to mount a small tmpfs")
+def test_full_disk_at_one_receiver_is_reported_and_the_others_complete(tmp_path):
+    size = 4 * MiB
+    dest = tmp_path / "out"
+    small = dest / "c"
+    small.mkdir(parents=True)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(small)]).returncode:
+        pytest.skip("mount -t tmpfs failed here")
+    try:
+        out = perform(chain_plan(size), launcher=make_launcher("local"), dest_dir=str(dest), stall_timeout=2)
+    finally:
+        subprocess.run(["umount", str(small)])
+    assert set(out.failed) == {"c"}
+    assert "no space left" in out.failed["c"] and "holds 0 of" in out.failed["c"]
+    for h in "abd":  # d received from c in the plan: it fetched from the others instead
+        assert out.result.per_host[h].completed
+        assert Path(dest / h / "message.bin").stat().st_size == size
