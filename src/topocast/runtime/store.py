@@ -69,7 +69,7 @@ class Store:
 
     def __init__(self, size: int):
         self.size = size
-        self.fd: int | None = None  # what sendfile reads (memory and file stores)
+        self.fd = -1  # what sendfile reads (memory and file stores; -1: none)
         self.mm: mmap.mmap | None = None
         self.view = memoryview(b"")
         self.kind = "memory"
@@ -81,7 +81,7 @@ class Store:
         self._reserved: dict[int, tuple[int, object]] = {}  # offset -> (end, owner)
         self._hashes: dict[int, tuple[int, int]] = {}  # offset -> (length, xxh3) of a received frame
         self._written = 0  # bytes since the last release of a file store's pages
-        self._source = None  # (kind, seed or fd, path, stat) for a source store
+        self._source: tuple | None = None  # (kind, seed or fd, path, stat) for a source store
         self._read_lock = threading.Lock()
 
     # ------------------------------------------------------------------ backings
@@ -131,7 +131,7 @@ class Store:
 
     def _no_space(self, path, available: int):
         os.close(self.fd)
-        self.fd = None
+        self.fd = -1
         try:
             os.unlink(path)
         except OSError:
@@ -171,6 +171,7 @@ class Store:
         self.view = memoryview(self.mm)
 
     def _prefault(self, ranges) -> None:
+        assert self.mm is not None
         page = mmap.PAGESIZE
         for off, length in ranges:
             start = off // page * page
@@ -375,9 +376,9 @@ class Store:
                 self.mm.close()
             except BufferError:
                 pass
-        if self.fd is not None:
+        if self.fd >= 0:
             try:
                 os.close(self.fd)
             except OSError:
                 pass
-            self.fd = None
+            self.fd = -1
