@@ -77,6 +77,48 @@ print(size / dt)
 """
 
 
+PLAIN_CHAIN = r"""
+import socket, sys, time, multiprocessing as mp
+size, hops = int(sys.argv[1]), int(sys.argv[2])
+def listener():
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(1); return s
+def source(port):
+    c = socket.create_connection(("127.0.0.1", port)); buf = memoryview(bytearray(b"x" * (1 << 20)))
+    left = size
+    while left:
+        n = min(left, len(buf)); c.sendall(buf[:n]); left -= n
+    c.close()
+def relay(srv, port, q, ready):
+    buf = memoryview(bytearray(size)); got = 0; t0 = None  # touched before the clock starts
+    ready.put(1)
+    conn, _ = srv.accept()
+    out = socket.create_connection(("127.0.0.1", port)) if port else None
+    while got < size:
+        k = conn.recv_into(buf[got:], min(1 << 20, size - got))
+        if not k: break
+        t0 = t0 or time.perf_counter()
+        if out: out.sendall(buf[got : got + k])
+        got += k
+    q.put(time.perf_counter())
+    if out: out.close()
+ctx = mp.get_context("fork"); q = ctx.Queue(); ready = ctx.Queue()
+srvs = [listener() for _ in range(hops)]
+ports = [s.getsockname()[1] for s in srvs] + [0]
+procs = [ctx.Process(target=relay, args=(srvs[i], ports[i + 1], q, ready)) for i in range(hops)]
+for p in procs: p.start()
+for _ in procs: ready.get(timeout=600)
+t0 = time.perf_counter(); src = ctx.Process(target=source, args=(ports[0],)); src.start()
+ends = [q.get(timeout=600) for _ in range(hops)]
+for p in procs + [src]: p.join()
+print(size / (max(ends) - t0))
+"""
+
+
+def plain_chain_rate(size: int, hops: int = 3) -> float:
+    out = subprocess.run([sys.executable, "-c", PLAIN_CHAIN, str(size), str(hops)], capture_output=True)
+    return float(out.stdout)
+
+
 def load() -> str:
     return "load {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
 
@@ -138,11 +180,12 @@ def main() -> int:
         (work / "star.yaml").write_text(STAR)
         (work / "pair.yaml").write_text(PAIR)
         print(f"# runtime speed, {size} bytes, {args.repeat} repeats, {os.cpu_count()} cores, {load()}")
-        wire, keep = [], []
+        wire, keep, plain_chain = [], [], []
         pair, pair_wall, chain_min, chain, chain_wall = [], [], [], [], []
         for _ in range(args.repeat):
             wire.append(plain_rate(size, keep=False))
             keep.append(plain_rate(size, keep=True))
+            plain_chain.append(plain_chain_rate(size))
             d, w = topocast_run([str(work / "pair.yaml"), "-a", "flat", "-s", "s", "--size", str(size)])
             pair.append(d["measured"]["aggregate_bandwidth"])
             pair_wall.append((w, d["measured"]["makespan"]))
@@ -161,6 +204,11 @@ def main() -> int:
         print(
             f"chain (depth_first, 4 hosts): slowest host {spread(chain_min, 8e-9)} Gbit/s = "
             f"{statistics.median(chain_min) / ref:.0%} of the plain loop (mean host {spread(chain, 8e-9)})"
+        )
+        print(
+            f"plain relay chain (4 processes, each keeping the message and forwarding it): slowest host "
+            f"{spread(plain_chain, 8e-9)} Gbit/s; topocast's slowest host = "
+            f"{statistics.median(chain_min) / statistics.median(plain_chain):.0%} of it"
         )
         for name, walls in (("pair", pair_wall), ("chain", chain_wall)):
             ratio = [w / (1.3 * m + 0.5) for w, m in walls]
