@@ -22,7 +22,6 @@ import argparse
 import hashlib
 import json
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -230,7 +229,6 @@ def file_case(work: Path, big: int) -> None:
     want = make_file(src, big)
     print(f"file case: wrote {big} bytes in {time.perf_counter() - t:.1f} s; {load()}")
     dest = work / "dest"
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     d, wall = topocast_run(
         [str(work / "star.yaml"), "-a", "flat", "-s", "s", "--file", str(src), "--dest-dir", str(dest)]
     )
@@ -241,8 +239,6 @@ def file_case(work: Path, big: int) -> None:
     )
     rss = d.get("peak_rss_bytes") or {}
     print("  peak RSS (MiB): " + ", ".join(f"{h} {v / 2**20:.0f}" for h, v in rss.items()))
-    after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    print(f"  largest child process seen by the benchmark: {max(before, after) / 1024:.0f} MiB")
     for h in ("d1", "d2", "d3"):
         copy = dest / h / src.name
         ok = copy.exists() and sha256_of(copy) == want

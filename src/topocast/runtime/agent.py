@@ -52,7 +52,7 @@ from .data import safe_destination
 from .pacing import HEADROOM, Pacer, TokenBucket, down_caps, pacer_burst
 from .protocol import T_DATA, T_END, T_HEARTBEAT, T_JSON, Conn, Msg, ProtocolError, connect, tune_tcp
 from .repair import Repair, serve_fetch
-from .store import MEMORY_MARGIN, SourceChanged, Store, StoreError, memory_available
+from .store import MEMORY_MARGIN, SourceChanged, Store, StoreError, memory_available, peak_rss
 
 HEARTBEAT_EVERY = 1.0  # s: an idle sender proves it is alive this often
 MAX_FRAME = 1 << 20  # bytes per frame when nothing paces the sender
@@ -60,19 +60,6 @@ MAX_FRAME = 1 << 20  # bytes per frame when nothing paces the sender
 
 def _total(ranges) -> int:
     return sum(length for _, length in ranges)
-
-
-def _peak_rss() -> int | None:
-    """This process's peak resident memory in bytes (VmHWM: ``ru_maxrss`` would keep the
-    coordinator's peak from before the exec that started this agent)."""
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
 
 
 class Agent:
@@ -159,6 +146,8 @@ class Agent:
         self.dest_name = cfg.get("dest_name")
         self.dest_path = self.part_path = None
         self.store = self.open_store(cfg)
+        if self.wanted and self.store.writable:
+            self.store.follow_digest(self.wanted)
         self.configure_pacing(cfg.get("pacing") or None)
 
     def open_store(self, cfg: dict) -> Store:
@@ -278,7 +267,7 @@ class Agent:
                     "type": Msg.STATS,
                     "cpu": ru.ru_utime + ru.ru_stime - getattr(self, "cpu0", 0.0),
                     "wall": self.now(wait=False),
-                    "maxrss": _peak_rss(),
+                    "maxrss": peak_rss(),
                 }
             )
 

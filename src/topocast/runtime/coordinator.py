@@ -20,7 +20,6 @@ import dataclasses
 import math
 import os
 import queue
-import resource
 import secrets
 import signal
 import threading
@@ -33,6 +32,7 @@ from ..intervals import IntervalSet
 from ..plan import Plan
 from ..results import Result, aggregate_from_times
 from .protocol import Conn, Msg, ProtocolError
+from .store import peak_rss
 
 __all__ = ["perform", "RunOutcome", "RunError", "DEFAULT_CHUNK"]
 
@@ -251,7 +251,7 @@ def perform(
         cpu_steal_peak=steal_watch.peak,
         send_times=send_times,
         peak_rss=watch.rss,
-        coordinator_rss=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        coordinator_rss=peak_rss() or 0,
     )
 
 

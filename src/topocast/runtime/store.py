@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import errno
 import mmap
+from typing import Any
 import os
 import threading
 import time
@@ -31,7 +32,7 @@ from ..intervals import IntervalSet
 from .data import generate_into
 from .protocol import Conn, ProtocolError, chunk_hash
 
-__all__ = ["Store", "StoreError", "SourceChanged", "memory_available", "MEMORY_MARGIN", "TRIM_EVERY"]
+__all__ = ["Store", "StoreError", "SourceChanged", "memory_available", "peak_rss", "MEMORY_MARGIN", "TRIM_EVERY"]
 
 MEMORY_MARGIN = 0.9  # of MemAvailable the stores of one machine may take
 TRIM_EVERY = 64 << 20  # bytes written to a file-backed store between releases of its pages
@@ -63,6 +64,19 @@ def memory_available() -> int | None:
     return None
 
 
+def peak_rss() -> int | None:
+    """This process's peak resident memory in bytes (VmHWM: ``ru_maxrss`` would keep the
+    parent's peak from before the exec that started this process)."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 class Store:
     """The message bytes one host holds, their verified intervals, and a condition other
     threads wait on for bytes to arrive."""
@@ -83,6 +97,10 @@ class Store:
         self._written = 0  # bytes since the last release of a file store's pages
         self._source: tuple | None = None  # (kind, seed or fd, path, stat) for a source store
         self._read_lock = threading.Lock()
+        self._follow: list | None = None  # wanted ranges hashed as they fill (follow_digest)
+        self._follow_at = (0, 0)  # (range index, bytes of it hashed)
+        self._follow_lock = threading.Lock()
+        self._hasher: Any = None
 
     # ------------------------------------------------------------------ backings
     @classmethod
@@ -243,6 +261,8 @@ class Store:
                 self.version += 1
                 self.last_new = time.monotonic()
                 self.cond.notify_all()
+        if new and self._follow is not None:
+            self._advance_digest()
         if new and self.kind == "file":
             self._written += new
             if self._written >= TRIM_EVERY:
@@ -360,8 +380,47 @@ class Store:
         digest = known[1] if known is not None and known[0] == b - a else chunk_hash(self.view[a:b])
         conn.send_data_from_fd(a, self.fd, b - a, digest)
 
+    def follow_digest(self, ranges) -> None:
+        """Hash ``ranges`` in order as their bytes arrive (while they are in the cache), so
+        that :meth:`digest` of these ranges costs nothing at the end."""
+        import xxhash
+
+        self._follow = [tuple(r) for r in ranges]
+        self._hasher = xxhash.xxh3_128()
+        self._advance_digest()
+
+    def _advance_digest(self) -> None:
+        assert self._follow is not None and self._hasher is not None
+        with self._follow_lock:
+            i, done = self._follow_at
+            while i < len(self._follow):
+                off, length = self._follow[i]
+                end = self.held_until(off + done, off + length)
+                if end > off + done:
+                    self._hash_range(off + done, end)
+                    done = end - off
+                if done < length:
+                    break
+                i, done = i + 1, 0
+            self._follow_at = (i, done)
+
+    def _hash_range(self, a: int, b: int) -> None:
+        if self.kind != "file":
+            self._hasher.update(self.view[a:b])
+            return
+        window = memoryview(bytearray(min(b - a, 4 << 20)))  # through the page cache, not the mapping
+        while a < b:
+            part = window[: min(len(window), b - a)]
+            self.read(a, part)
+            self._hasher.update(part)
+            a += len(part)
+
     def digest(self, ranges) -> str:
         """Whole-message digest of ``ranges`` from what is stored (bounded memory)."""
+        if self._follow is not None and [tuple(r) for r in ranges] == self._follow:
+            self._advance_digest()
+            if self._follow_at[0] == len(self._follow):
+                return self._hasher.hexdigest()
         from .data import digest_ranges
 
         return digest_ranges(self.view if self.kind == "memory" else self.read, ranges)
