@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import errno
 import mmap
-from typing import Any
 import os
 import threading
 import time
+from typing import Any
 
 from ..intervals import IntervalSet
 from .data import generate_into
