@@ -46,6 +46,7 @@ import sys
 import threading
 import time
 import traceback
+from pathlib import Path
 
 from ..intervals import IntervalSet
 from .data import safe_destination
@@ -76,13 +77,13 @@ class Agent:
         self.tdone: set[int] = set()
         self.dead: set[str] = set()
         self.failure_seen = False
-        self.t0 = None
+        self.t0: float | None = None
         self.started = threading.Event()  # set when "start" (and t0) arrived
         self.reported_complete = False
         self.incoming_first: dict[int, float] = {}
         self.fault: str | None = None  # this host cannot take part (no disk space): fails at the start
         self.repair = Repair(self)
-        self.relay_path = None  # a file store of a host that only relays, removed at the end
+        self.relay_path: Path | None = None  # a file store of a host that only relays, removed at the end
 
     # ------------------------------------------------------------------ control
     def send(self, msg: dict) -> None:
@@ -144,7 +145,8 @@ class Agent:
         self.wanted = [tuple(r) for r in cfg["wanted"]]
         self.digest = cfg.get("digest")
         self.dest_name = cfg.get("dest_name")
-        self.dest_path = self.part_path = None
+        self.dest_path: Path | None = None
+        self.part_path: Path | None = None
         self.store = self.open_store(cfg)
         if self.wanted and self.store.writable:
             self.store.follow_digest(self.wanted)
@@ -324,7 +326,7 @@ class Agent:
                 }
             )
             return
-        if self.dest_path is not None:
+        if self.dest_path is not None and self.part_path is not None:
             os.replace(self.part_path, self.dest_path)
         self.send({"type": Msg.COMPLETE, "time": t, "digest": got})
 

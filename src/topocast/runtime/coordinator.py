@@ -382,9 +382,9 @@ def _message(plan: Plan, file: str | None, seed: int):
 
         dest_name = "message.bin"
 
-    def all_digests():
+    def all_digests() -> dict[str, str]:
         by_ranges: dict[tuple, str] = {}
-        out = {}
+        out: dict[str, str] = {}
         for h, r in plan.wanted.items():
             key = tuple(sorted(r))
             if key not in by_ranges:
@@ -460,7 +460,7 @@ def _connect(launcher, hosts, procs, conns, listener, control_addr, secret: byte
         except (OSError, ProtocolError):
             conn.close()
             continue
-        h = msg.get("host")
+        h = str(msg.get("host"))
         if msg.get("type") != Msg.HELLO or h not in procs or h in hello:
             conn.close()
             continue
@@ -531,7 +531,7 @@ class _Watch:
         self.failed: dict[str, str] = {}
         self.dead: set[str] = set()
         self.holdings: dict[str, IntervalSet] = {h: IntervalSet(plan.initial.get(h, ())) for h in hosts}
-        self.held_bytes: dict[str, int] = {h: self.holdings[h].total for h in hosts}
+        self.held_bytes: dict[str, float] = {h: self.holdings[h].total for h in hosts}
         self.transfer_times: dict[int, tuple[float, float]] = {}
         self.send_times: dict[int, tuple[float, float]] = {}
         self.cpu: dict[str, float] = {}

@@ -65,6 +65,7 @@ class Launcher:
             env=_agent_env(),
             start_new_session=True,
         )
+        assert proc.stdin is not None  # stdin=PIPE
         proc.stdin.write((json.dumps(boot) + "\n").encode())
         proc.stdin.flush()
         return proc

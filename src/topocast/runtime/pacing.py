@@ -188,7 +188,8 @@ def down_caps(flows: dict, capacity: dict, own: dict, headroom: float = HEADROOM
     contended = set()
     for r, fs in users.items():
         caps = [own.get(f) for f in fs]
-        if len(fs) >= 2 and not (all(c is not None for c in caps) and sum(caps) <= capacity[r] * (1 + 1e-9)):
+        bounded = [c for c in caps if c is not None]
+        if len(fs) >= 2 and not (len(bounded) == len(caps) and sum(bounded) <= capacity[r] * (1 + 1e-9)):
             contended.add(r)
     cap = {r: c * (headroom if r in contended else 1.0) for r, c in capacity.items()}
     shares = max_min(flows, cap, own)

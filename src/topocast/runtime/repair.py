@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from ..intervals import IntervalSet
 from .protocol import T_END, Conn, Msg, ProtocolError, connect
+
+if TYPE_CHECKING:
+    from .agent import Agent
 
 __all__ = ["Repair", "serve_fetch"]
 
@@ -22,7 +26,7 @@ class Repair:
     """The repair side of one agent (``agent`` gives the store, the peers and the control
     connection)."""
 
-    def __init__(self, agent):
+    def __init__(self, agent: Agent) -> None:
         self.agent = agent
         self.lock = threading.Lock()
         self.needed = IntervalSet()
@@ -128,7 +132,7 @@ class Repair:
         a.reported_complete = True
 
 
-def serve_fetch(agent, conn: Conn, hdr: dict) -> None:
+def serve_fetch(agent: Agent, conn: Conn, hdr: dict) -> None:
     """Answer a repairing peer: every byte it asks for that this agent holds, then END."""
     ranges = hdr.get("ranges")
     if not isinstance(ranges, list) or len(ranges) > 100000:
