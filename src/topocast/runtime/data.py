@@ -59,7 +59,6 @@ def generate_into(seed: int, offset: int, out) -> None:
     dst = np.frombuffer(out, dtype=np.uint8)
     base = _base(seed)
     pos, end = offset, offset + len(dst)
-    scratch = None
     while pos < end:
         j, skip = divmod(pos, BLOCK)
         take = min(BLOCK - skip, end - pos)
@@ -67,11 +66,10 @@ def generate_into(seed: int, offset: int, out) -> None:
         at = pos - offset
         if skip == 0 and take == BLOCK:  # a whole block: XOR straight into the output
             np.bitwise_xor(base, word, out=dst[at : at + BLOCK].view("<u8"))
-        else:
-            if scratch is None:
-                scratch = np.empty(BLOCK // 8, dtype="<u8")
-            np.bitwise_xor(base, word, out=scratch)
-            dst[at : at + take] = scratch.view(np.uint8)[skip : skip + take]
+        else:  # only the words that cover the part wanted
+            w0, w1 = skip // 8, -(-(skip + take) // 8)
+            words = np.bitwise_xor(base[w0:w1], word)
+            dst[at : at + take] = words.view(np.uint8)[skip - 8 * w0 : skip - 8 * w0 + take]
         pos += take
 
 
