@@ -180,7 +180,8 @@ class Conn:
         """Send ``n`` bytes of file ``fd`` at ``offset`` as message bytes at ``offset``, with
         their checksum ``digest``, by ``sendfile`` (the bytes never enter this process)."""
         with self._send_lock:
-            self.sock.sendall(_HDR.pack(T_DATA, _DATA.size + n) + _DATA.pack(offset, digest))
+            # MSG_MORE: the header waits for the payload (one segment, not a tiny one before it)
+            self.sock.sendall(_HDR.pack(T_DATA, _DATA.size + n) + _DATA.pack(offset, digest), socket.MSG_MORE)
             pos, end = offset, offset + n
             while pos < end:
                 sent = os.sendfile(self.sock.fileno(), fd, pos, end - pos)
