@@ -222,6 +222,8 @@ class Agent:
         self.pace_lock = threading.Lock()
         if not pacing:
             return
+        import numpy  # noqa: F401  (the pacer's max-min needs it: imported now, not when the first transfer starts)
+
         cap = pacing["capacity"]
         self.headroom = head = float(pacing.get("headroom", HEADROOM))
         for tp in pacing["transfers"].values():

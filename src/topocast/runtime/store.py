@@ -161,7 +161,10 @@ class Store:
 
     @classmethod
     def generated(cls, size: int, seed: int, ranges) -> Store:
+        from .data import _base
+
         store = cls(size)
+        _base(seed)  # numpy and the random block now, before the start, not in the first frame
         store.kind, store._source = "source", ("seed", seed, None, None)
         store._hold(ranges)
         return store
