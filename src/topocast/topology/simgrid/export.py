@@ -24,7 +24,7 @@ def simgrid_xml(t: Topology, routing: str = "auto") -> str:
         if len(t.hosts) <= FULL_ROUTING_MAX_HOSTS:
             routing = "Full"
         else:
-            routing = "Floyd" if len(t.nodes) <= 300 else "DijkstraCache"
+            routing = "Floyd" if t.n_nodes <= 300 else "DijkstraCache"
     if routing not in ("Full", "Floyd", "Dijkstra", "DijkstraCache"):
         raise TopologyError(
             f"unknown SimGrid routing {routing!r} (expected auto, Full, Floyd, Dijkstra or DijkstraCache)"
