@@ -135,6 +135,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 # ---------------------------------------------------------------------- show
 class Stats(TypedDict):
+    """Smallest, median and largest of some values."""
+
     min: float
     median: float
     max: float

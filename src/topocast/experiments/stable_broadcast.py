@@ -100,6 +100,8 @@ class TableRow(TypedDict):
 
 
 class StabilityStats(TypedDict):
+    """Means over the draws of one algorithm, before and after the slow host (Mbit/s)."""
+
     aggregate_before_mbit: float
     aggregate_after_mbit: float
     existing_hosts_after_mbit: float
@@ -107,6 +109,8 @@ class StabilityStats(TypedDict):
 
 
 class StudyConfig(TypedDict):
+    """What the study ran on (``summary.json``'s ``config``)."""
+
     n_hosts: int
     n_clusters: int
     topology_seed: int
