@@ -18,16 +18,20 @@ For ``allreduce`` plans step 3 and 4 track contributions instead of bytes (see
 from __future__ import annotations
 
 from collections import defaultdict, deque
+from typing import TYPE_CHECKING
 
 from .errors import PlanError
 from .intervals import IntervalSet
 from .plan import Plan
 from .plan_graph import contiguous_offset, find_upstream, topological_order
 
+if TYPE_CHECKING:
+    from .topology import Topology
+
 __all__ = ["check_plan", "find_upstream", "contiguous_offset"]
 
 
-def check_plan(plan: Plan, topology) -> None:
+def check_plan(plan: Plan, topology: Topology) -> None:
     """Raise :class:`~topocast.errors.PlanError` if ``plan`` breaks an invariant (see module doc)."""
     transfers = plan.transfers
     n = len(transfers)
@@ -85,10 +89,12 @@ def check_plan(plan: Plan, topology) -> None:
             if t.upstream is not None:
                 if not (0 <= t.upstream < n) or t.upstream == i:
                     raise fail(i, f"upstream {t.upstream} does not exist")
-                up = transfers[t.upstream]
-                if up.dst != t.src:
-                    raise fail(i, f"upstream transfer {t.upstream} goes to {up.dst!r}, not to our sender {t.src!r}")
-                if contiguous_offset(up.ranges, t.ranges) is None:
+                declared = transfers[t.upstream]
+                if declared.dst != t.src:
+                    raise fail(
+                        i, f"upstream transfer {t.upstream} goes to {declared.dst!r}, not to our sender {t.src!r}"
+                    )
+                if contiguous_offset(declared.ranges, t.ranges) is None:
                     raise fail(i, f"upstream transfer {t.upstream} does not carry our byte sequence contiguously")
             up, _ = find_upstream(plan, i, incoming)
             upstream_of[i] = up
@@ -99,7 +105,8 @@ def check_plan(plan: Plan, topology) -> None:
     if plan.collective == "allreduce":
         from .check_allreduce import check_allreduce
 
-        return check_allreduce(plan, topology)
+        check_allreduce(plan, topology)
+        return
 
     # Step 3: causality replay (worklist over hosts whose holdings grew).
     holds: dict[str, IntervalSet] = defaultdict(IntervalSet)

@@ -30,14 +30,24 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import defaultdict
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from .errors import PlanError
+from .plan import Plan, Ranges
 from .plan_graph import find_upstream, topological_order
+
+if TYPE_CHECKING:
+    from .topology import Topology
+
+#: (host, index of an elementary byte segment); the values kept per key are bit masks over
+#: ``plan.hosts`` (bit k set: host k's contribution is in the host's value of those bytes).
+_Segment = tuple[str, int]
 
 __all__ = ["check_allreduce", "contribution_sets"]
 
 
-def _fail(plan, i, msg):
+def _fail(plan: Plan, i: int | None, msg: str) -> PlanError:
     if i is None:
         return PlanError(msg, source=f"plan of {plan.planner or 'unnamed planner'}")
     t = plan.transfers[i]
@@ -46,11 +56,11 @@ def _fail(plan, i, msg):
     )
 
 
-def _preds(plan) -> list[tuple[int, ...]]:
-    incoming = defaultdict(list)
+def _preds(plan: Plan) -> list[tuple[int, ...]]:
+    incoming: dict[str, list[int]] = defaultdict(list)
     for i, t in enumerate(plan.transfers):
         incoming[t.dst].append(i)
-    out = []
+    out: list[tuple[int, ...]] = []
     for i, t in enumerate(plan.transfers):
         p = set(t.after)
         if t.pipelined:
@@ -61,16 +71,16 @@ def _preds(plan) -> list[tuple[int, ...]]:
     return out
 
 
-def _topo_order(preds, plan) -> list[int]:
+def _topo_order(preds: Sequence[Sequence[int]], plan: Plan) -> list[int]:
     return topological_order(preds, lambda i, msg: _fail(plan, i, msg))
 
 
-def contribution_sets(plan, topology=None) -> dict[str, list[tuple[int, int, frozenset]]]:
+def contribution_sets(plan: Plan, topology: Topology | None = None) -> dict[str, list[tuple[int, int, frozenset[str]]]]:
     """Replay ``plan`` and return, per host, ``(start, end, contributors)`` for every
     elementary byte range it holds at the end. Raises :class:`PlanError` on a race, a
     double-counted contribution or a transfer of bytes its sender never had."""
     cuts, hosts, final, _ = _replay(plan)
-    out: dict[str, list] = {h: [] for h in hosts}
+    out: dict[str, list[tuple[int, int, frozenset[str]]]] = {h: [] for h in hosts}
     for (h, g), v in sorted(final.items(), key=lambda kv: (kv[0][0], kv[0][1])):
         out[h].append((cuts[g], cuts[g + 1], frozenset(hosts[k] for k in range(len(hosts)) if v >> k & 1)))
     for h in out:
@@ -78,7 +88,7 @@ def contribution_sets(plan, topology=None) -> dict[str, list[tuple[int, int, fro
     return out
 
 
-def _replay(plan):
+def _replay(plan: Plan) -> tuple[list[int], list[str], dict[_Segment, int], dict[_Segment, int]]:
     """(cuts, hosts, final value mask per (host, segment), initial mask per (host, segment))."""
     transfers = plan.transfers
     n = len(transfers)
@@ -86,15 +96,15 @@ def _replay(plan):
     hidx = {h: k for k, h in enumerate(hosts)}
 
     # elementary segments
-    cuts = {0, plan.size}
+    cut_set = {0, plan.size}
     for rs in list(plan.initial.values()) + list(plan.wanted.values()) + [t.ranges for t in transfers]:
         for off, length in rs:
-            cuts.add(off)
-            cuts.add(off + length)
-    cuts = sorted(cuts)
+            cut_set.add(off)
+            cut_set.add(off + length)
+    cuts = sorted(cut_set)
 
-    def segs(ranges):
-        out = []
+    def segs(ranges: Ranges) -> list[int]:
+        out: list[int] = []
         for off, length in ranges:
             a, b = bisect_left(cuts, off), bisect_left(cuts, off + length)
             out.extend(range(a, b))
@@ -111,7 +121,7 @@ def _replay(plan):
     pred_bits = [sum(1 << a for a in set(p)) for p in preds]
 
     t_segs = [segs(t.ranges) for t in transfers]
-    writers: dict[tuple[str, int], list[int]] = defaultdict(list)  # in topological order
+    writers: dict[_Segment, list[int]] = defaultdict(list)  # in topological order
     for i in order:
         for g in t_segs[i]:
             writers[(transfers[i].dst, g)].append(i)
@@ -132,13 +142,13 @@ def _replay(plan):
                     )
 
     # initial values: bitmask of contributors, None = host does not hold the bytes
-    init: dict[tuple[str, int], int] = {}
+    init: dict[_Segment, int] = {}
     for h, rs in plan.initial.items():
         for g in segs(rs):
             init[(h, g)] = 1 << hidx[h]
-    history: dict[tuple[str, int], list] = defaultdict(list)  # states after each writer
+    history: dict[_Segment, list[int]] = defaultdict(list)  # states after each writer
 
-    def state_before(i: int, h: str, g: int):
+    def state_before(i: int, h: str, g: int) -> int | None:
         ws = writers.get((h, g), ())
         hist = history[(h, g)]
         m = 0
@@ -162,7 +172,7 @@ def _replay(plan):
     carried: list[dict[int, int]] = [dict() for _ in range(n)]
     for i in order:
         t = transfers[i]
-        vals = {}
+        vals: dict[int, int] = {}
         for g in t_segs[i]:
             v = state_before(i, t.src, g)
             if v is None:
@@ -185,7 +195,7 @@ def _replay(plan):
             else:
                 hist.append(v)
 
-    final = {}
+    final: dict[_Segment, int] = {}
     for key, v in init.items():
         final[key] = v
     for key, hist in history.items():
@@ -194,13 +204,13 @@ def _replay(plan):
     return cuts, hosts, final, init
 
 
-def check_allreduce(plan, topology=None) -> None:
+def check_allreduce(plan: Plan, topology: Topology | None = None) -> None:
     """Raise :class:`PlanError` unless every wanted byte of every host ends as the reduction
     of all contributions to it (see module docstring)."""
     cuts, hosts, final, init = _replay(plan)
     expect: dict[int, int] = {}  # contributors per segment: the hosts holding it at the start
-    for (h, g), v in init.items():
-        expect[g] = expect.get(g, 0) | v
+    for (_, g), mask in init.items():
+        expect[g] = expect.get(g, 0) | mask
     for h, rs in plan.wanted.items():
         for off, length in rs:
             a, b = bisect_left(cuts, off), bisect_left(cuts, off + length)

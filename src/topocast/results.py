@@ -21,8 +21,8 @@ class HostResult:
     completed: bool = True
     reason: str = ""  # why a host did not complete (runs only)
 
-    def to_json(self) -> dict:
-        d = {"time": self.time, "rate": self.rate}
+    def to_json(self) -> dict[str, object]:
+        d: dict[str, object] = {"time": self.time, "rate": self.rate}
         if not self.completed:
             d["completed"] = False
             d["reason"] = self.reason
@@ -45,7 +45,7 @@ class Result:
     transfer_times: tuple[tuple[float, float], ...] = ()
     extra: Mapping[str, object] = field(default_factory=dict)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, object]:
         return {
             "algorithm": self.algorithm,
             "aggregate_bandwidth": self.aggregate_bandwidth,
@@ -54,13 +54,15 @@ class Result:
         }
 
 
-def aggregate_from_times(wanted_bytes: Mapping[str, int], times: Mapping[str, float]) -> tuple[dict, float, float]:
+def aggregate_from_times(
+    wanted_bytes: Mapping[str, int], times: Mapping[str, float]
+) -> tuple[dict[str, HostResult], float, float]:
     """Per-host results, makespan and aggregate bandwidth from completion times.
 
     A host with time 0 (wanted nothing or held it all) gets rate ``inf`` and is left out of
     the aggregate; a host that never completed (time ``inf``) contributes 0.
     """
-    per_host = {}
+    per_host: dict[str, HostResult] = {}
     aggregate = 0.0
     makespan = 0.0
     for h, nbytes in wanted_bytes.items():

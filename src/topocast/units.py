@@ -43,7 +43,7 @@ _FORMS = {
 }
 
 
-def _split(text, what: str, field: str | None) -> tuple[float, str]:
+def _split(text: object, what: str, field: str | None) -> tuple[float, str]:
     if isinstance(text, bool):
         raise InputError(f"expected a {what}, got {text!r}", element=field)
     if isinstance(text, (int, float)):
@@ -66,14 +66,17 @@ def _prefix_factor(prefix: str) -> float | None:
     return None
 
 
-def _check_finite(value: float, text, what: str, field: str | None) -> float:
+def _check_finite(value: float, text: object, what: str, field: str | None) -> float:
     if not math.isfinite(value):
         raise InputError(f"{what} {text!r} is not a finite number", element=field)
     return value
 
 
-def parse_bandwidth(text, *, field: str | None = None) -> float:
+def parse_bandwidth(text: object, *, field: str | None = None) -> float:
     """Parse a bandwidth and return bytes per second.
+
+    ``text`` is a string with a unit or a number (bytes/s); anything else raises
+    :class:`~topocast.errors.InputError`.
 
     Bits per second: ``bps``, ``Kbps``, ``Mbps``, ``Gbps``, ``Tbps`` (also ``bit/s`` forms).
     Bytes per second: ``B/s``, ``MB/s``, ``GiB/s``, ``MBps`` (SimGrid), ``Bps``.
@@ -95,7 +98,7 @@ def parse_bandwidth(text, *, field: str | None = None) -> float:
     return value * factor / 8.0 if bits else value * factor
 
 
-def parse_size(text, *, field: str | None = None) -> int:
+def parse_size(text: object, *, field: str | None = None) -> int:
     """Parse a data size and return bytes (an integer, rounded to the nearest byte)."""
     value, unit = _split(text, "size", field)
     _check_finite(value, text, "size", field)
@@ -108,9 +111,10 @@ def parse_size(text, *, field: str | None = None) -> int:
                 f"unknown size unit {unit!r} in {text!r} (expected e.g. 64MB, 1GiB, 512KiB, 100B)",
                 element=field,
             )
-        factor = _prefix_factor(m.group(1) or "")
-        if factor is None:
+        prefix = _prefix_factor(m.group(1) or "")
+        if prefix is None:
             raise InputError(f"unknown prefix in {text!r}", element=field)
+        factor = prefix
         if m.group(2) in ("b", "bit", "bits"):
             factor /= 8.0
     return int(round(value * factor))
@@ -119,7 +123,7 @@ def parse_size(text, *, field: str | None = None) -> int:
 _TIME = {"s": 1.0, "sec": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "min": 60.0, "h": 3600.0}
 
 
-def parse_time(text, *, field: str | None = None) -> float:
+def parse_time(text: object, *, field: str | None = None) -> float:
     """Parse a duration and return seconds (``50us``, ``2ms``, ``0.1s``; bare number = s)."""
     if isinstance(text, str):
         text = text.replace("µ", "u")

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
+
 from ..bounds import broadcast_bounds
 from ..check import check_plan
+from ..errors import PlanError
 from ..plan import Broadcast, Plan
 from ..planners import get_planner
 from ..sim import simulate
@@ -12,7 +15,7 @@ from .cmd_compare import plan_with
 from .common import add_topology_args, load_topology_arg, print_json, resolve_source, size_arg
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("simulate", help="predict per-host completion times of one plan")
     add_topology_args(p)
     g = p.add_mutually_exclusive_group(required=True)
@@ -26,7 +29,7 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     topology = load_topology_arg(args)
     if args.plan:
         plan = Plan.load(args.plan)
@@ -35,7 +38,11 @@ def run(args) -> int:
         plan = plan_with(get_planner("broadcast", args.algorithm), topology, Broadcast(source, args.size), args.seed)
     check_plan(plan, topology)
     result = simulate(plan, topology, chunk_size=args.chunk_size)
-    bound = broadcast_bounds(topology, plan.source, plan.destinations) if plan.collective == "broadcast" else None
+    bound = None
+    if plan.collective == "broadcast":
+        if plan.source is None:
+            raise PlanError("a broadcast plan must name its source host", source=args.plan, element="source")
+        bound = broadcast_bounds(topology, plan.source, plan.destinations)
     if args.json:
         out = {"topology": topology.name, "source": plan.source, "size_bytes": plan.size, **result.to_json()}
         if bound:

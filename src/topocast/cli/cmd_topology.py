@@ -2,18 +2,34 @@
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import sys
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from ..errors import TopologyError
 from ..units import format_bandwidth, format_time
 from .common import add_topology_args, bandwidth_arg, print_json, time_arg
 
+if TYPE_CHECKING:
+    from ..topology import Topology
 
-def register(sub) -> None:
+
+def _help_of(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
+    """The action of a command given without its sub-command: print its help, exit status 2."""
+
+    def show_help(args: argparse.Namespace) -> int:
+        parser.print_help()
+        return 2
+
+    return show_help
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("topology", help="show, convert or generate topologies")
-    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+    p.set_defaults(func=_help_of(p))
     tsub = p.add_subparsers(dest="topology_command", metavar="ACTION")
 
     s = tsub.add_parser(
@@ -56,9 +72,9 @@ def register(sub) -> None:
 
     g = tsub.add_parser("generate", help="generate a topology (multi-cluster, two-cluster, fat-tree, random-tree)")
     gsub = g.add_subparsers(dest="kind", metavar="KIND")
-    g.set_defaults(func=lambda args: (g.print_help(), 2)[1])
+    g.set_defaults(func=_help_of(g))
 
-    def common(q):
+    def common(q: argparse.ArgumentParser) -> None:
         q.add_argument("--seed", type=int, default=0, help="random seed (same seed, same topology)")
         q.add_argument("-o", "--output", help="output file (.yaml/.json/.xml); default: YAML on stdout")
         q.add_argument("--name", help="topology name")
@@ -118,13 +134,48 @@ def register(sub) -> None:
 
 
 # ---------------------------------------------------------------------- show
-def _stats(values):
+class Stats(TypedDict):
+    """Smallest, median and largest of some values."""
+
+    min: float
+    median: float
+    max: float
+
+
+class TopologyInfo(TypedDict):
+    """What ``topology show`` reports (units: bytes/s, seconds)."""
+
+    name: str
+    source: str | None
+    hosts: int
+    switches: int
+    links: int
+    directed_links: int
+    one_way_links: int
+    connectors: int
+    bandwidth: Stats | None
+    latency: Stats | None
+    tree: bool
+    symmetric: bool
+    sharing: dict[str, int]
+    explicit_routes: int
+    injection_time: bool
+    reduction_cost: bool
+    first_hosts: list[str]
+    notes: list[str]
+    links_without_speed: NotRequired[int]
+    edges_without_speed: NotRequired[list[str]]
+
+
+def _stats(values: Sequence[float]) -> Stats | None:
     if not values:
         return None
     return {"min": min(values), "median": statistics.median(values), "max": max(values)}
 
 
-def topology_info(topology, *, speeds_from=None, missing=None) -> dict:
+def topology_info(
+    topology: Topology, *, speeds_from: Iterable[float] | None = None, missing: Sequence[str] | None = None
+) -> TopologyInfo:
     """Summary dict of a topology (units: bytes/s, seconds).
 
     ``speeds_from``: bandwidths (bytes/s) to summarise instead of the links' (GraphML files
@@ -139,7 +190,7 @@ def topology_info(topology, *, speeds_from=None, missing=None) -> dict:
     sharing: dict[str, int] = {}
     for pl in t.physical_links:
         sharing[pl.sharing] = sharing.get(pl.sharing, 0) + 1
-    info = {
+    info: TopologyInfo = {
         "name": t.name,
         "source": t.source,
         "hosts": len(t.hosts),
@@ -165,7 +216,7 @@ def topology_info(topology, *, speeds_from=None, missing=None) -> dict:
     return info
 
 
-def _load_for_show(args):
+def _load_for_show(args: argparse.Namespace) -> tuple[Topology, TopologyInfo]:
     from ..topology import load_topology
 
     spec = args.topology
@@ -178,7 +229,7 @@ def _load_for_show(args):
             # Structure only: a placeholder speed for the edges without one, statistics over
             # the edges that have a speed.
             t = load_graphml(spec, default_bandwidth=1.0)
-            speeds = []
+            speeds: list[float] = []
             for pl in t.physical_links:
                 if pl.bandwidth != 1.0:
                     speeds += [pl.bandwidth, pl.reverse_bandwidth]
@@ -189,10 +240,18 @@ def _load_for_show(args):
     return t, topology_info(t)
 
 
-def _show_builtins(args) -> int:
+class _BuiltinRow(TypedDict):
+    name: str
+    hosts: int
+    switches: int
+    links: int
+    summary: str
+
+
+def _show_builtins(args: argparse.Namespace) -> int:
     from ..topology.builtin import builtin_names, builtin_summary, builtin_topology
 
-    rows = []
+    rows: list[_BuiltinRow] = []
     for n in builtin_names():
         t = builtin_topology(n)
         rows.append(
@@ -225,7 +284,7 @@ def _show_builtins(args) -> int:
     return 0
 
 
-def run_show(args) -> int:
+def run_show(args: argparse.Namespace) -> int:
     if args.topology == "builtin:list":
         return _show_builtins(args)
     _, info = _load_for_show(args)
@@ -257,8 +316,10 @@ def run_show(args) -> int:
         )
     elif "links_without_speed" in info:
         table.add_row("links without a speed", "0")
-    for key, fmt in (("bandwidth", format_bandwidth), ("latency", format_time)):
-        st = info[key]
+    for key, st, fmt in (
+        ("bandwidth", info["bandwidth"], format_bandwidth),
+        ("latency", info["latency"], format_time),
+    ):
         table.add_row(
             f"{key} min / median / max",
             "-" if st is None else f"{fmt(st['min'])} / {fmt(st['median'])} / {fmt(st['max'])}",
@@ -279,7 +340,7 @@ def run_show(args) -> int:
 
 
 # ---------------------------------------------------------------------- convert / generate
-def _write(topology, output: str, simgrid_routing: str = "auto") -> None:
+def _write(topology: Topology, output: str, simgrid_routing: str = "auto") -> None:
     suffix = Path(output).suffix.lower()
     if suffix in (".yaml", ".yml", ".json"):
         from ..topology.io import save_file
@@ -293,7 +354,7 @@ def _write(topology, output: str, simgrid_routing: str = "auto") -> None:
         raise TopologyError("unknown output format (expected .yaml, .yml, .json or .xml for SimGrid)", source=output)
 
 
-def run_convert(args) -> int:
+def run_convert(args: argparse.Namespace) -> int:
     from ..topology import load_topology
 
     if args.simgrid_exact:
@@ -315,7 +376,7 @@ def run_convert(args) -> int:
     return 0
 
 
-def run_generate(args) -> int:
+def run_generate(args: argparse.Namespace) -> int:
     from ..topology import generators as g
 
     kind = args.kind

@@ -11,25 +11,28 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from ..redistribution.kpbs import brute_force_plan, brute_force_time, lower_bound, schedule_to_plan
-from ..redistribution.matrix import MB, random_pattern, two_cluster_topology
+from ..redistribution.matrix import MB, Redistribution, random_pattern, two_cluster_topology
 
 __all__ = ["ratio_experiment", "agreement_experiment", "summarize"]
 
 NIC = 100e6 / 8  # 100 Mbit/s, the paper's cards
 
 
-def _pattern(rng, n=10):
+def _pattern(rng: np.random.Generator, n: int = 10) -> Redistribution:
     """A random pattern as in the paper: fixed count of messages, sizes U[10 MB, x MB]."""
     messages = int(rng.integers(1, n * n + 1))
     x = float(rng.choice([10, 20, 30, 40, 50, 60, 70, 80])) * MB
     return random_pattern(n, n, messages, x, seed=int(rng.integers(2**31)))
 
 
-def summarize(values) -> dict:
+def summarize(values: npt.ArrayLike) -> dict[str, float]:
+    """Count, min, median, 90th and 99th percentiles, max and mean of ``values`` ({} if none)."""
     v = np.asarray(values, dtype=float)
     if v.size == 0:
         return {}
@@ -45,15 +48,19 @@ def summarize(values) -> dict:
     }
 
 
-def ratio_experiment(n_patterns: int = 1000, *, seed: int = 0, k: int = 5, n: int = 10, betas=(0.0, 0.01, 0.5)) -> dict:
+def ratio_experiment(
+    n_patterns: int = 1000, *, seed: int = 0, k: int = 5, n: int = 10, betas: Sequence[float] = (0.0, 0.01, 0.5)
+) -> dict[str, object]:
     """Cost / lower bound of GGP and OGGP on ``n_patterns`` random patterns, per beta (s)."""
     from ..planners.redistribute.ggp import peel_schedule, unit_for
 
     rng = np.random.default_rng(seed)
     pats = [_pattern(rng, n) for _ in range(n_patterns)]
-    out: dict = {"patterns": n_patterns, "k": k, "nic_bytes_per_s": NIC, "hosts": n, "seed": seed, "beta": {}}
-    bf_over_lb = []
-    gain = {b: [] for b in betas}
+    out: dict[str, object] = {"patterns": n_patterns, "k": k, "nic_bytes_per_s": NIC, "hosts": n, "seed": seed}
+    bf_over_lb: list[float] = []
+    gain: dict[float, list[float]] = {b: [] for b in betas}
+    # per beta (its JSON key): cost / lower bound and steps of each algorithm, the step bound
+    samples: dict[str, dict[str, list[float]]] = {}
     t0 = time.perf_counter()
     for r in pats:
         m = r.matrix
@@ -67,7 +74,7 @@ def ratio_experiment(n_patterns: int = 1000, *, seed: int = 0, k: int = 5, n: in
                 s = peel_schedule(m, k, unit=u, bottleneck=bott, algorithm=name)
                 c = s.cost(beta, NIC)
                 costs[name] = c
-                d = out["beta"].setdefault(
+                d = samples.setdefault(
                     str(beta), {"ggp": [], "oggp": [], "ggp_steps": [], "oggp_steps": [], "step_bound": []}
                 )
                 d[name].append(c / lb.total)
@@ -75,26 +82,33 @@ def ratio_experiment(n_patterns: int = 1000, *, seed: int = 0, k: int = 5, n: in
             d["step_bound"].append(lb.steps)
             best = min(costs.values())
             gain[beta].append((bf - best) / bf)
-    out["seconds"] = time.perf_counter() - t0
-    for beta, d in out["beta"].items():
+    seconds = time.perf_counter() - t0
+    per_beta: dict[str, dict[str, dict[str, float]]] = {}
+    for beta_key, d in samples.items():
+        ratios: dict[str, dict[str, float]] = {}
         for name in ("ggp", "oggp"):
-            d[f"{name}_ratio"] = summarize(d.pop(name))
-            steps = np.asarray(d.pop(f"{name}_steps"))
-            d[f"{name}_steps_over_bound"] = summarize(steps / np.maximum(1, np.asarray(d["step_bound"])))
-        d.pop("step_bound")
+            ratios[f"{name}_ratio"] = summarize(d[name])
+            steps = np.asarray(d[f"{name}_steps"])
+            ratios[f"{name}_steps_over_bound"] = summarize(steps / np.maximum(1, np.asarray(d["step_bound"])))
+        per_beta[beta_key] = ratios
+    out["beta"] = per_beta
+    out["seconds"] = seconds
     out["brute_force_over_lower_bound"] = summarize(bf_over_lb)
     out["gain_of_best_schedule"] = {str(b): summarize(g) for b, g in gain.items()}
     out["fraction_scheduling_pays"] = {str(b): float(np.mean(np.asarray(g) > 0)) for b, g in gain.items()}
     return out
 
 
-def agreement_experiment(n_patterns: int = 100, *, seed: int = 1, k: int = 5, n: int = 10, beta: float = 0.0) -> dict:
+def agreement_experiment(
+    n_patterns: int = 100, *, seed: int = 1, k: int = 5, n: int = 10, beta: float = 0.0
+) -> dict[str, object]:
     """Brute-force estimate vs the fluid simulator (and schedule model vs simulator)."""
     from ..planners.redistribute.ggp import peel_schedule, unit_for
     from ..sim import simulate
 
     rng = np.random.default_rng(seed)
-    rel_bf, rel_sched = [], []
+    rel_bf: list[float] = []
+    rel_sched: list[float] = []
     topo = two_cluster_topology(n, n, nic=NIC, k=k)
     for _ in range(n_patterns):
         r = _pattern(rng, n)
@@ -116,15 +130,15 @@ def agreement_experiment(n_patterns: int = 100, *, seed: int = 1, k: int = 5, n:
     }
 
 
-def stress_experiment(n_patterns: int = 1000, *, seed: int = 2) -> dict:
+def stress_experiment(n_patterns: int = 1000, *, seed: int = 2) -> dict[str, object]:
     """Worst cases beyond the paper's setting: random cluster sizes (1-20 each), k (1-25,
     often above both clusters), density, sizes spanning 4 orders of magnitude, and beta from
     1e-3 to 10 times the mean message time. Returns the ratio distribution per algorithm."""
     from ..planners.redistribute.ggp import peel_schedule, unit_for
 
     rng = np.random.default_rng(seed)
-    ratios = {"ggp": [], "oggp": []}
-    worst = {"ggp": None, "oggp": None}
+    ratios: dict[str, list[float]] = {"ggp": [], "oggp": []}
+    worst: dict[str, dict[str, float] | None] = {"ggp": None, "oggp": None}
     t0 = time.perf_counter()
     for _ in range(n_patterns):
         n1, n2 = (int(x) for x in rng.integers(1, 21, 2))
@@ -141,7 +155,8 @@ def stress_experiment(n_patterns: int = 1000, *, seed: int = 2) -> dict:
             s = peel_schedule(m, k, unit=unit_for(beta, NIC), bottleneck=bott)
             r = s.cost(beta, NIC) / lb.total
             ratios[name].append(r)
-            if worst[name] is None or r > worst[name]["ratio"]:
+            so_far = worst[name]
+            if so_far is None or r > so_far["ratio"]:
                 worst[name] = {
                     "ratio": r,
                     "n1": n1,

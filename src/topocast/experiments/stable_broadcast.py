@@ -30,16 +30,22 @@ import csv
 import json
 import math
 import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 import numpy as np
 
 from ..bounds import broadcast_bounds
 from ..plan import Broadcast
 from ..planners import get_planner
+from ..results import Result
 from ..sim import simulate
 from ..topology.generators import multi_cluster_tree
-from ..topology.model import PhysicalLink
+from ..topology.model import PhysicalLink, Topology
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 __all__ = ["run_experiment", "SETTINGS", "ALGORITHMS", "real_topology_table"]
 
@@ -55,11 +61,88 @@ SETTINGS = [(d, asym) for d in DISTRIBUTIONS for asym in (False, True)]
 SEEDED = {"random_pipeline", "balanced_multicast"}
 
 
-def _setting_name(dist, asym):
+class _ResultRow(TypedDict):
+    """One row of ``results.csv``: one algorithm on one draw of one setting."""
+
+    setting: str
+    distribution: str
+    asymmetric: bool
+    destinations: int
+    draw: int
+    algorithm: str
+    aggregate_mbit: float
+    bound_mbit: float
+    makespan_s: float
+    plan_s: float
+    sim_s: float
+
+
+class _StabilityRow(TypedDict):
+    """One row of ``stability.csv``: one algorithm before and after the slow host joins."""
+
+    draw: int
+    algorithm: str
+    aggregate_before_mbit: float
+    aggregate_after_mbit: float
+    existing_after_mbit: float
+    worst_existing_ratio: float
+
+
+class TableRow(TypedDict):
+    """Means over the draws of one (setting, number of destinations)."""
+
+    setting: str
+    destinations: int
+    bound_mbit: float
+    mean_aggregate_mbit: dict[str, float]
+    speedup_over_flat: dict[str, float]
+    best_of_paper_five: str
+
+
+class StabilityStats(TypedDict):
+    """Means over the draws of one algorithm, before and after the slow host (Mbit/s)."""
+
+    aggregate_before_mbit: float
+    aggregate_after_mbit: float
+    existing_hosts_after_mbit: float
+    worst_existing_host_ratio: float
+
+
+class StudyConfig(TypedDict):
+    """What the study ran on (``summary.json``'s ``config``)."""
+
+    n_hosts: int
+    n_clusters: int
+    topology_seed: int
+    size_bytes: int
+    draws: int
+    destinations: list[int]
+    slow_mbit: int
+
+
+class Summary(TypedDict):
+    """``summary.json``: the study's table and stability per algorithm."""
+
+    table: list[TableRow]
+    stability: dict[str, StabilityStats]
+    elapsed_s: NotRequired[float]
+    quick: NotRequired[bool]
+    config: NotRequired[StudyConfig]
+
+
+def _stepper(progress: Progress | None, description: str, total: int) -> Callable[[], None]:
+    """Advance a task of ``progress`` by one step (nothing without a progress display)."""
+    if progress is None:
+        return lambda: None
+    task = progress.add_task(description, total=total)
+    return lambda: progress.advance(task)
+
+
+def _setting_name(dist: str, asym: bool) -> str:
     return f"{dist}{' asym' if asym else ''}"
 
 
-def _run_one(name, topo, src, dests, seed):
+def _run_one(name: str, topo: Topology, src: str, dests: Sequence[str], seed: int) -> tuple[Result, float, float]:
     kw = {"seed": seed} if name in SEEDED else {}
     t0 = time.perf_counter()
     plan = get_planner("broadcast", name)(topo, Broadcast(src, SIZE, tuple(dests)), **kw)
@@ -68,15 +151,20 @@ def _run_one(name, topo, src, dests, seed):
     return res, t1 - t0, time.perf_counter() - t1
 
 
-def _add_slow_host(topo, rng):
+def _add_slow_host(topo: Topology, rng: np.random.Generator) -> Topology:
     attach = topo.switches[int(rng.integers(len(topo.switches)))]
     links = list(topo.physical_links) + [PhysicalLink("slow", attach, SLOW_MBIT * MBIT)]
     return topo.replace(hosts=tuple(topo.hosts) + ("slow",), links=links, name=topo.name + "+slow")
 
 
 def run_experiment(
-    out: Path, *, quick: bool = False, progress=None, topology_seed: int = 0, n_clusters: int = N_CLUSTERS
-) -> dict:
+    out: Path,
+    *,
+    quick: bool = False,
+    progress: Progress | None = None,
+    topology_seed: int = 0,
+    n_clusters: int = N_CLUSTERS,
+) -> Summary:
     """Run the study, write ``results.csv``, ``summary.json``, ``summary.md`` and figures into ``out``.
 
     ``topology_seed`` and ``n_clusters`` change the generated study topologies (the paper does
@@ -87,9 +175,9 @@ def run_experiment(
     sizes = [10, 50] if quick else [10, 50, 100]
     draws = 2 if quick else 10
     settings = SETTINGS[::2] if quick else SETTINGS
-    rows = []
+    rows: list[_ResultRow] = []
     n_tasks = len(settings) * len(sizes) * draws * len(ALGORITHMS) + draws * 2 * len(ALGORITHMS)
-    task = progress.add_task("stable-broadcast", total=n_tasks) if progress else None
+    step = _stepper(progress, "stable-broadcast", n_tasks)
     t_start = time.perf_counter()
     for dist, asym in settings:
         topo = multi_cluster_tree(N_HOSTS, n_clusters=n_clusters, bandwidth=dist, asymmetric=asym, seed=topology_seed)
@@ -117,21 +205,18 @@ def run_experiment(
                             "sim_s": ts,
                         }
                     )
-                    if progress:
-                        progress.advance(task)
+                    step()
     # stability experiment
-    stab = []
+    stab: list[_StabilityRow] = []
     for draw in range(draws):
         topo = multi_cluster_tree(10, n_clusters=3, bandwidth="uniform-500-1000", seed=draw)
         bigger = _add_slow_host(topo, np.random.default_rng(draw))
         src = topo.hosts[0]
         for name in ALGORITHMS:
             before, _, _ = _run_one(name, topo, src, topo.hosts[1:], draw)
-            if progress:
-                progress.advance(task)
+            step()
             after, _, _ = _run_one(name, bigger, src, bigger.hosts[1:], draw)
-            if progress:
-                progress.advance(task)
+            step()
             worst = min(after.per_host[h].rate / r.rate for h, r in before.per_host.items())
             stab.append(
                 {
@@ -164,7 +249,7 @@ def run_experiment(
     return summary
 
 
-def _write_rows(path, rows):
+def _write_rows(path: Path, rows: Sequence[Mapping[str, object]]) -> None:
     if not rows:
         return
     with open(path, "w", newline="") as fh:
@@ -173,15 +258,16 @@ def _write_rows(path, rows):
         w.writerows(rows)
 
 
-def summarize(rows, stab) -> dict:
+def summarize(rows: Sequence[_ResultRow], stab: Sequence[_StabilityRow]) -> Summary:
     """Mean aggregate per (setting, destinations, algorithm); speed-ups over flat; winners."""
-    cells: dict = {}
+    cells: dict[tuple[str, int], dict[str, list[float]]] = {}
     for r in rows:
         key = (r["setting"], r["destinations"])
         c = cells.setdefault(key, {})
         c.setdefault(r["algorithm"], []).append(r["aggregate_mbit"])
-        c.setdefault("_bound", []).append(r["bound_mbit"]) if r["algorithm"] == "flat" else None
-    table = []
+        if r["algorithm"] == "flat":
+            c.setdefault("_bound", []).append(r["bound_mbit"])
+    table: list[TableRow] = []
     for (setting, n), c in cells.items():
         mean = {a: float(np.mean(v)) for a, v in c.items() if not a.startswith("_")}
         flat = mean["flat"]
@@ -195,14 +281,14 @@ def summarize(rows, stab) -> dict:
                 "best_of_paper_five": max(PAPER_FIVE, key=lambda a: mean[a]),
             }
         )
-    st = {}
-    for r in stab:
-        s = st.setdefault(r["algorithm"], {"before": [], "after": [], "existing_after": [], "worst": []})
-        s["before"].append(r["aggregate_before_mbit"])
-        s["after"].append(r["aggregate_after_mbit"])
-        s["existing_after"].append(r["existing_after_mbit"])
-        s["worst"].append(r["worst_existing_ratio"])
-    stability = {
+    st: dict[str, dict[str, list[float]]] = {}
+    for sr in stab:
+        s = st.setdefault(sr["algorithm"], {"before": [], "after": [], "existing_after": [], "worst": []})
+        s["before"].append(sr["aggregate_before_mbit"])
+        s["after"].append(sr["aggregate_after_mbit"])
+        s["existing_after"].append(sr["existing_after_mbit"])
+        s["worst"].append(sr["worst_existing_ratio"])
+    stability: dict[str, StabilityStats] = {
         a: {
             "aggregate_before_mbit": float(np.mean(s["before"])),
             "aggregate_after_mbit": float(np.mean(s["after"])),
@@ -214,7 +300,7 @@ def summarize(rows, stab) -> dict:
     return {"table": table, "stability": stability}
 
 
-def summary_markdown(summary) -> str:
+def summary_markdown(summary: Summary) -> str:
     lines = ["# Stable Broadcast simulation study (topocast reproduction)", ""]
     algs = ALGORITHMS
     cfg = summary.get("config")
@@ -258,7 +344,7 @@ def summary_markdown(summary) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot(summary, out: Path) -> None:
+def plot(summary: Summary, out: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -310,7 +396,14 @@ def plot(summary, out: Path) -> None:
 
 
 # --------------------------------------------------------------------------- real topologies
-def real_topology_table(data_dir: Path, out: Path, *, default_bandwidth=125e6, max_dests=100, progress=None):
+def real_topology_table(
+    data_dir: Path,
+    out: Path,
+    *,
+    default_bandwidth: float = 125e6,
+    max_dests: int = 100,
+    progress: Progress | None = None,
+) -> tuple[list[dict[str, object]], list[dict[str, str]]]:
     """Every broadcast planner on every SimGrid / Topology Zoo file of ``data_dir``.
 
     Source: the first host. Destinations: every other host, or a seeded sample of
@@ -323,15 +416,15 @@ def real_topology_table(data_dir: Path, out: Path, *, default_bandwidth=125e6, m
     files = sorted(Path(data_dir).glob("simgrid/*")) + sorted(Path(data_dir).glob("topology-zoo/*.graphml"))
     files = [f for f in files if f.suffix in (".xml", ".conf", ".graphml")]
     names = [p.name for p in available_planners("broadcast", include_selectors=False)]
-    rows, failed = [], []
-    task = progress.add_task("real topologies", total=len(files)) if progress else None
+    rows: list[dict[str, object]] = []
+    failed: list[dict[str, str]] = []
+    step = _stepper(progress, "real topologies", len(files))
     for f in files:
         try:
             topo = load_topology(str(f), default_bandwidth=default_bandwidth)
         except Exception as exc:  # noqa: BLE001 - report and go on
             failed.append({"file": f.name, "reason": str(exc)[:200]})
-            if progress:
-                progress.advance(task)
+            step()
             continue
         src = topo.hosts[0]
         dests = [h for h in topo.hosts if h != src]
@@ -339,7 +432,7 @@ def real_topology_table(data_dir: Path, out: Path, *, default_bandwidth=125e6, m
             rng = np.random.default_rng(0)
             dests = [dests[i] for i in sorted(rng.choice(len(dests), max_dests, replace=False))]
         bound = broadcast_bounds(topo, src, dests)
-        row = {
+        row: dict[str, object] = {
             "file": f"{f.parent.name}/{f.name}",
             "hosts": len(topo.hosts),
             "destinations": len(dests),
@@ -354,8 +447,7 @@ def real_topology_table(data_dir: Path, out: Path, *, default_bandwidth=125e6, m
                 row[name] = float("nan")
                 failed.append({"file": f.name, "reason": f"{name}: {str(exc)[:240]}"})
         rows.append(row)
-        if progress:
-            progress.advance(task)
+        step()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     _write_rows(out / "real_topologies.csv", rows)

@@ -14,14 +14,16 @@ from __future__ import annotations
 import csv
 import json
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 import numpy as np
 
 from ..errors import InputError
-from ..plan import Plan, Transfer
+from ..plan import Plan, Ranges, Transfer
 from ..topology.model import PhysicalLink, Topology
 
 __all__ = [
@@ -36,6 +38,17 @@ __all__ = [
 ]
 
 MB = 10**6
+
+
+class RedistributionFields(TypedDict, total=False):
+    """The fields of a :class:`Redistribution`, for :meth:`Redistribution.with_`."""
+
+    matrix: np.ndarray
+    senders: tuple[str, ...]
+    receivers: tuple[str, ...]
+    k: int | None
+    beta: float
+    source: str | None
 
 
 @dataclass(frozen=True, eq=False)
@@ -62,7 +75,7 @@ class Redistribution:
     beta: float = 0.0
     source: str | None = field(default=None, compare=False)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         m = np.asarray(self.matrix)
         where = self.source
         if m.ndim != 2:
@@ -106,19 +119,11 @@ class Redistribution:
         """Total bytes of all blocks."""
         return int(self.matrix.sum())
 
-    def with_(self, **changes) -> Redistribution:
-        d = dict(
-            matrix=self.matrix,
-            senders=self.senders,
-            receivers=self.receivers,
-            k=self.k,
-            beta=self.beta,
-            source=self.source,
-        )
-        d.update(changes)
-        return Redistribution(**d)
+    def with_(self, **changes: Unpack[RedistributionFields]) -> Redistribution:
+        """A copy with ``changes`` applied, checked as a new request is."""
+        return replace(self, **changes)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, object]:
         return {
             "senders": list(self.senders),
             "receivers": list(self.receivers),
@@ -138,16 +143,16 @@ def block_offsets(matrix: np.ndarray) -> np.ndarray:
     return offs.reshape(np.shape(matrix))
 
 
-def holdings(request: Redistribution) -> tuple[dict, dict]:
+def holdings(request: Redistribution) -> tuple[dict[str, Ranges], dict[str, Ranges]]:
     """``(initial, wanted)`` of the plan: who holds which blocks, who wants which."""
     m = request.matrix
     offs = block_offsets(m)
-    initial = {}
+    initial: dict[str, Ranges] = {}
     for i, s in enumerate(request.senders):
         row = int(m[i].sum())
         if row:
             initial[s] = ((int(offs[i, 0]), row),)  # a sender's blocks are contiguous
-    wanted = {}
+    wanted: dict[str, Ranges] = {}
     for j, r in enumerate(request.receivers):
         rs = tuple((int(offs[i, j]), int(m[i, j])) for i in range(m.shape[0]) if m[i, j] > 0)
         if rs:
@@ -155,7 +160,13 @@ def holdings(request: Redistribution) -> tuple[dict, dict]:
     return initial, wanted
 
 
-def make_plan(request: Redistribution, transfers: Sequence[Transfer], planner: str, params: dict, notes: dict) -> Plan:
+def make_plan(
+    request: Redistribution,
+    transfers: Sequence[Transfer],
+    planner: str,
+    params: Mapping[str, object],
+    notes: Mapping[str, object],
+) -> Plan:
     """A ``redistribute`` plan with the fixed layout (see module doc)."""
     initial, wanted = holdings(request)
     return Plan(
@@ -176,7 +187,7 @@ def _names(prefix: str, n: int) -> tuple[str, ...]:
     return tuple(f"{prefix}{i}" for i in range(n))
 
 
-def load_matrix(path, *, k: int | None = None, beta: float = 0.0) -> Redistribution:
+def load_matrix(path: str | os.PathLike[str], *, k: int | None = None, beta: float = 0.0) -> Redistribution:
     """Read a redistribution matrix (bytes) from CSV or JSON.
 
     CSV: one row per sender, one column per receiver. An optional header row whose first
@@ -196,7 +207,7 @@ def load_matrix(path, *, k: int | None = None, beta: float = 0.0) -> Redistribut
     except OSError as exc:
         raise InputError(f"cannot read matrix file ({exc.strerror})", source=src) from None
 
-    def entry(x, where):
+    def entry(x: object, where: str) -> int:
         if isinstance(x, bool):
             raise InputError(f"expected a size in bytes, got {x!r}", source=src, element=where)
         if isinstance(x, (int, float)):
@@ -243,12 +254,13 @@ def load_matrix(path, *, k: int | None = None, beta: float = 0.0) -> Redistribut
     rows = [r for r in csv.reader(text.splitlines()) if r and any(c.strip() for c in r)]
     if not rows:
         raise InputError("empty matrix file", source=src)
-    receivers = senders = None
+    row_names: tuple[str, ...] | None = None
+    column_names: tuple[str, ...] | None = None
     first = rows[0]
     if first[0].strip().lower() in ("", "sender", "senders", "from"):
-        receivers = tuple(c.strip() for c in first[1:])
+        column_names = tuple(c.strip() for c in first[1:])
         rows = rows[1:]
-        senders = tuple(r[0].strip() for r in rows)
+        row_names = tuple(r[0].strip() for r in rows)
         rows = [r[1:] for r in rows]
     widths = {len(r) for r in rows}
     if len(widths) > 1:
@@ -264,8 +276,8 @@ def load_matrix(path, *, k: int | None = None, beta: float = 0.0) -> Redistribut
                 raise
         vals.append(line)
     m = np.array(vals, dtype=np.int64).reshape(len(vals), len(vals[0]) if vals else 0)
-    senders = senders or _names("a", m.shape[0])
-    receivers = receivers or _names("b", m.shape[1])
+    senders = row_names or _names("a", m.shape[0])
+    receivers = column_names or _names("b", m.shape[1])
     return Redistribution(m, senders, receivers, k=k, beta=beta, source=src)
 
 
@@ -277,7 +289,7 @@ def _is_number(s: str) -> bool:
         return False
 
 
-def save_matrix(request: Redistribution, path) -> None:
+def save_matrix(request: Redistribution, path: str | os.PathLike[str]) -> None:
     """Write the request as JSON (``load_matrix`` reads it back)."""
     Path(path).write_text(json.dumps(request.to_json(), indent=1))
 
@@ -306,15 +318,21 @@ def random_pattern(
     if n_messages > n1 * n2:
         raise InputError(f"{n_messages} messages do not fit in {n1} x {n2} sender/receiver pairs", element="messages")
     rng = np.random.default_rng(seed)
-    m = np.zeros(n1 * n2, dtype=np.int64)
+    flat = np.zeros(n1 * n2, dtype=np.int64)
     pairs = rng.choice(n1 * n2, size=n_messages, replace=False)
-    m[pairs] = np.round(rng.uniform(low, x, n_messages)).astype(np.int64)
-    m = m.reshape(n1, n2)
-    return Redistribution(m, _names("a", n1), _names("b", n2), k=k, beta=beta)
+    flat[pairs] = np.round(rng.uniform(low, x, n_messages)).astype(np.int64)
+    return Redistribution(flat.reshape(n1, n2), _names("a", n1), _names("b", n2), k=k, beta=beta)
 
 
 def dense_pattern(
-    n1: int, n2: int, x: float = 80 * MB, *, low: float = 10 * MB, seed=None, k=None, beta=0.0
+    n1: int,
+    n2: int,
+    x: float = 80 * MB,
+    *,
+    low: float = 10 * MB,
+    seed: int | None = None,
+    k: int | None = None,
+    beta: float = 0.0,
 ) -> Redistribution:
     """Every sender sends to every receiver, sizes uniform in ``[low, x]`` bytes."""
     rng = np.random.default_rng(seed)
@@ -413,8 +431,8 @@ def resolve_platform(request: Redistribution, topology: Topology) -> Platform:
     # Links that every route crosses but that belong to one host only are NICs, not backbone:
     # a link is "backbone" when routes of at least two different senders and two different
     # receivers share it.
-    senders_of = {}
-    receivers_of = {}
+    senders_of: dict[int, set[str]] = {}
+    receivers_of: dict[int, set[str]] = {}
     for s, r in pairs:
         for lid in topology.route(s, r):
             senders_of.setdefault(lid, set()).add(s)
@@ -426,16 +444,16 @@ def resolve_platform(request: Redistribution, topology: Topology) -> Platform:
     else:  # no shared link: only the 1-port constraint limits concurrency
         ratio = float(max(len(request.senders), len(request.receivers)))
     # per-host NIC: the first (sender) / last (receiver) link of its routes
-    send_nic = [math.inf] * len(request.senders)
-    recv_nic = [math.inf] * len(request.receivers)
+    send_min = [math.inf] * len(request.senders)
+    recv_min = [math.inf] * len(request.receivers)
     si = {h: i for i, h in enumerate(request.senders)}
     ri = {h: j for j, h in enumerate(request.receivers)}
     for s, r in pairs:
         route = topology.route(s, r)
-        send_nic[si[s]] = min(send_nic[si[s]], float(topology.link_bandwidth[route[0]]))
-        recv_nic[ri[r]] = min(recv_nic[ri[r]], float(topology.link_bandwidth[route[-1]]))
-    send_nic = tuple(nic if math.isinf(x) else x for x in send_nic)
-    recv_nic = tuple(nic if math.isinf(x) else x for x in recv_nic)
+        send_min[si[s]] = min(send_min[si[s]], float(topology.link_bandwidth[route[0]]))
+        recv_min[ri[r]] = min(recv_min[ri[r]], float(topology.link_bandwidth[route[-1]]))
+    send_nic = tuple(nic if math.isinf(x) else x for x in send_min)
+    recv_nic = tuple(nic if math.isinf(x) else x for x in recv_min)
     if request.k is not None:
         return Platform(
             nic=float(nic),

@@ -33,9 +33,14 @@ Mapping [our readings marked I]:
 from __future__ import annotations
 
 import math
+import os
 import re
 import statistics
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TypedDict
 
 from ..errors import TopologyError
 from .model import PhysicalLink, Topology
@@ -70,37 +75,51 @@ def speed_from_label(label: str | None) -> float | None:
 
 
 class _Graph:
-    def __init__(self, source: str):
+    def __init__(self, source: str) -> None:
         self.source = source
         self.name = Path(source).stem
-        self.nodes: list[tuple[str, dict]] = []  # (graphml id, data by attr name)
-        self.edges: list[tuple[str, str, dict]] = []
+        self.nodes: list[tuple[str, dict[str, str]]] = []  # (graphml id, data by attr name)
+        self.edges: list[tuple[str, str, dict[str, str]]] = []
 
 
-def _parse(path) -> _Graph:
+def _data(element: ET.Element, keys: Mapping[str, str]) -> dict[str, str]:
+    """The ``<data>`` children of ``element`` by attribute name (the key id when undeclared);
+    a ``<data>`` without a ``key`` names nothing and is skipped."""
+    out: dict[str, str] = {}
+    for d in element.findall(f"{_NS}data"):
+        key = d.get("key")
+        if key is not None:
+            out[keys.get(key, key)] = d.text or ""
+    return out
+
+
+def _parse(path: str | os.PathLike[str]) -> _Graph:
     source = str(path)
     root = read_xml(source)
     tag = root.tag.replace(_NS, "")
     if tag != "graphml":
         raise TopologyError(f"expected a <graphml> root element, got <{tag}>", source=source)
-    keys = {}
+    keys: dict[str, str] = {}
     for k in root.iter(f"{_NS}key"):
-        keys[k.get("id")] = k.get("attr.name") or k.get("id")
+        key_id = k.get("id")
+        if key_id is not None:
+            keys[key_id] = k.get("attr.name") or key_id
     g = _Graph(source)
     graph = root.find(f"{_NS}graph")
     if graph is None:
         raise TopologyError("no <graph> element", source=source)
     for d in graph.findall(f"{_NS}data"):
-        if keys.get(d.get("key")) == "label" and d.text:
+        key = d.get("key")
+        if key is not None and keys.get(key) == "label" and d.text:
             g.name = d.text.strip() or g.name
     for n in graph.iter(f"{_NS}node"):
-        data = {keys.get(d.get("key"), d.get("key")): (d.text or "") for d in n.findall(f"{_NS}data")}
+        data = _data(n, keys)
         nid = n.get("id")
         if nid is None:
             raise TopologyError("a <node> has no id", source=source)
         g.nodes.append((nid, data))
     for e in graph.iter(f"{_NS}edge"):
-        data = {keys.get(d.get("key"), d.get("key")): (d.text or "") for d in e.findall(f"{_NS}data")}
+        data = _data(e, keys)
         a, b = e.get("source"), e.get("target")
         if a is None or b is None:
             raise TopologyError("an <edge> lacks source or target", source=source)
@@ -122,7 +141,7 @@ def _names(g: _Graph) -> dict[str, str]:
     return out
 
 
-def _edge_speed(data: dict) -> tuple[float | None, str]:
+def _edge_speed(data: Mapping[str, str]) -> tuple[float | None, str]:
     """(bits/s or None, where it came from)."""
     raw = data.get("LinkSpeedRaw")
     if raw not in (None, ""):
@@ -132,20 +151,39 @@ def _edge_speed(data: dict) -> tuple[float | None, str]:
                 return v, "LinkSpeedRaw"
         except ValueError:
             pass
-    v = speed_from_label(data.get("LinkLabel"))
-    if v:
-        return v, "LinkLabel"
+    labelled = speed_from_label(data.get("LinkLabel"))
+    if labelled:
+        return labelled, "LinkLabel"
     return None, ""
 
 
-def _float(x):
+def _float(x: str | None) -> float | None:
+    if x is None:
+        return None
     try:
         return float(x)
-    except (TypeError, ValueError):
+    except ValueError:
         return None
 
 
-def graphml_summary(path) -> dict:
+class GraphmlSummary(TypedDict):
+    """What :func:`graphml_summary` counts (bandwidths in bytes/s, None without any speed)."""
+
+    name: str
+    nodes: int
+    edges: int
+    self_loops: int
+    parallel_edges: int
+    edges_with_speed: int
+    edges_without_speed: list[str]
+    speed_from_label: int
+    components: int
+    bandwidth_min: float | None
+    bandwidth_median: float | None
+    bandwidth_max: float | None
+
+
+def graphml_summary(path: str | os.PathLike[str]) -> GraphmlSummary:
     """Counts for ``topology show``; works whether or not every edge has a speed.
 
     Keys: name, nodes, edges (including parallel ones), self_loops, parallel_edges,
@@ -155,8 +193,10 @@ def graphml_summary(path) -> dict:
     g = _parse(path)
     names = _names(g)
     ids = set(names)
-    missing, speeds, from_label = [], [], 0
-    pairs: dict[frozenset, int] = {}
+    missing: list[str] = []
+    speeds: list[float] = []
+    from_label = 0
+    pairs: dict[frozenset[str], int] = {}
     loops = 0
     for a, b, data in g.edges:
         for x in (a, b):
@@ -176,7 +216,7 @@ def graphml_summary(path) -> dict:
     # connected components (undirected)
     parent = {n: n for n in ids}
 
-    def find(x):
+    def find(x: str) -> str:
         while parent[x] != x:
             parent[x] = parent[parent[x]]
             x = parent[x]
@@ -214,7 +254,9 @@ def geo_distance_m(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
     return 2 * EARTH_RADIUS_M * math.asin(min(1.0, math.sqrt(h)))
 
 
-def load_graphml(path, default_bandwidth: float | None = None, *, geo_latency: bool = False) -> Topology:
+def load_graphml(
+    path: str | os.PathLike[str], default_bandwidth: float | None = None, *, geo_latency: bool = False
+) -> Topology:
     """Read a Topology Zoo GraphML file (see the module docstring).
 
     ``default_bandwidth`` (bytes/s) is used for edges without a speed; without it, such edges
@@ -227,9 +269,12 @@ def load_graphml(path, default_bandwidth: float | None = None, *, geo_latency: b
         raise TopologyError("the graph has no node", source=source)
     if default_bandwidth is not None and not default_bandwidth > 0:
         raise TopologyError(f"default bandwidth must be positive, got {default_bandwidth!r}", source=source)
-    missing = []
-    merged: dict[frozenset, list] = {}
-    order = []
+    missing: list[str] = []
+    # Parallel edges merge into one link: its ends (in first-seen order), summed bandwidth and
+    # how many edges it stands for.
+    ends: dict[frozenset[str], tuple[str, str]] = {}
+    merged_bw: dict[frozenset[str], float] = defaultdict(float)
+    merged_count: dict[frozenset[str], int] = defaultdict(int)
     n_real = 0
     for a, b, data in g.edges:
         for x in (a, b):
@@ -239,18 +284,17 @@ def load_graphml(path, default_bandwidth: float | None = None, *, geo_latency: b
             continue
         n_real += 1
         v, _ = _edge_speed(data)
+        bw: float | None
         if v is None:
             missing.append(f"{names[a]}-{names[b]}")
             bw = default_bandwidth
         else:
             bw = v / 8.0
         key = frozenset((a, b))
-        if key not in merged:
-            merged[key] = [a, b, 0.0, 0]
-            order.append(key)
+        ends.setdefault(key, (a, b))
         if bw is not None:
-            merged[key][2] += bw
-        merged[key][3] += 1
+            merged_bw[key] += bw
+        merged_count[key] += 1
     if missing and default_bandwidth is None:
         shown = ", ".join(missing[:10]) + (", ..." if len(missing) > 10 else "")
         raise TopologyError(
@@ -258,29 +302,30 @@ def load_graphml(path, default_bandwidth: float | None = None, *, geo_latency: b
             "(e.g. --default-bandwidth 1Gbps) to give them one",
             source=source,
         )
-    coords = {}
+    coords: dict[str, tuple[float, float]] = {}
     for nid, data in g.nodes:
         lat, lon = _float(data.get("Latitude")), _float(data.get("Longitude"))
         if lat is not None and lon is not None:
             coords[nid] = (lat, lon)
     links = []
-    for key in order:
-        a, b, bw, count = merged[key]
-        lat = 0.0
+    for key, (a, b) in ends.items():
+        latency = 0.0
         if geo_latency and a in coords and b in coords:
-            lat = geo_distance_m(*coords[a], *coords[b]) / FIBRE_SPEED_M_S
-        links.append(PhysicalLink(names[a], names[b], bw, lat, name=None if count == 1 else f"{count} parallel edges"))
-    attrs = {}
+            latency = geo_distance_m(*coords[a], *coords[b]) / FIBRE_SPEED_M_S
+        count = merged_count[key]
+        name = None if count == 1 else f"{count} parallel edges"
+        links.append(PhysicalLink(names[a], names[b], merged_bw[key], latency, name=name))
+    attrs: dict[str, dict[str, object]] = {}
     for nid, data in g.nodes:
-        a = {"id": nid}
+        node_attrs: dict[str, object] = {"id": nid}
         lat, lon = _float(data.get("Latitude")), _float(data.get("Longitude"))
         if lat is not None:
-            a["lat"] = lat
+            node_attrs["lat"] = lat
         if lon is not None:
-            a["lon"] = lon
+            node_attrs["lon"] = lon
         if data.get("Internal", "") != "":
-            a["internal"] = int(_float(data["Internal"]) or 0)
+            node_attrs["internal"] = int(_float(data["Internal"]) or 0)
         if data.get("type"):
-            a["type"] = data["type"]
-        attrs[names[nid]] = a
+            node_attrs["type"] = data["type"]
+        attrs[names[nid]] = node_attrs
     return Topology(g.name, [names[nid] for nid, _ in g.nodes], [], links, attrs=attrs, source=source)

@@ -20,6 +20,7 @@ counts and the SE size (unit not documented) are kept in ``attrs`` (``ce``, ``se
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -41,7 +42,7 @@ def _number(tok: str, source: str, where: str) -> float:
     return v
 
 
-def load_optorsim(path) -> Topology:
+def load_optorsim(path: str | os.PathLike[str]) -> Topology:
     """Read an OptorSim ``.conf`` grid (see the module docstring)."""
     source = str(path)
     try:
@@ -107,10 +108,10 @@ def load_optorsim(path) -> Topology:
             f = f or b
             b = b or f
             links.append(PhysicalLink(node_names[i], node_names[j], f * MBIT, 0.0, b * MBIT if b != f else None))
-    attrs = {}
+    attrs: dict[str, dict[str, int | float]] = {}
     for i in range(n):
         n_ce, n_se, se_size = info[i]
-        a = {"index": i}
+        a: dict[str, int | float] = {"index": i}
         if n_ce + n_se > 0:
             a.update(ce=int(n_ce), se=int(n_se))
             if se_size is not None:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from ...errors import TopologyError
-from ..model import Topology
+from ..model import PhysicalLink, Topology
 
 
 def _fnum(x: float) -> str:
@@ -23,7 +24,7 @@ def simgrid_xml(t: Topology, routing: str = "auto") -> str:
         if len(t.hosts) <= FULL_ROUTING_MAX_HOSTS:
             routing = "Full"
         else:
-            routing = "Floyd" if len(t.nodes) <= 300 else "DijkstraCache"
+            routing = "Floyd" if t.n_nodes <= 300 else "DijkstraCache"
     if routing not in ("Full", "Floyd", "Dijkstra", "DijkstraCache"):
         raise TopologyError(
             f"unknown SimGrid routing {routing!r} (expected auto, Full, Floyd, Dijkstra or DijkstraCache)"
@@ -36,7 +37,7 @@ def simgrid_xml(t: Topology, routing: str = "auto") -> str:
         ET.SubElement(zone, "router", id=sw)
     used_ids: set[str] = set()
 
-    def lid_for(i, pl, tag=""):
+    def lid_for(i: int, pl: PhysicalLink, tag: str = "") -> str:
         base = pl.name or f"{pl.a}_{pl.b}"
         lid = base + tag
         while lid in used_ids:
@@ -45,7 +46,7 @@ def simgrid_xml(t: Topology, routing: str = "auto") -> str:
         used_ids.add(lid)
         return lid
 
-    def add_link(lid, bw, lat, policy):
+    def add_link(lid: str, bw: float, lat: str, policy: str) -> None:
         ET.SubElement(zone, "link", id=lid, bandwidth=_fnum(bw) + "Bps", latency=lat, sharing_policy=policy)
 
     # hop[(physical index, forward?)] = (SimGrid link id, direction or None)
@@ -60,7 +61,7 @@ def simgrid_xml(t: Topology, routing: str = "auto") -> str:
         elif pl.sharing == "duplex" and asym:
             l1, l2 = lid_for(i, pl, "_ab"), lid_for(i, pl, "_ba")
             add_link(l1, pl.bandwidth, lat, "SHARED")
-            add_link(l2, pl.bandwidth_ba, lat, "SHARED")
+            add_link(l2, pl.reverse_bandwidth, lat, "SHARED")
             hop[(i, True)], hop[(i, False)] = (l1, None), (l2, None)
         elif pl.sharing == "duplex":
             l1 = lid_for(i, pl)
@@ -112,7 +113,7 @@ def simgrid_xml(t: Topology, routing: str = "auto") -> str:
     return header + body + "\n"
 
 
-def save_simgrid(t: Topology, path, routing: str = "auto") -> None:
+def save_simgrid(t: Topology, path: str | os.PathLike[str], routing: str = "auto") -> None:
     """Write ``t`` as a SimGrid v4.1 platform (one zone).
 
     Hosts are ``<host speed="1Gf">``, switches ``<router>``; each physical link is one

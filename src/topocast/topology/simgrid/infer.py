@@ -4,21 +4,47 @@ same links as SimGrid's routes (or, when no such graph exists, an exact route gr
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
+from typing import Literal, NamedTuple
 
 from ..model import PhysicalLink
 from .parse import CONNECTOR_BANDWIDTH, _Platform
+
+# What the inference glues together along the routes: netpoints, the two ends of each link,
+# and the junctions between two buses crossed in a row; a bus is crossed through its hub.
+_Netpoint = tuple[Literal["n"], str]
+_LinkEnd = tuple[Literal["l"], str, int]  # (link id, end 0 or 1)
+_Junction = tuple[Literal["fresh"], int]
+_Element = _Netpoint | _LinkEnd | _Junction
+_Bus = tuple[Literal["bus"], str]
+
+
+class _RawLink(NamedTuple):
+    """An inferred link before parallel ones between the same two nodes are merged."""
+
+    u: str
+    v: str
+    bandwidth: float
+    latency: float
+    sharing: str
+    name: str
+    directed: bool = False
+
+
+#: (raw links, explicit routes, extra switches, directed uses per link id)
+_Inferred = tuple[list[_RawLink], dict[tuple[str, str], tuple[str, ...]], list[str], dict[str, set[tuple[str, str]]]]
 
 
 class _UF:
     """Union-find over link ends and netpoints; a class holds at most one netpoint (its label)
     and never both ends of one link."""
 
-    def __init__(self):
-        self.parent: dict = {}
-        self.label: dict = {}  # root -> netpoint name
-        self.links: dict = {}  # root -> set of link ids with an end in the class
+    def __init__(self) -> None:
+        self.parent: dict[_Element, _Element] = {}
+        self.label: dict[_Element, str] = {}  # root -> netpoint name
+        self.links: dict[_Element, set[str]] = {}  # root -> set of link ids with an end in the class
 
-    def find(self, x):
+    def find(self, x: _Element) -> _Element:
         parent = self.parent
         if x not in parent:
             parent[x] = x
@@ -32,7 +58,7 @@ class _UF:
             parent[x], x = root, parent[x]
         return root
 
-    def can_union(self, a, b) -> bool:
+    def can_union(self, a: _Element, b: _Element) -> bool:
         ra, rb = self.find(a), self.find(b)
         if ra == rb:
             return True
@@ -41,7 +67,7 @@ class _UF:
             return False
         return not (self.links.get(ra, set()) & self.links.get(rb, set()))
 
-    def union(self, a, b):
+    def union(self, a: _Element, b: _Element) -> _Element:
         ra, rb = self.find(a), self.find(b)
         if ra == rb:
             return ra
@@ -58,7 +84,7 @@ class _Inconsistent(Exception):
     """The routes cannot be drawn as a graph whose edges are the SimGrid links."""
 
 
-def _infer(p: _Platform):
+def _infer(p: _Platform) -> _Inferred:
     """Graph of the platform: unified link ends when the routes allow, else resources."""
     try:
         return _infer_graph(p)
@@ -66,7 +92,7 @@ def _infer(p: _Platform):
         return _infer_resources(p)
 
 
-def _infer_resources(p: _Platform):
+def _infer_resources(p: _Platform) -> _Inferred:
     """Exact route graph for platforms whose routes are not a graph of links.
 
     Every direction in which a route crosses SimGrid link ``L`` becomes a one-way link
@@ -79,7 +105,7 @@ def _infer_resources(p: _Platform):
     used = set(p.netpoints)
     made: dict[tuple[str, bool], tuple[str, str]] = {}
     extra: list[str] = []
-    raw: list[tuple] = []
+    raw: list[_RawLink] = []
 
     def fresh(n: str) -> str:
         while n in used:
@@ -95,17 +121,8 @@ def _infer_resources(p: _Platform):
             u, v = fresh(f"{lid}.{tag[0]}"), fresh(f"{lid}.{tag[1]}")
             bw, lat, sharing = p.links[lid]
             made[key] = (u, v)
-            raw.append(
-                (
-                    u,
-                    v,
-                    bw,
-                    lat,
-                    "fatpipe" if sharing == "fatpipe" else "duplex",
-                    lid if forward else f"{lid} (back)",
-                    True,
-                )
-            )
+            sharing = "fatpipe" if sharing == "fatpipe" else "duplex"
+            raw.append(_RawLink(u, v, bw, lat, sharing, lid if forward else f"{lid} (back)", directed=True))
         return made[key]
 
     conns: set[tuple[str, str]] = set()
@@ -113,9 +130,9 @@ def _infer_resources(p: _Platform):
     def connect(u: str, v: str) -> None:
         if (u, v) not in conns:
             conns.add((u, v))
-            raw.append((u, v, CONNECTOR_BANDWIDTH, 0.0, "fatpipe", f"connector:{u}>{v}", True))
+            raw.append(_RawLink(u, v, CONNECTOR_BANDWIDTH, 0.0, "fatpipe", f"connector:{u}>{v}", directed=True))
 
-    def walk(a, b, links, forwards):
+    def walk(a: str, b: str, links: list[str], forwards: list[bool]) -> tuple[str, ...]:
         path = [a]
         for lid, fwd in zip(links, forwards):
             ein, eout = ends(lid, fwd)
@@ -137,7 +154,7 @@ def _infer_resources(p: _Platform):
     return raw, routes, extra, {}
 
 
-def _infer_graph(p: _Platform):
+def _infer_graph(p: _Platform) -> _Inferred:
     """Unify link ends along every route.
 
     Returns (raw links, explicit routes, extra switches, directed uses per link id).
@@ -153,14 +170,14 @@ def _infer_graph(p: _Platform):
     for n in p.netpoints:
         uf.find(("n", n))
         uf.label[("n", n)] = n
-    spokes: set[tuple[str, object]] = set()  # (bus id, element)
-    chains = []  # (statement index, list of elements visited)
+    spokes: set[tuple[str, _Element]] = set()  # (bus id, element)
+    chains: list[tuple[int, list[_Element | _Bus]]] = []  # (statement index, elements visited)
     fresh = 0
-    order = sorted(range(len(p.statements)), key=lambda i: (len(p.statements[i][2]), i))
+    order = sorted(range(len(p.statements)), key=lambda i: (len(p.statements[i].links), i))
     for i in order:
         a, b, links, sym, explicit, where, _dirs = p.statements[i]
-        cur = ("n", a)
-        visited = [cur]
+        cur: _Element = ("n", a)
+        visited: list[_Element | _Bus] = [cur]
         for k, lid in enumerate(links):
             if lid in bus:
                 spokes.add((lid, cur))
@@ -173,7 +190,8 @@ def _infer_graph(p: _Platform):
                 spokes.add((lid, cur))
                 visited.append(cur)
                 continue
-            e0, e1 = ("l", lid, 0), ("l", lid, 1)
+            e0: _LinkEnd = ("l", lid, 0)
+            e1: _LinkEnd = ("l", lid, 1)
             rc = uf.find(cur)
             if uf.find(e0) == rc:
                 entry = 0
@@ -208,7 +226,7 @@ def _infer_graph(p: _Platform):
         chains.append((i, visited))
 
     # step 3: name the classes
-    names: dict = {}
+    names: dict[_Element, str] = {}
     used = set(p.netpoints)
     extra_switches: list[str] = []
     bus_names: dict[str, str] = {}
@@ -220,8 +238,8 @@ def _infer_graph(p: _Platform):
         extra_switches.append(hub)
         bus_names[lid] = hub
 
-    def name_of(el):
-        if isinstance(el, tuple) and el[0] == "bus":
+    def name_of(el: _Element | _Bus) -> str:
+        if el[0] == "bus":
             return bus_names[el[1]]
         r = uf.find(el)
         if r in uf.label:
@@ -235,7 +253,7 @@ def _infer_graph(p: _Platform):
             extra_switches.append(n)
         return names[r]
 
-    raw: list[tuple[str, str, float, float, str, str]] = []  # (u, v, bw, lat, sharing, name)
+    raw: list[_RawLink] = []
     for lid, (bw, lat, sharing) in p.links.items():
         if lid in bus:
             continue
@@ -244,7 +262,7 @@ def _infer_graph(p: _Platform):
         u, v = name_of(("l", lid, 0)), name_of(("l", lid, 1))
         if u == v:
             raise _Inconsistent(f"link {lid}")
-        raw.append((u, v, bw, lat, sharing, lid))
+        raw.append(_RawLink(u, v, bw, lat, sharing, lid))
     bus_out: dict[str, str] = {}
     if p.exact:
         # one resource per bus: every endpoint -> hub -> hub-out -> every endpoint (one-way)
@@ -256,7 +274,8 @@ def _infer_graph(p: _Platform):
             extra_switches.append(out)
             bus_out[lid] = out
             bw, lat, sharing = p.links[lid]
-            raw.append((bus_names[lid], out, bw, lat, "fatpipe" if sharing == "fatpipe" else "duplex", lid, True))
+            one_way = "fatpipe" if sharing == "fatpipe" else "duplex"
+            raw.append(_RawLink(bus_names[lid], out, bw, lat, one_way, lid, directed=True))
     spoke_seen = set()
     for lid, el in sorted(spokes, key=lambda s: (s[0], str(s[1]))):
         n = name_of(el)
@@ -266,10 +285,10 @@ def _infer_graph(p: _Platform):
         bw, lat, sharing = p.links[lid]
         if p.exact:
             hub, out = bus_names[lid], bus_out[lid]
-            raw.append((n, hub, CONNECTOR_BANDWIDTH, 0.0, "fatpipe", f"connector:{n}>{hub}", True))
-            raw.append((out, n, CONNECTOR_BANDWIDTH, 0.0, "fatpipe", f"connector:{out}>{n}", True))
+            raw.append(_RawLink(n, hub, CONNECTOR_BANDWIDTH, 0.0, "fatpipe", f"connector:{n}>{hub}", directed=True))
+            raw.append(_RawLink(out, n, CONNECTOR_BANDWIDTH, 0.0, "fatpipe", f"connector:{out}>{n}", directed=True))
         else:
-            raw.append((n, bus_names[lid], bw, lat / 2.0, sharing, f"{lid}@{n}"))
+            raw.append(_RawLink(n, bus_names[lid], bw, lat / 2.0, sharing, f"{lid}@{n}"))
 
     # step 4: node paths of explicit routes (directed uses of each link, for merging)
     routes: dict[tuple[str, str], tuple[str, ...]] = {}
@@ -277,11 +296,11 @@ def _infer_graph(p: _Platform):
     for i, visited in chains:
         a, b, links, sym, explicit, where, _dirs = p.statements[i]
         path = [a]
-        for el in visited[1:]:
-            if p.exact and isinstance(el, tuple) and el[0] == "bus":
-                path += [bus_names[el[1]], bus_out[el[1]]]
+        for step in visited[1:]:
+            if p.exact and step[0] == "bus":
+                path += [bus_names[step[1]], bus_out[step[1]]]
                 continue
-            n = name_of(el)
+            n = name_of(step)
             if n != path[-1]:
                 path.append(n)
         if path[-1] != b:
@@ -305,56 +324,46 @@ def _infer_graph(p: _Platform):
     return raw, routes, extra_switches, uses
 
 
-def _merge(raw, uses) -> list[PhysicalLink]:
+def _merge(raw: list[_RawLink], uses: Mapping[str, set[tuple[str, str]]]) -> list[PhysicalLink]:
     """One PhysicalLink per node pair (see the module docstring for the rule)."""
-    groups: dict = {}
-    order: list = []
+    groups: dict[tuple[str, str] | frozenset[str], list[_RawLink]] = {}  # in first-seen order
     for r in raw:
-        key = (r[0], r[1]) if len(r) == 7 else frozenset((r[0], r[1]))
-        if key not in groups:
-            groups[key] = []
-            order.append(key)
-        groups[key].append(r)
+        key: tuple[str, str] | frozenset[str] = (r.u, r.v) if r.directed else frozenset((r.u, r.v))
+        groups.setdefault(key, []).append(r)
     out = []
-    for key in order:
-        g = groups[key]
-        if len(g) == 1 or len(g[0]) == 7:  # one link, or one-way links (never parallel)
+    for g in groups.values():
+        if len(g) == 1 or g[0].directed:  # one link, or one-way links (never parallel)
             for r in g:
-                u, v, bw, lat, sharing, name = r[:6]
-                directed = len(r) == 7 and r[6]
-                us = uses.get(name, set())
+                u, v, directed = r.u, r.v, r.directed
+                us = uses.get(r.name, set())
                 if not directed and len(us) == 1:
                     # no route crosses it the other way: SimGrid cannot use that direction
                     (u, v), directed = next(iter(us)), True
-                out.append(PhysicalLink(u, v, bw, lat, None, sharing, name, directed=directed))
+                out.append(PhysicalLink(u, v, r.bandwidth, r.latency, None, r.sharing, r.name, directed=directed))
             continue
-        u, v = g[0][0], g[0][1]
+        u, v = g[0].u, g[0].v
         one_way = {}
-        for x, y, bw, lat, sharing, name in g:
-            us = uses.get(name, set())
+        for r in g:
+            us = uses.get(r.name, set())
             if len(us) == 1:
-                one_way[name] = next(iter(us))
+                one_way[r.name] = next(iter(us))
         if len(g) == 2 and len(one_way) == 2 and len(set(one_way.values())) == 2:
-            fwd = next(r for r in g if one_way[r[5]] == (u, v))
-            back = next(r for r in g if one_way[r[5]] == (v, u))
+            fwd = next(r for r in g if one_way[r.name] == (u, v))
+            back = next(r for r in g if one_way[r.name] == (v, u))
             out.append(
                 PhysicalLink(
                     u,
                     v,
-                    fwd[2],
-                    max(fwd[3], back[3]),
-                    back[2] if back[2] != fwd[2] else None,
+                    fwd.bandwidth,
+                    max(fwd.latency, back.latency),
+                    back.bandwidth if back.bandwidth != fwd.bandwidth else None,
                     "duplex",
-                    f"{fwd[5]}+{back[5]}",
+                    f"{fwd.name}+{back.name}",
                 )
             )
             continue
-        bw = 0.0
-        bw_ba = 0.0
-        for x, y, b, lat, sharing, name in g:
-            bw += b
-            bw_ba += b
-        lat = max(r[3] for r in g)
-        shar = g[0][4] if all(r[4] == g[0][4] for r in g) else "duplex"
-        out.append(PhysicalLink(u, v, bw, lat, None, shar, "+".join(r[5] for r in g)))
+        bw = sum(r.bandwidth for r in g)
+        lat = max(r.latency for r in g)
+        shar = g[0].sharing if all(r.sharing == g[0].sharing for r in g) else "duplex"
+        out.append(PhysicalLink(u, v, bw, lat, None, shar, "+".join(r.name for r in g)))
     return out

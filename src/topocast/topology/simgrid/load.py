@@ -3,6 +3,7 @@ what was left out."""
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections import defaultdict
 from pathlib import Path
@@ -16,7 +17,7 @@ from .routing import SimGridRouter
 from .units import _bit_rate_warning
 
 
-def load_simgrid(path, *, exact: bool = False) -> Topology:
+def load_simgrid(path: str | os.PathLike[str], *, exact: bool = False) -> Topology:
     """Read a SimGrid platform file (see the module docstring for the mapping).
 
     ``exact=True`` maps each ``<cluster>`` with a backbone as SimGrid routes it (every route,
@@ -91,7 +92,9 @@ def _sample(names: list[str], k: int = 5) -> str:
 ALL_PAIRS_MAX_HOSTS = 400
 
 
-def _declared_routes(p: _Platform, topo: Topology):
+def _declared_routes(
+    p: _Platform, topo: Topology
+) -> tuple[dict[tuple[str, str], tuple[str, ...]], int, list[str], list[tuple[str, str]]]:
     """Explicit node paths for the host pairs whose SimGrid route differs from topocast's own.
 
     Returns (routes, number of pairs that cannot be drawn on the graph, zones whose routing
@@ -140,7 +143,7 @@ def _declared_routes(p: _Platform, topo: Topology):
     return out, unmapped, unrouted, no_route
 
 
-def _route_or_none(router: SimGridRouter, a: str, b: str, skip: set[str]):
+def _route_or_none(router: SimGridRouter, a: str, b: str, skip: set[str]) -> list[str] | None:
     """SimGrid's route, or None when a zone on the way is one whose routing is not reproduced."""
     for chain in (router._chain_of(a), router._chain_of(b)):
         if skip.intersection(chain):
@@ -156,7 +159,7 @@ class _RouteWalker:
     between two resources.
     """
 
-    def __init__(self, topo: Topology):
+    def __init__(self, topo: Topology) -> None:
         self.by_name: dict[str, list[tuple[str, str]]] = defaultdict(list)
         self.connector: dict[str, set[str]] = defaultdict(set)
         self.hubs: dict[str, str] = {}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from collections import defaultdict
+from typing import NamedTuple, Protocol
 
 from ...errors import TopologyError
 from ..model import PhysicalLink
@@ -19,18 +20,30 @@ _PLATFORM_ZONE = "<platform>"
 CONNECTOR_BANDWIDTH = 1e15
 
 
+class _Statement(NamedTuple):
+    """One route of the file between two netpoints, as the graph inference reads it."""
+
+    src: str
+    dst: str
+    links: list[str]  # link ids, in route order
+    symmetrical: bool
+    explicit: bool  # a route of a Full/RuleBased zone (host to host), not a zone route
+    where: str  # the element, for errors
+    directions: list[str]  # per link: UP, DOWN or NONE
+
+
 class _Platform:
-    def __init__(self, source: str, exact: bool = False):
+    def __init__(self, source: str, exact: bool = False) -> None:
         self.source = source
         self.exact = exact
         self.hosts: list[str] = []
+        self.hosts_set: set[str] = set()  # the hosts, filled once the whole file is read
         self.routers: list[str] = []
         self.switches: list[str] = []  # cluster switches
         self.netpoints: set[str] = set()
         self.links: dict[str, tuple[float, float, str]] = {}  # id -> (bw, lat, sharing)
         self.direct: list[PhysicalLink] = []  # edges known without inference (clusters)
-        # (src, dst, [link ids], symmetrical, explicit-route?, element description, [directions])
-        self.statements: list[tuple] = []
+        self.statements: list[_Statement] = []
         self.zones: dict[str, SgZone] = {}  # SimGrid's zone tree, for the router (simgrid.routing)
         self.zone_of: dict[str, str] = {}  # netpoint -> englobing zone
         self.policy: dict[str, str] = {}  # link id -> SimGrid sharing policy as written
@@ -73,14 +86,14 @@ def _desc(e: ET.Element) -> str:
 def _zone_children(zone: ET.Element) -> list[str]:
     out = []
     for c in zone:
-        if c.tag in ("zone", "AS", "cluster"):
-            out.append(c.get("id"))
+        if c.tag in ("zone", "AS", "cluster") and (zid := c.get("id")) is not None:  # ids checked on parsing
+            out.append(zid)
     return out
 
 
 def _parse_zone(p: _Platform, zone: ET.Element, routing: str, zid: str) -> None:
     """Read one zone (``zid``, already opened in ``p.zones``) and, recursively, its children."""
-    deferred = []
+    deferred: list[ET.Element] = []
     local_hosts: list[str] = []
     local_routers: list[str] = []
     host_links: list[ET.Element] = []
@@ -89,18 +102,21 @@ def _parse_zone(p: _Platform, zone: ET.Element, routing: str, zid: str) -> None:
         tag = e.tag
         where = _desc(e)
         if tag in ("zone", "AS"):
-            if e.get("id") is None:
+            child = e.get("id")
+            if child is None:
                 raise TopologyError("missing id", source=p.source, element=where)
             child_routing = e.get("routing") or "Full"
-            p.open_zone(e.get("id"), child_routing, zid, where)
-            _parse_zone(p, e, child_routing, e.get("id"))
+            p.open_zone(child, child_routing, zid, where)
+            _parse_zone(p, e, child_routing, child)
         elif tag == "host":
-            p.add_node(_req(e, "id", p), "host", where, zid)
-            local_hosts.append(e.get("id"))
+            host = _req(e, "id", p)
+            p.add_node(host, "host", where, zid)
+            local_hosts.append(host)
             _note_ignored(p, e)
         elif tag == "router":
-            p.add_node(_req(e, "id", p), "router", where, zid)
-            local_routers.append(e.get("id"))
+            router = _req(e, "id", p)
+            p.add_node(router, "router", where, zid)
+            local_routers.append(router)
         elif tag == "host_link":
             host_links.append(e)
         elif tag in ("link", "backbone"):
@@ -144,7 +160,7 @@ def _parse_zone(p: _Platform, zone: ET.Element, routing: str, zid: str) -> None:
     if routing.lower() == "cluster":
         _cluster_zone(p, zone, local_hosts, local_routers, host_links, backbone)
         p.zones[zid].star = {
-            hl.get("id"): ((_star_res(p, hl.get("up"), "UP"),), (_star_res(p, hl.get("down"), "DOWN"),))
+            _req(hl, "id", p): ((_star_res(p, _req(hl, "up", p), "UP"),), (_star_res(p, _req(hl, "down", p), "DOWN"),))
             for hl in host_links
         }
         p.zones[zid].backbone = backbone
@@ -190,10 +206,17 @@ def _resolve_link(p: _Platform, lid: str, where: str) -> tuple[str, str]:
     raise TopologyError(f"{lid!r} names no declared <link>", source=p.source, element=where)
 
 
-def _cluster_zone(p: _Platform, zone, hosts, routers, host_links, backbone) -> None:
+def _cluster_zone(
+    p: _Platform,
+    zone: ET.Element,
+    hosts: list[str],
+    routers: list[str],
+    host_links: list[ET.Element],
+    backbone: str | None,
+) -> None:
     """A zone with routing="Cluster": hosts with <host_link up= down=>, an optional
     <backbone> and an optional <router>, mapped as <cluster> is (see the module docstring)."""
-    zid = zone.get("id")
+    zid = _req(zone, "id", p)
     where = _desc(zone)
     router = routers[0] if routers else None
     if backbone is not None:
@@ -206,7 +229,7 @@ def _cluster_zone(p: _Platform, zone, hosts, routers, host_links, backbone) -> N
         switch = router
     else:
         raise TopologyError("a Cluster zone needs a <backbone> or a <router>", source=p.source, element=where)
-    linked = set()
+    linked: set[str] = set()
     for hl in host_links:
         h = _req(hl, "id", p)
         hw = _desc(hl)
@@ -272,9 +295,10 @@ def _parse_cluster(p: _Platform, e: ET.Element, parent: str) -> None:
         )
         for i, h in zip(radical, hosts)
     }
-    zone.backbone = f"{cid}_backbone" if e.get("bb_bw") else None
-    if e.get("bb_bw"):
-        bb_bw = _sg_bandwidth(e.get("bb_bw"), f"{where}: bb_bw", p.source)
+    bb_bw_text = e.get("bb_bw")
+    zone.backbone = f"{cid}_backbone" if bb_bw_text else None
+    if bb_bw_text:
+        bb_bw = _sg_bandwidth(bb_bw_text, f"{where}: bb_bw", p.source)
         bb_lat = _sg_time(e.get("bb_lat", "0"), f"{where}: bb_lat", p.source)
         bb_sharing = _policy(e.get("bb_sharing_policy"), "SHARED", f"{where}: bb_sharing_policy", p.source)
         switch = cid if cid not in p.netpoints else f"{cid}-switch"
@@ -321,7 +345,7 @@ def _parse_cluster(p: _Platform, e: ET.Element, parent: str) -> None:
 
 def _links_of(p: _Platform, e: ET.Element) -> list[tuple[str, str]]:
     """(link id, direction) of every link_ctn (direction UP/DOWN/NONE)."""
-    out = []
+    out: list[tuple[str, str]] = []
     for c in e:
         if c.tag != "link_ctn":
             continue
@@ -382,7 +406,13 @@ def _parse_route(p: _Platform, zone: ET.Element, routing: str, e: ET.Element, zi
             declare(za, zb, ga, gb, first_wins=True)
 
 
-def _route_declarer(p: _Platform, zid: str, e: ET.Element, where: str):
+class _Declare(Protocol):
+    def __call__(
+        self, src: str, dst: str, gw_src: str | None, gw_dst: str | None, first_wins: bool = False
+    ) -> None: ...
+
+
+def _route_declarer(p: _Platform, zid: str, e: ET.Element, where: str) -> _Declare:
     """A function that records route ``e`` in zone ``zid``'s table as SimGrid resources.
 
     A SPLITDUPLEX link is two resources, ``l_UP`` and ``l_DOWN``; the reverse of a symmetrical
@@ -390,7 +420,8 @@ def _route_declarer(p: _Platform, zid: str, e: ET.Element, where: str):
     (SimGrid's ``get_link_list_impl(backroute=True)``).
     """
     zone = p.zones[zid]
-    fwd, back = [], []
+    fwd: list[str] = []
+    back: list[str] = []
     for lid, direction in _links_of(p, e):
         if p.policy.get(lid) in ("SPLITDUPLEX", "FULLDUPLEX"):
             if direction not in ("UP", "DOWN"):
@@ -417,7 +448,7 @@ def _route_declarer(p: _Platform, zid: str, e: ET.Element, where: str):
                     source=p.source,
                     element=where,
                 )
-        if gw_src is not None:
+        if gw_src is not None and gw_dst is not None:  # a zone route names both gateways
             for z, gw in ((src, gw_src), (dst, gw_dst)):
                 if not p.inside(gw, z):
                     raise TopologyError(f"gateway {gw!r} is not inside zone {z!r}", source=p.source, element=where)
@@ -440,7 +471,9 @@ def _route_declarer(p: _Platform, zid: str, e: ET.Element, where: str):
     return declare
 
 
-def _add_statement(p, src, dst, lks, sym, explicit, where):
+def _add_statement(
+    p: _Platform, src: str, dst: str, lks: list[tuple[str, str]], sym: bool, explicit: bool, where: str
+) -> None:
     links = [lid for lid, _ in lks]
     dirs = [d for _, d in lks]
     for n in (src, dst):
@@ -454,4 +487,4 @@ def _add_statement(p, src, dst, lks, sym, explicit, where):
         raise TopologyError(
             "a route between two different netpoints needs at least one link_ctn", source=p.source, element=where
         )
-    p.statements.append((src, dst, links, sym, explicit, where, dirs))
+    p.statements.append(_Statement(src, dst, links, sym, explicit, where, dirs))
