@@ -104,6 +104,11 @@ class Topology:
     attrs: Mapping[str, Mapping] = field(default_factory=dict)
     source: str | None = None
     notes: tuple[str, ...] = ()
+    # derived in __init__ (not arguments, not compared): every node, every directed link, and
+    # the directed links' bandwidths as an array
+    nodes: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    links: tuple[Link, ...] = field(init=False, repr=False, compare=False)
+    link_bandwidth: np.ndarray = field(init=False, repr=False, compare=False)
 
     # ------------------------------------------------------------------ construction
     def __init__(
