@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .common import bandwidth_arg, check_output
+from .common import bandwidth_arg, check_output, help_of
 
 
 def register(sub) -> None:
@@ -50,7 +50,7 @@ def register(sub) -> None:
         help="clusters (switches) of the generated 200-host study topologies (default 10)",
     )
     sb.set_defaults(func=run_stable_broadcast)
-    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+    p.set_defaults(func=help_of(p))
 
 
 def run_stable_broadcast(args) -> int:

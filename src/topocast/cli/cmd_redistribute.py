@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import PLOT_SUFFIXES, bandwidth_arg, check_output, print_json, size_arg, time_arg
+from .common import PLOT_SUFFIXES, bandwidth_arg, check_output, help_of, print_json, size_arg, time_arg
 
 HELP = "redistribute data between two clusters (KPBS: brute force, GGP, OGGP)"
 
@@ -112,7 +112,7 @@ def register(subparsers) -> None:
         "--count-planning", action="store_true", help="add the time to compute a schedule to its predicted time"
     )
     pd.set_defaults(func=cmd_decide)
-    p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
+    p.set_defaults(func=help_of(p))
 
 
 def load_request(args):

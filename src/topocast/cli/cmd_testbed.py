@@ -6,7 +6,7 @@ import os
 import sys
 
 from ..errors import InputError
-from .common import print_json
+from .common import help_of, print_json
 
 
 def register(sub) -> None:
@@ -65,7 +65,7 @@ def register(sub) -> None:
     e.add_argument("argv", nargs="+", metavar="CMD")
     e.add_argument("--testbed", default=None)
     e.set_defaults(func=_exec)
-    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+    p.set_defaults(func=help_of(p))
 
 
 def _up(args) -> int:

@@ -5,31 +5,21 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from ..errors import TopologyError
 from ..units import format_bandwidth, format_time
-from .common import add_topology_args, bandwidth_arg, print_json, time_arg
+from .common import add_topology_args, bandwidth_arg, help_of, print_json, time_arg
 
 if TYPE_CHECKING:
     from ..topology import Topology
 
 
-def _help_of(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
-    """The action of a command given without its sub-command: print its help, exit status 2."""
-
-    def show_help(args: argparse.Namespace) -> int:
-        parser.print_help()
-        return 2
-
-    return show_help
-
-
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("topology", help="show, convert or generate topologies")
-    p.set_defaults(func=_help_of(p))
+    p.set_defaults(func=help_of(p))
     tsub = p.add_subparsers(dest="topology_command", metavar="ACTION")
 
     s = tsub.add_parser(
@@ -72,7 +62,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     g = tsub.add_parser("generate", help="generate a topology (multi-cluster, two-cluster, fat-tree, random-tree)")
     gsub = g.add_subparsers(dest="kind", metavar="KIND")
-    g.set_defaults(func=_help_of(g))
+    g.set_defaults(func=help_of(g))
 
     def common(q: argparse.ArgumentParser) -> None:
         q.add_argument("--seed", type=int, default=0, help="random seed (same seed, same topology)")

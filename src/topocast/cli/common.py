@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import math
 import sys
+from collections.abc import Callable
 
 from ..errors import InputError
 from ..units import parse_bandwidth, parse_size, parse_time
@@ -145,3 +147,13 @@ def console():
     from rich.console import Console
 
     return Console()
+
+
+def help_of(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
+    """The action of a command given without its sub-command: print its help, exit status 2."""
+
+    def show_help(args: argparse.Namespace) -> int:
+        parser.print_help()
+        return 2
+
+    return show_help
