@@ -16,8 +16,10 @@ each other down only when they cross a common link that limits them):
 2. **Access links.** Within each group, a ring of transfers (each host sends to the next
    and receives from the previous one, all at once, both ring directions) uses every host's
    link once each way and no switch-to-switch link; all groups run their rings together
-   (they share no link). A host's up/down rate is the largest rate of the transfers it sent
-   or received in any measurement (a transfer's rate is at most each of its links').
+   (they share no link). A transfer's rate is at most each of its links', so a host's
+   up/down rate is read from the fastest transfers it sent/received in any measurement: the
+   median of those within ``SLOWDOWN`` of the fastest (robust to one lucky sample); a link
+   that only one sample supports is flagged uncertain.
 3. **Between groups.** For each pair of groups, up to ``FLOWS_PER_PAIR`` transfers each way,
    started together (distinct senders and receivers): their total is what the path between
    the groups carries, or the hosts' sum when that is smaller (then the estimate is only a
@@ -59,6 +61,7 @@ class Estimate:
     value: float
     samples: list = field(default_factory=list)
     at_least: bool = False  # the transfers could not fill the link: a lower bound
+    single: bool = False  # one sample only where several were expected
 
     @property
     def spread(self) -> float:
@@ -68,7 +71,7 @@ class Estimate:
 
     @property
     def uncertain(self) -> bool:
-        return self.spread > UNCERTAIN_SPREAD
+        return self.single or self.spread > UNCERTAIN_SPREAD
 
 
 @dataclass
@@ -211,14 +214,21 @@ def _between_groups(groups: list, pr: _Prober) -> dict:
 
 
 # ---------------------------------------------------------------- step 4: the switch tree
+def _host_link(samples: list) -> Estimate:
+    """A host link's rate: every transfer it carried ran at most this fast; the samples
+    within ``SLOWDOWN`` of the fastest are the ones its own link limited (the others met a
+    slower link or company), their median the estimate. One such sample alone is uncertain."""
+    top = max(samples, default=0.0)
+    near = sorted(r for r in samples if r >= (1 - SLOWDOWN) * top) or [0.0]
+    return Estimate(statistics.median(near), near, single=len(near) < 2)
+
+
 def _up(pr: _Prober, h: str) -> Estimate:
-    s = pr.best_up.get(h, [0.0])
-    return Estimate(max(s), sorted(s)[-2:])
+    return _host_link(pr.best_up.get(h, []))
 
 
 def _down(pr: _Prober, h: str) -> Estimate:
-    s = pr.best_down.get(h, [0.0])
-    return Estimate(max(s), sorted(s)[-2:])
+    return _host_link(pr.best_down.get(h, []))
 
 
 def _link_tree(groups: list, pr: _Prober, pair_rates: dict) -> BandwidthTree:

@@ -22,6 +22,11 @@ from .session import robust_rtt
 __all__ = ["build_topology", "probe_network"]
 
 
+def _round(x: float, digits: int = 3) -> float:
+    """``x`` to ``digits`` significant digits (a probe is not more precise than that)."""
+    return float(f"{x:.{digits}g}")
+
+
 def probe_network(session, hosts: list, *, duration: float = 0.5, pings: int = 10, rtt_threshold: float = 50e-6):
     """Measure (RTT tree, then bandwidth tree) with a started ``ProbeSession``."""
     from .bandwidth_tree import infer_bandwidth_tree
@@ -54,8 +59,10 @@ def build_topology(
     level = levels(rates)
     links, estimates = [], []
     for (a, b), (ab, ba) in bw.links.items():
-        fwd, rev = level.get(ab.value, ab.value) / goodput, level.get(ba.value, ba.value) / goodput
+        fwd = _round(level.get(ab.value, ab.value) / goodput)
+        rev = _round(level.get(ba.value, ba.value) / goodput)
         latency = host_latency(lat, a) if a in hosts else (host_latency(lat, b) if b in hosts else 0.0)
+        latency = _round(latency, 2)
         links.append(PhysicalLink(a, b, max(fwd, 1.0), latency, None if rev == fwd else max(rev, 1.0)))
         for d, e in (("a->b", ab), ("b->a", ba)):
             est = {"a": a, "b": b, "direction": d, "samples": max(1, len(e.samples)), "spread": round(e.spread, 4)}

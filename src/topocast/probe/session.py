@@ -21,6 +21,8 @@ from ..runtime.protocol import Msg
 
 __all__ = ["ProbeSession", "ProbeError", "Flow"]
 
+START_DELAY = 0.1  # s: transfers started together begin this long after the request (time to reach every agent)
+
 
 class ProbeError(TopocastError):
     """The probe could not go on (a host unreachable, an agent died); ``partial`` holds the
@@ -99,9 +101,19 @@ class ProbeSession:
         """Start the timed transfers ``flows`` (``Flow`` or (src, dst)) together; each one's
         steady rate in bytes/s, in order."""
         flows = [Flow(*f) if not isinstance(f, Flow) else f for f in flows]
-        at = time.monotonic() + 0.15
+        at = time.monotonic() + START_DELAY
         ops = [
-            (f.src, {"op": "bulk", "peer": f.dst, "duration": duration, "at": at, "delay": 0.15, "warmup": self.bulk_warmup})
+            (
+                f.src,
+                {
+                    "op": "bulk",
+                    "peer": f.dst,
+                    "duration": duration,
+                    "at": at,
+                    "delay": START_DELAY,
+                    "warmup": self.bulk_warmup,
+                },
+            )
             for f in flows
         ]
         results = self._run(ops, duration + 15)
