@@ -5,14 +5,16 @@ Our own design (docs/experiments/probe.md), after the bandwidth-map step of Shir
 Taura (HPDC 2007) and the shared-bottleneck tests of network tomography (two transfers slow
 each other down only when they cross a common link that limits them):
 
-1. **Groups (leaf switches), by contention.** Hosts are placed one at a time. Host x joins
-   group G (first member y) when transfers x->p and y->q started together slow each other
-   down, p and q being hosts outside G in two different groups where possible: in a tree
-   whose hosts hang off leaf switches, two transfers leaving x and y towards different
-   groups share a link only when x and y sit behind the same switch's uplink. "Slow" means
-   at least ``SLOWDOWN`` below the same transfer measured alone. A host that contends with
-   no group starts its own. Cost: one or two measurements per group tried, O(N·g) in all
-   (g groups).
+1. **Groups (leaf switches), by contention.** Hosts are placed one at a time, tried against
+   each group G found so far. With two or more members in G: x->g1 started together with
+   o1->g2 (and o2->g3) from outsiders o: in a tree whose hosts hang off leaf switches these
+   share G's downlink unless x is behind G's switch, so x joins G when nothing slows down.
+   With one member y: z->x and w->y from two hosts z, w of other groups share a link only
+   when x and y sit behind one switch, so x joins when they slow down. "Slow" means at
+   least ``SLOWDOWN`` below the same transfers without the probe's (alone, or the load
+   together). A host that joins no group starts its own; the first two members of each
+   group are checked again at the end with the first test. Cost: about two measurement
+   rounds per group tried, O(N·g) in all (g groups).
 2. **Access links.** Within each group, a ring of transfers (each host sends to the next
    and receives from the previous one, all at once, both ring directions) uses every host's
    link once each way and no switch-to-switch link; all groups run their rings together
@@ -91,6 +93,7 @@ class _Prober:
         self.best_up: dict[str, list] = {}
         self.best_down: dict[str, list] = {}
         self.alone: dict[tuple, float] = {}
+        self.together: dict[tuple, list] = {}
 
     def run(self, flows: list) -> list[float]:
         rates = self.bulk(flows, self.duration)
@@ -99,6 +102,11 @@ class _Prober:
             self.best_up.setdefault(s, []).append(r)
             self.best_down.setdefault(d, []).append(r)
         return rates
+
+    def together_rates(self, flows: tuple) -> list[float]:
+        if flows not in self.together:
+            self.together[flows] = self.run(list(flows))
+        return self.together[flows]
 
     def alone_rate(self, flow: tuple) -> float:
         if flow not in self.alone:
@@ -119,27 +127,35 @@ def infer_bandwidth_tree(hosts: list, bulk: Bulk, duration: float = 0.5) -> Band
 
 
 # ---------------------------------------------------------------- step 1: groups
-def _contend(pr: _Prober, f1: tuple, f2: tuple) -> bool:
-    together = pr.run([f1, f2])
-    return any(r < (1 - SLOWDOWN) * pr.alone_rate(f) for f, r in zip((f1, f2), together))
+def _contend(pr: _Prober, probe: tuple, *load: tuple) -> bool:
+    """Does ``probe`` started together with the ``load`` transfers slow down, or slow them
+    down (against the probe alone and the load without it: a shared link that limits)?"""
+    together = pr.run([probe, *load])
+    base = [pr.alone_rate(probe)] + (pr.together_rates(load) if len(load) > 1 else [pr.alone_rate(load[0])])
+    return any(r < (1 - SLOWDOWN) * b for r, b in zip(together, base))
 
 
-def _outside(hosts: list, groups: list, avoid: set) -> list:
+def _outside(hosts: list, groups: list, avoid: set, near: str | None = None) -> list:
     """Hosts not in ``avoid``: first members of placed groups (largest first), then hosts
-    not placed yet, from the far end of the list."""
+    not placed yet: the one after ``near`` in the list (hosts are often listed by place),
+    then from the far end of the list."""
     placed = [g[0] for g in sorted(groups, key=len, reverse=True) if g[0] not in avoid]
     grouped = {h for g in groups for h in g}
-    return placed + [h for h in hosts[::-1] if h not in avoid and h not in grouped]
+    unplaced = [h for h in hosts if h not in avoid and h not in grouped]
+    after = [h for h in unplaced if near is not None and hosts.index(h) > hosts.index(near)][:1]
+    return list(dict.fromkeys(placed + after + unplaced[::-1]))
 
 
 def _joins(hosts: list, groups: list, g: list, x: str, pr: _Prober) -> bool | None:
     """Does x sit behind g's switch? None when no test can be made yet."""
     if len(g) >= 2:
-        # x -> g[0] and o -> g[1] share g's downlink unless x is inside g
-        others = _outside(hosts, groups, {x, *g})
+        # x -> g[0] and o -> g[1] share g's downlink unless x is inside g; with two outsiders
+        # (from different places) the downlink is loaded even when one of them is slowed
+        # by a link of its own
+        others = _outside(hosts, groups, {x, *g}, near=x)
         if not others:
             return None
-        return not _contend(pr, (x, g[0]), (others[0], g[1]))
+        return not _contend(pr, (x, g[0]), *[(o, m) for o, m in zip(others[:2], g[1:])])
     # a lone y: z -> x and w -> y share a link when x and y sit behind one switch (or when
     # z and w do: so z and w come from two different groups when there are two; from one
     # group otherwise, whose uplink may then be what they share: ``_recheck`` catches that)
