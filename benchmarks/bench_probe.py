@@ -106,12 +106,26 @@ def bench(spec: str, real: bool, size: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         tfile = os.path.join(tmp, "truth.yaml")
         save_file(truth, tfile)
-        subprocess.run([sys.executable, "-m", "topocast", "testbed", "up", tfile, "--name", name], check=True, capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "topocast", "testbed", "up", tfile, "--name", name], check=True, capture_output=True
+        )
         try:
             out = os.path.join(tmp, "probed.yaml")
             t0 = time.monotonic()
             res = subprocess.run(
-                [sys.executable, "-m", "topocast", "probe", "--launcher", "testbed", "--testbed", name, "-o", out, "--json"],
+                [
+                    sys.executable,
+                    "-m",
+                    "topocast",
+                    "probe",
+                    "--launcher",
+                    "testbed",
+                    "--testbed",
+                    name,
+                    "-o",
+                    out,
+                    "--json",
+                ],
                 capture_output=True,
                 text=True,
                 timeout=600,

@@ -22,5 +22,7 @@ class FakeNetwork:
                 pf.append(k)
                 pr.append(link)
         cap = self.topo.link_bandwidth * self.goodput
-        rates = progressive_filling(np.array(pf, dtype=np.int64), np.array(pr, dtype=np.int64), cap, np.full(len(flows), np.inf))
+        rates = progressive_filling(
+            np.array(pf, dtype=np.int64), np.array(pr, dtype=np.int64), cap, np.full(len(flows), np.inf)
+        )
         return [float(r) * (1 + self.rng.normal(0, self.noise)) for r in rates]

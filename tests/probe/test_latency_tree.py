@@ -25,7 +25,11 @@ def random_switch_tree(rng, n_switches: int, hosts_per_leaf=(2, 4)):
     hosts, group = [], {}
     for s in switches:
         deg = len(adj[s])
-        k = int(rng.integers(*hosts_per_leaf, endpoint=True)) if deg == 1 or n_switches == 1 else (1 if deg == 2 else int(rng.integers(0, 2)))
+        k = (
+            int(rng.integers(*hosts_per_leaf, endpoint=True))
+            if deg == 1 or n_switches == 1
+            else (1 if deg == 2 else int(rng.integers(0, 2)))
+        )
         for _ in range(k):
             h = f"h{len(hosts)}"
             hosts.append(h)

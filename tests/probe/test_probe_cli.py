@@ -24,7 +24,9 @@ links:
 
 
 def test_measured_section_round_trips():
-    text = BASE + """measured:
+    text = (
+        BASE
+        + """measured:
   by: topocast probe
   launcher: local
   measurements: 12
@@ -34,6 +36,7 @@ def test_measured_section_round_trips():
     - {a: a, b: s, direction: a->b, samples: 2, spread: 0.03}
     - {a: b, b: s, direction: b->a, samples: 1, spread: 0.0, at_least: true, uncertain: true}
 """
+    )
     t = loads(text, "m.yaml")
     assert t.measured["measurements"] == 12 and t.measured["duration"] == 3.5
     again = loads(dumps(t), "again.yaml")
@@ -109,7 +112,9 @@ def test_unreachable_host_is_named(tmp_path, capsys):
     hosts = tmp_path / "hosts.yaml"
     hosts.write_text("a: 127.0.0.1:1\nb: 127.0.0.1:1\n")  # nothing listens on port 1
     out = tmp_path / "x.yaml"
-    rc = main(["probe", "--launcher", "ssh", "--ssh-hosts", str(hosts), "-o", str(out), "--ssh-option=-oConnectTimeout=3"])
+    rc = main(
+        ["probe", "--launcher", "ssh", "--ssh-hosts", str(hosts), "-o", str(out), "--ssh-option=-oConnectTimeout=3"]
+    )
     assert rc == 2
     err = capsys.readouterr().err
     assert "agent for a exited before connecting" in err or "agent for b exited before connecting" in err

@@ -198,5 +198,7 @@ def run(args) -> int:
     for n in summary["notes"]:
         print(f"  note: {n}", file=sys.stderr)
     if args.launcher == "testbed":
-        print(f"  bandwidths = measured TCP rates / {summary['goodput_factor']} (goodput on the testbed, {GOODPUT_TESTBED})")
+        print(
+            f"  bandwidths = measured TCP rates / {summary['goodput_factor']} (goodput on the testbed, {GOODPUT_TESTBED})"
+        )
     return 0

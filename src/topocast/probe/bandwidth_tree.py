@@ -272,7 +272,7 @@ def _link_tree(groups: list, pr: _Prober, pair_rates: dict) -> BandwidthTree:
 
     while len(clusters) > 1:
         keys = list(clusters)
-        best = max(((rate(clusters[a], clusters[b]), a, b) for a in keys for b in keys if a < b))
+        best = max((rate(clusters[a], clusters[b]), a, b) for a in keys for b in keys if a < b)
         level = best[0]
         # every cluster joined at (nearly) this rate goes under one new switch
         members = {best[1], best[2]}

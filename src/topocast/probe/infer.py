@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+from ..topology.io import measured_notes
 from ..topology.model import PhysicalLink, Topology
 from .bandwidth_tree import BandwidthTree, levels
 from .latency_tree import LatencyTree
@@ -79,6 +80,4 @@ def build_topology(
         "goodput": goodput,
         "estimates": estimates,
     }
-    notes = [f"{e['a']}-{e['b']} {e['direction']}: only a lower bound" for e in estimates if e.get("at_least")]
-    notes += [f"{e['a']}-{e['b']} {e['direction']}: uncertain (spread {e['spread']:.0%})" for e in estimates if e.get("uncertain")]
-    return Topology(name, list(hosts), list(bw.switches), links, measured=measured, notes=notes)
+    return Topology(name, list(hosts), list(bw.switches), links, measured=measured, notes=measured_notes(measured))

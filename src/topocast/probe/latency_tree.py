@@ -69,7 +69,8 @@ class LatencyTree:
 
     def distances_from(self, src: str) -> tuple[dict, dict]:
         """Tree distances and parents (towards ``src``) of every node."""
-        dist, parent = {src: 0.0}, {src: None}
+        dist: dict[str, float] = {src: 0.0}
+        parent: dict[str, str | None] = {src: None}
         stack = [src]
         while stack:
             u = stack.pop()
@@ -86,9 +87,10 @@ class LatencyTree:
             out.append(parent[out[-1]])
         return out[::-1]
 
-    def branch_host(self, v: str, w: str) -> str:
+    def branch_host(self, v: str, w: str) -> str | None:
         """A host in the branch of ``v`` entered through its neighbour ``w`` (the nearest)."""
-        best, best_d = None, float("inf")
+        best: str | None = None
+        best_d = float("inf")
         dist = {w: self.adj[v][w]}
         stack = [w]
         while stack:
@@ -189,7 +191,7 @@ def _insert(tree: LatencyTree, x: str, d, threshold: float) -> None:
                 break
         if claimed is None:
             if node not in tree.switches:  # hosts stay leaves: branch off just before the host
-                (p, w), = tree.adj[node].items()
+                ((p, w),) = tree.adj[node].items()
                 s = tree.new_switch()
                 tree._unlink(node, p)
                 off = min(threshold, w / 2)

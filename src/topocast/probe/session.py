@@ -14,6 +14,7 @@ import statistics
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import TopocastError
 from ..runtime.coordinator import _connect, _describe_exit, _reader, _send, _stderr_tail, _stop, _wait
@@ -46,7 +47,7 @@ class ProbeSession:
     transfer), ``log`` keeps each one's inputs and result."""
 
     hosts: list
-    launcher: object
+    launcher: Any
     bulk_warmup: float = 0.3
     measurements: int = 0
     rounds: int = 0
@@ -63,7 +64,9 @@ class ProbeSession:
         self._listener, control_addr = self.launcher.control_listen()
         self._listener.settimeout(1.0)
         try:
-            hello = _connect(self.launcher, self.hosts, self._procs, self._conns, self._listener, control_addr, secret, None)
+            hello = _connect(
+                self.launcher, self.hosts, self._procs, self._conns, self._listener, control_addr, secret, None
+            )
         except TopocastError as exc:
             self._close()
             raise ProbeError(f"cannot start the agents: {exc}") from None
@@ -125,7 +128,7 @@ class ProbeSession:
 
     def _run(self, ops: list, timeout: float) -> list[dict]:
         """Send every (host, request) at once; wait for all answers (in order)."""
-        ids = {}
+        ids: dict[int, int] = {}
         for h, req in ops:
             self._alive(h)
             self._next_id += 1
@@ -160,7 +163,9 @@ class ProbeSession:
                 p = self._procs[h]
                 why = _describe_exit(p.returncode if _wait(p) else None)
                 self._dead[h] = why
-                raise ProbeError(f"the agent on {h} stopped while {doing}: {why}{_stderr_tail(self._procs, [h])}", self.log)
+                raise ProbeError(
+                    f"the agent on {h} stopped while {doing}: {why}{_stderr_tail(self._procs, [h])}", self.log
+                )
             if msg.get("type") == Msg.FAILED:
                 raise ProbeError(f"the agent on {h} failed: {msg.get('reason')}", self.log)
             return h, msg

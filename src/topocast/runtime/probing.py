@@ -58,7 +58,8 @@ def _measure(agent, peers: dict, shared_clock: bool, msg: dict) -> None:
         peer = str(msg["peer"])
         if peer not in peers:
             raise ValueError(f"unknown peer {peer!r}")
-        addr = "tcp:%s:%d" % peers[peer]
+        host, port = peers[peer]
+        addr = f"tcp:{host}:{port}"
         if msg.get("op") == "rtt":
             reply["rtts"] = ping(agent.secret, addr, int(msg.get("count", 10)))
         elif msg.get("op") == "bulk":
@@ -66,7 +67,9 @@ def _measure(agent, peers: dict, shared_clock: bool, msg: dict) -> None:
             if start is None:
                 start = time.monotonic() + float(msg.get("delay", 0.2))
             reply.update(
-                bulk_send(agent.secret, addr, start, float(msg["duration"]), float(msg.get("warmup", 0.3)), shared_clock)
+                bulk_send(
+                    agent.secret, addr, start, float(msg["duration"]), float(msg.get("warmup", 0.3)), shared_clock
+                )
             )
         else:
             raise ValueError(f"unknown measurement {msg.get('op')!r}")

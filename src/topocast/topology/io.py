@@ -345,6 +345,7 @@ def from_data(data, source: str | None = None, *, default_name: str = "topology"
             attrs=attrs,
             source=source,
             measured=measured,
+            notes=measured_notes(measured),
         )
     except InputError as exc:
         raise TopologyError(exc.message, source=exc.source or source, element=exc.element) from None
@@ -407,6 +408,18 @@ def _measured(m, links, source, data) -> dict:
         estimates.append(est)
     if estimates:
         out["estimates"] = estimates
+    return out
+
+
+def measured_notes(measured) -> list[str]:
+    """The probe's flags, in words (``topology show`` prints a topology's notes)."""
+    out = []
+    for e in (measured or {}).get("estimates", ()):
+        what = f"measured {e['a']}-{e['b']} {e['direction']}"
+        if e.get("at_least"):
+            out.append(f"{what}: a lower bound (the transfers could not fill the link)")
+        if e.get("uncertain"):
+            out.append(f"{what}: uncertain (samples: {e.get('samples', 1)}, spread {e.get('spread', 0.0):.0%})")
     return out
 
 
