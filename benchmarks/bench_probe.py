@@ -9,14 +9,17 @@ the inferred topology with the truth (docs/experiments/probe.md):
   inferred file holds measured rates / goodput, so it compares with the true link rates);
 * stable plan: the ``stable`` plan made from the inferred topology, simulated on the truth,
   / the ``stable`` plan made from the truth (aggregate bandwidth);
-* with ``--real``: both plans performed on the testbed, inferred / truth.
+* with ``--real``: both plans performed on the testbed ``--repeats`` times, alternating,
+  median inferred / median truth.
 
 Prints per network the measurement count, the probe time and these errors. Needs root
 (network namespaces); run under the shared lock::
 
     flock /tmp/topocast-bench.lock python benchmarks/bench_probe.py [--real] [NETWORK ...]
 
-NETWORK: builtin:NAME, a topology file, or random-tree:HOSTS:SEED.
+NETWORK: builtin:NAME, a topology file, random-tree:HOSTS:SEED (``generators.random_tree``,
+20-200 Mbit/s), or clusters:HOSTS:SWITCHES (leaf switches of equal size under one core,
+hosts at 100 Mbit/s, uplinks at 150 Mbit/s).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -43,12 +47,27 @@ DEFAULT_NETWORKS = [
     "builtin:uniform-2switch",
     "builtin:two-clusters",
     os.path.join(HERE, "..", "tests", "probe", "data", "three-level-asym.yaml"),
+    "clusters:16:4",
     "random-tree:12:1",
     "random-tree:16:2",
 ]
 
 
+def clusters(n: int, k: int):
+    from topocast.topology.model import PhysicalLink, Topology
+
+    mbit = 125_000
+    hosts = [f"h{i}" for i in range(n)]
+    leaves = [f"l{j}" for j in range(k)]
+    links = [PhysicalLink(h, leaves[i * k // n], 100 * mbit) for i, h in enumerate(hosts)]
+    links += [PhysicalLink(leaf, "core", 150 * mbit) for leaf in leaves]
+    return Topology(f"clusters{n}x{k}", hosts, [*leaves, "core"], links)
+
+
 def truth_of(spec: str):
+    if spec.startswith("clusters:"):
+        _, n, k = spec.split(":")
+        return clusters(int(n), int(k))
     if spec.startswith("random-tree:"):
         _, n, seed = spec.split(":")
         # bandwidths the emulated network carries on this machine; every switch observable
@@ -99,7 +118,7 @@ def real_run(plan, name: str, tmp: str) -> float:
     return json.loads(out.stdout)["measured"]["aggregate_bandwidth"]
 
 
-def bench(spec: str, real: bool, size: int) -> dict:
+def bench(spec: str, real: bool, size: int, repeats: int) -> dict:
     truth = truth_of(spec)
     name = f"pb{abs(hash(spec)) % 10000}"
     row: dict = {"network": truth.name, "hosts": len(truth.hosts)}
@@ -142,10 +161,14 @@ def bench(spec: str, real: bool, size: int) -> dict:
             ratio, p_true, p_inf = stable_ratio(truth, inferred, size)
             row["stable_sim_ratio"] = round(ratio, 3)
             row["flags"] = len(inferred.notes)
-            if real:
-                r_true = real_run(p_true, name, tmp)
-                r_inf = real_run(p_inf, name, tmp)
-                row["stable_real_ratio"] = round(r_inf / r_true, 3)
+            if real:  # alternating, so that the machine's load falls on both alike
+                r_true, r_inf = [], []
+                for _ in range(repeats):
+                    r_true.append(real_run(p_true, name, tmp))
+                    r_inf.append(real_run(p_inf, name, tmp))
+                row["stable_real_ratio"] = round(statistics.median(r_inf) / statistics.median(r_true), 3)
+                row["real_mbit_true"] = [round(x * 8e-6, 1) for x in r_true]
+                row["real_mbit_inferred"] = [round(x * 8e-6, 1) for x in r_inf]
         finally:
             subprocess.run([sys.executable, "-m", "topocast", "testbed", "down", name], capture_output=True)
     return row
@@ -155,6 +178,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("networks", nargs="*", default=DEFAULT_NETWORKS)
     ap.add_argument("--real", action="store_true", help="also perform both stable plans on the testbed")
+    ap.add_argument("--repeats", type=int, default=3, help="real runs of each plan (median)")
     ap.add_argument("--size", type=int, default=16 << 20, help="message size of the stable plans (bytes)")
     args = ap.parse_args(argv)
     if os.geteuid() != 0:
@@ -162,7 +186,7 @@ def main(argv=None) -> int:
         return 2
     print(f"load: {os.getloadavg()}")
     for spec in args.networks:
-        print(json.dumps(bench(spec, args.real, args.size)), flush=True)
+        print(json.dumps(bench(spec, args.real, args.size, args.repeats)), flush=True)
     print(f"load: {os.getloadavg()}")
     return 0
 
