@@ -157,6 +157,9 @@ def bench(spec: str, real: bool, size: int, repeats: int) -> dict:
             inferred = load_topology(out)
             row["measurements"], row["probe_s"] = summary["measurements"], summary["seconds"]
             row["structure_ok"] = host_groups(inferred) == host_groups(truth)
+            if not row["structure_ok"]:
+                row["groups_inferred"] = sorted(sorted(g) for g in host_groups(inferred) if len(g) > 1)
+                row["groups_true"] = sorted(sorted(g) for g in host_groups(truth) if len(g) > 1)
             row["maxflow_err_pct"] = round(100 * maxflow_error(truth, inferred), 1)
             ratio, p_true, p_inf = stable_ratio(truth, inferred, size)
             row["stable_sim_ratio"] = round(ratio, 3)

@@ -22,7 +22,7 @@ from ..runtime.protocol import Msg
 
 __all__ = ["ProbeSession", "ProbeError", "Flow"]
 
-START_DELAY = 0.1  # s: transfers started together begin this long after the request (time to reach every agent)
+START_DELAY = 0.05  # s: transfers started together begin this long after the request (time to reach every agent)
 
 
 class ProbeError(TopocastError):
