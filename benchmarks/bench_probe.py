@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -184,6 +185,8 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=3, help="real runs of each plan (median)")
     ap.add_argument("--size", type=int, default=16 << 20, help="message size of the stable plans (bytes)")
     args = ap.parse_args(argv)
+    # a timeout's SIGTERM unwinds like an error, so every testbed brought up is brought down
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     if os.geteuid() != 0:
         print("bench_probe: needs root (the emulated network)", file=sys.stderr)
         return 2
