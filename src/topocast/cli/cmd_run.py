@@ -74,6 +74,21 @@ def register(sub) -> None:
         help="extra ssh option (repeatable), e.g. -oStrictHostKeyChecking=no",
     )
     p.add_argument("--control-host", default=None, help="address of this machine the ssh hosts can reach")
+    p.add_argument(
+        "--probe",
+        action="store_true",
+        help="first probe the network between the hosts (as topocast probe) and write what it infers to "
+        "TOPOLOGY, then plan on it (--algorithm, --source) and perform",
+    )
+    p.add_argument(
+        "--probe-hosts",
+        default=None,
+        metavar="H1,H2,...",
+        help="with --probe: the hosts (default: the testbed's, or every host of --ssh-hosts)",
+    )
+    from .cmd_probe import add_probe_options
+
+    add_probe_options(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
 
@@ -220,6 +235,8 @@ def _ssh_hosts(path):
 def run(args) -> int:
     from ..runtime import DEFAULT_CHUNK, make_launcher, perform
 
+    if args.probe:
+        _probe_first(args)
     plan, topo, algorithm = _load_target(args)
     chunk = int(args.chunk_size or DEFAULT_CHUNK)
     goodput = args.goodput if args.goodput is not None else (GOODPUT_TESTBED if args.launcher == "testbed" else 1.0)
@@ -330,6 +347,22 @@ def run(args) -> int:
     else:
         print_table(Console(), plan, algorithm, measured, predicted, bound, outcome, args.launcher)
     return 0 if not outcome.failed else 1
+
+
+def _probe_first(args) -> None:
+    """``run --probe``: probe the hosts and write the inferred topology to the target file."""
+    from .cmd_probe import probe_goodput, probe_to_file
+
+    if args.target.startswith("builtin:") or args.target.endswith(".json"):
+        raise InputError("with --probe, give the topology file to write (FILE.yaml)", element="--probe")
+    args.targets = [h for h in (args.probe_hosts or "").split(",") if h]
+    args.name = None
+    _, summary = probe_to_file(args, args.target, probe_goodput(args))
+    print(
+        f"probed {summary['hosts']} hosts: {summary['measurements']} measurements in {summary['seconds']:.1f} s; "
+        f"wrote {summary['output']}",
+        file=sys.stderr,
+    )
 
 
 def _res_json(r):

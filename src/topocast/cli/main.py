@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "experiment",
     "redistribute",
     "run",
+    "probe",
     "testbed",
 )
 

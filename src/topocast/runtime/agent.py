@@ -111,6 +111,10 @@ class Agent:
             {"type": Msg.HELLO, "host": self.host, "port": port, "address": self.advertise, "pid": os.getpid()}
         )
         cfg = self.ctrl.recv_json()
+        if cfg.get("type") == Msg.PROBE:  # a probe, not a plan: measurements only
+            from .probing import serve_probe
+
+            return serve_probe(self, cfg)
         if cfg.get("type") != Msg.CONFIG:
             raise ProtocolError("expected the configuration first")
         try:

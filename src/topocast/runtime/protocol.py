@@ -74,10 +74,16 @@ class Msg(StrEnum):
     HOLDERS = "holders"  # answer to NEED
     FAILURE = "failure"  # some transfer broke somewhere: check your own incoming ones
     SHUTDOWN = "shutdown"  # stop and report STATS
+    PROBE = "probe"  # instead of CONFIG: this agent serves measurements (runtime.probing)
+    MEASURE = "measure"  # probing: run one measurement (rtt or bulk) towards a peer
+    # agent -> coordinator, probing
+    MEASURED = "measured"  # a measurement's result (or its error)
     # agent -> agent, on a data connection
     PUSH = "push"  # the sender opens a planned transfer
     FETCH = "fetch"  # a repairing receiver asks for ranges
     ACK = "ack"  # the fetched ranges are on their way
+    PING = "ping"  # probing: echo every data frame back (round-trip times)
+    SINK = "sink"  # probing: count the checked bytes of a timed bulk transfer
 
 
 T_JSON, T_DATA, T_HEARTBEAT, T_END = 1, 2, 3, 4

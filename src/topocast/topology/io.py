@@ -49,7 +49,7 @@ from .model import SHARING_POLICIES, PhysicalLink, Topology
 
 __all__ = ["load_file", "save_file", "loads", "dumps", "format_bandwidth_exact", "format_time_exact"]
 
-TOP_KEYS = ("name", "hosts", "switches", "links", "routes", "injection", "reduction", "attrs")
+TOP_KEYS = ("name", "hosts", "switches", "links", "routes", "injection", "reduction", "attrs", "measured")
 LINK_KEYS = ("a", "b", "bandwidth", "latency", "bandwidth_ba", "sharing", "name", "directed")
 ROUTE_KEYS = ("src", "dst", "path")
 
@@ -330,6 +330,7 @@ def from_data(data, source: str | None = None, *, default_name: str = "topology"
             raise _fail(source, attrs, f"attrs: {n}", f"{n!r} is not a declared host or switch")
         _expect(a, dict, source, attrs, f"attrs: {n}", "a mapping")
     attrs = {str(n): _plain(a) for n, a in attrs.items()}
+    measured = _measured(data.get("measured"), links, source, data)
 
     try:
         return Topology(
@@ -343,9 +344,83 @@ def from_data(data, source: str | None = None, *, default_name: str = "topology"
             reduction_cost=reduction,
             attrs=attrs,
             source=source,
+            measured=measured,
+            notes=measured_notes(measured),
         )
     except InputError as exc:
         raise TopologyError(exc.message, source=exc.source or source, element=exc.element) from None
+
+
+MEASURED_KEYS = ("by", "launcher", "measurements", "duration", "goodput", "estimates")
+ESTIMATE_KEYS = ("a", "b", "direction", "samples", "spread", "at_least", "uncertain")
+
+
+def _measured(m, links, source, data) -> dict:
+    """The ``measured:`` section a probe writes: how many measurements, how long, and per
+    link direction the number of samples, their spread (a fraction) and flags."""
+    if m is None:
+        return {}
+    el = "measured"
+    _expect(m, dict, source, data, el, "a mapping with keys " + ", ".join(MEASURED_KEYS))
+    _check_keys(m, MEASURED_KEYS, source, el)
+    out: dict = {}
+    for k in ("by", "launcher"):
+        if k in m:
+            out[k] = str(_expect(m[k], str, source, m, f"{el}: {k}", "a string"))
+    if "measurements" in m:
+        n = _expect(m["measurements"], int, source, m, f"{el}: measurements", "a whole number of measurements")
+        if n < 0:
+            raise _fail(source, m, f"{el}: measurements", f"expected a number >= 0, got {n}")
+        out["measurements"] = n
+    if "duration" in m:
+        out["duration"] = _time(m["duration"], source, m, f"{el}: duration")
+    if "goodput" in m:
+        g = _expect(m["goodput"], (int, float), source, m, f"{el}: goodput", "a fraction in (0, 1]")
+        if not 0 < g <= 1:
+            raise _fail(source, m, f"{el}: goodput", f"expected a fraction in (0, 1], got {g}")
+        out["goodput"] = float(g)
+    ends = {frozenset((pl.a, pl.b)) for pl in links}
+    estimates = []
+    for i, e in enumerate(_expect(m.get("estimates") or [], list, source, m, f"{el}: estimates", "a list")):
+        where = f"{el}: estimates[{i}]"
+        _expect(e, dict, source, m, where, "a mapping with keys " + ", ".join(ESTIMATE_KEYS))
+        _check_keys(e, ESTIMATE_KEYS, source, where)
+        a, b = _name(e.get("a"), source, e, f"{where}: a"), _name(e.get("b"), source, e, f"{where}: b")
+        if frozenset((a, b)) not in ends:
+            raise _fail(source, e, where, f"no link joins {a!r} and {b!r}")
+        d = e.get("direction", "a->b")
+        if d not in ("a->b", "b->a"):
+            raise _fail(source, e, f"{where}: direction", f"expected 'a->b' or 'b->a', got {d!r}")
+        est = {"a": a, "b": b, "direction": d}
+        if "samples" in e:
+            n = _expect(e["samples"], int, source, e, f"{where}: samples", "a whole number >= 1")
+            if n < 1:
+                raise _fail(source, e, f"{where}: samples", f"expected a whole number >= 1, got {n}")
+            est["samples"] = n
+        if "spread" in e:
+            sp = _expect(e["spread"], (int, float), source, e, f"{where}: spread", "a fraction >= 0")
+            if not (math.isfinite(sp) and sp >= 0):
+                raise _fail(source, e, f"{where}: spread", f"expected a fraction >= 0, got {sp}")
+            est["spread"] = float(sp)
+        for flag in ("at_least", "uncertain"):
+            if flag in e:
+                est[flag] = _expect(e[flag], bool, source, e, f"{where}: {flag}", "true or false")
+        estimates.append(est)
+    if estimates:
+        out["estimates"] = estimates
+    return out
+
+
+def measured_notes(measured) -> list[str]:
+    """The probe's flags, in words (``topology show`` prints a topology's notes)."""
+    out = []
+    for e in (measured or {}).get("estimates", ()):
+        what = f"measured {e['a']}-{e['b']} {e['direction']}"
+        if e.get("at_least"):
+            out.append(f"{what}: a lower bound (the transfers could not fill the link)")
+        if e.get("uncertain"):
+            out.append(f"{what}: uncertain (samples: {e.get('samples', 1)}, spread {e.get('spread', 0.0):.0%})")
+    return out
 
 
 def _gamma(value, source, obj, element) -> float:
@@ -538,6 +613,11 @@ def to_data(t: Topology) -> dict:
         data["reduction"] = red
     if t.attrs:
         data["attrs"] = {n: _plain(dict(a)) for n, a in t.attrs.items() if a}
+    if t.measured:
+        m = {k: v for k, v in t.measured.items() if k != "duration"}
+        if "duration" in t.measured:
+            m["duration"] = format_time_exact(t.measured["duration"])
+        data["measured"] = _plain(m)
     return data
 
 

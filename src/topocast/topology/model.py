@@ -91,6 +91,9 @@ class Topology:
         Where the topology came from (file name), used in error messages.
     notes : sequence of str
         What an importer left out or changed, in words (``topology show`` prints them).
+    measured : mapping, optional
+        How a probed topology was obtained (``topocast probe``: measurement count, duration,
+        each estimate's spread); checked by the loader (``topology.io``), kept as data.
     """
 
     name: str
@@ -104,6 +107,7 @@ class Topology:
     attrs: Mapping[str, Mapping] = field(default_factory=dict)
     source: str | None = None
     notes: tuple[str, ...] = ()
+    measured: Mapping = field(default_factory=dict)
     # derived in __init__ (not arguments, not compared): every node, every directed link, and
     # the directed links' bandwidths as an array
     nodes: tuple[str, ...] = field(init=False, repr=False, compare=False)
@@ -125,6 +129,7 @@ class Topology:
         attrs: Mapping[str, Mapping] | None = None,
         source: str | None = None,
         notes: Iterable[str] = (),
+        measured: Mapping | None = None,
         check_connected: bool = True,
     ):
         s = object.__setattr__
@@ -139,6 +144,7 @@ class Topology:
         s(self, "attrs", MappingProxyType({k: MappingProxyType(dict(v)) for k, v in (attrs or {}).items()}))
         s(self, "source", source)
         s(self, "notes", tuple(notes))
+        s(self, "measured", MappingProxyType(dict(measured or {})))
         self._build(check_connected)
 
     def _err(self, element: str, message: str) -> TopologyError:
@@ -485,6 +491,7 @@ class Topology:
             attrs={k: dict(v) for k, v in self.attrs.items()},
             source=self.source,
             notes=self.notes,
+            measured=dict(self.measured),
         )
         kwargs.update(changes)
         return Topology(**kwargs)

@@ -1,0 +1,201 @@
+"""Validate ``topocast probe`` on emulated networks whose truth is known.
+
+For every network: bring a testbed up, run ``topocast probe --launcher testbed``, and compare
+the inferred topology with the truth (docs/experiments/probe.md):
+
+* structure: the hosts grouped under each switch, inferred vs true (hosts under a switch
+  with no other host are compared as alone);
+* bandwidth: every host's max-flow from every source, inferred / true - 1 (worst, in %; the
+  inferred file holds measured rates / goodput, so it compares with the true link rates);
+* stable plan: the ``stable`` plan made from the inferred topology, simulated on the truth,
+  / the ``stable`` plan made from the truth (aggregate bandwidth);
+* with ``--real``: both plans performed on the testbed ``--repeats`` times, alternating,
+  median inferred / median truth.
+
+Prints per network the measurement count, the probe time and these errors. Needs root
+(network namespaces); run under the shared lock::
+
+    flock /tmp/topocast-bench.lock python benchmarks/bench_probe.py [--real] [NETWORK ...]
+
+NETWORK: builtin:NAME, a topology file, random-tree:HOSTS:SEED (``generators.random_tree``,
+20-200 Mbit/s), or clusters:HOSTS:SWITCHES (leaf switches of equal size under one core,
+hosts at 100 Mbit/s, uplinks at 150 Mbit/s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from topocast.bounds import maxflow_from
+from topocast.plan import Broadcast
+from topocast.planners import get_planner
+from topocast.sim import simulate
+from topocast.topology import load_topology
+from topocast.topology.generators import random_tree
+from topocast.topology.io import save_file
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_NETWORKS = [
+    "builtin:hetero-2switch",
+    "builtin:uniform-2switch",
+    "builtin:two-clusters",
+    os.path.join(HERE, "..", "tests", "probe", "data", "three-level-asym.yaml"),
+    "clusters:16:4",
+    "random-tree:12:1",
+    "random-tree:16:2",
+]
+
+
+def clusters(n: int, k: int):
+    from topocast.topology.model import PhysicalLink, Topology
+
+    mbit = 125_000
+    hosts = [f"h{i}" for i in range(n)]
+    leaves = [f"l{j}" for j in range(k)]
+    links = [PhysicalLink(h, leaves[i * k // n], 100 * mbit) for i, h in enumerate(hosts)]
+    links += [PhysicalLink(leaf, "core", 150 * mbit) for leaf in leaves]
+    return Topology(f"clusters{n}x{k}", hosts, [*leaves, "core"], links)
+
+
+def truth_of(spec: str):
+    if spec.startswith("clusters:"):
+        _, n, k = spec.split(":")
+        return clusters(int(n), int(k))
+    if spec.startswith("random-tree:"):
+        _, n, seed = spec.split(":")
+        # bandwidths the emulated network carries on this machine; every switch observable
+        return random_tree(int(n), max(2, int(n) // 4), min_mbit=20, max_mbit=200, seed=int(seed), name=f"rt{n}s{seed}")
+    return load_topology(spec)
+
+
+def host_groups(topo) -> set:
+    """Sets of hosts hanging off one switch (a host alone under a switch counts alone)."""
+    hosts = set(topo.hosts)
+    out = set()
+    for sw in topo.switches:
+        g = frozenset(pl.a if pl.b == sw else pl.b for pl in topo.physical_links if sw in (pl.a, pl.b)) & hosts
+        if g:
+            out.add(g)
+    grouped = set().union(*out) if out else set()
+    out |= {frozenset([h]) for h in hosts - grouped}
+    return out
+
+
+def maxflow_error(truth, inferred) -> float:
+    worst = 0.0
+    for s in truth.hosts:
+        a, b = maxflow_from(truth, s), maxflow_from(inferred, s)
+        worst = max(worst, max(abs(b[h] / a[h] - 1) for h in truth.hosts if h != s))
+    return worst
+
+
+def stable_ratio(truth, inferred, size: int = 64 << 20) -> tuple[float, object, object]:
+    planner = get_planner("broadcast", "stable")
+    src = truth.hosts[0]
+    p_true, p_inf = planner(truth, Broadcast(src, size)), planner(inferred, Broadcast(src, size))
+    return simulate(p_inf, truth).aggregate_bandwidth / simulate(p_true, truth).aggregate_bandwidth, p_true, p_inf
+
+
+def real_run(plan, name: str, tmp: str) -> float:
+    path = os.path.join(tmp, "plan.json")
+    with open(path, "w") as fh:
+        json.dump(plan.to_json(), fh)
+    out = subprocess.run(
+        [sys.executable, "-m", "topocast", "run", path, "--launcher", "testbed", "--testbed", name, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"run failed: {out.stderr.strip()[-300:]}")
+    return json.loads(out.stdout)["measured"]["aggregate_bandwidth"]
+
+
+def bench(spec: str, real: bool, size: int, repeats: int) -> dict:
+    truth = truth_of(spec)
+    name = f"pb{abs(hash(spec)) % 10000}"
+    row: dict = {"network": truth.name, "hosts": len(truth.hosts)}
+    with tempfile.TemporaryDirectory() as tmp:
+        tfile = os.path.join(tmp, "truth.yaml")
+        save_file(truth, tfile)
+        subprocess.run(
+            [sys.executable, "-m", "topocast", "testbed", "up", tfile, "--name", name], check=True, capture_output=True
+        )
+        try:
+            out = os.path.join(tmp, "probed.yaml")
+            t0 = time.monotonic()
+            res = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "topocast",
+                    "probe",
+                    "--launcher",
+                    "testbed",
+                    "--testbed",
+                    name,
+                    "-o",
+                    out,
+                    "--json",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
+            row["wall_s"] = round(time.monotonic() - t0, 1)
+            if res.returncode != 0:
+                row["error"] = res.stderr.strip()[-300:]
+                return row
+            summary = json.loads(res.stdout)
+            inferred = load_topology(out)
+            row["measurements"], row["probe_s"] = summary["measurements"], summary["seconds"]
+            row["structure_ok"] = host_groups(inferred) == host_groups(truth)
+            if not row["structure_ok"]:
+                row["groups_inferred"] = sorted(sorted(g) for g in host_groups(inferred) if len(g) > 1)
+                row["groups_true"] = sorted(sorted(g) for g in host_groups(truth) if len(g) > 1)
+            row["maxflow_err_pct"] = round(100 * maxflow_error(truth, inferred), 1)
+            ratio, p_true, p_inf = stable_ratio(truth, inferred, size)
+            row["stable_sim_ratio"] = round(ratio, 3)
+            row["flags"] = len(inferred.notes)
+            if real:  # alternating, so that the machine's load falls on both alike
+                r_true, r_inf = [], []
+                for _ in range(repeats):
+                    r_true.append(real_run(p_true, name, tmp))
+                    r_inf.append(real_run(p_inf, name, tmp))
+                row["stable_real_ratio"] = round(statistics.median(r_inf) / statistics.median(r_true), 3)
+                row["real_mbit_true"] = [round(x * 8e-6, 1) for x in r_true]
+                row["real_mbit_inferred"] = [round(x * 8e-6, 1) for x in r_inf]
+        finally:
+            subprocess.run([sys.executable, "-m", "topocast", "testbed", "down", name], capture_output=True)
+    return row
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("networks", nargs="*", default=DEFAULT_NETWORKS)
+    ap.add_argument("--real", action="store_true", help="also perform both stable plans on the testbed")
+    ap.add_argument("--repeats", type=int, default=3, help="real runs of each plan (median)")
+    ap.add_argument("--size", type=int, default=16 << 20, help="message size of the stable plans (bytes)")
+    args = ap.parse_args(argv)
+    # a timeout's SIGTERM unwinds like an error, so every testbed brought up is brought down
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    if os.geteuid() != 0:
+        print("bench_probe: needs root (the emulated network)", file=sys.stderr)
+        return 2
+    print(f"load: {os.getloadavg()}")
+    for spec in args.networks:
+        print(json.dumps(bench(spec, args.real, args.size, args.repeats)), flush=True)
+    print(f"load: {os.getloadavg()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

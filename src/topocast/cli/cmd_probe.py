@@ -1,0 +1,204 @@
+"""``topocast probe``: measure the network between the hosts and write a topology file."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+
+from ..errors import InputError, TopocastError
+from .common import print_json
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "probe",
+        help="infer a topology (switches, bandwidths, latencies) from measurements between the hosts",
+        description=(
+            "Start one agent per host (as topocast run does), measure round-trip times and timed "
+            "transfers between the hosts, infer the switches and every link's bandwidth per direction, "
+            "and write a topology file every other command reads. TARGETS: the hosts to probe; with "
+            "--launcher testbed the default is every host of the testbed, with ssh every host of "
+            "--ssh-hosts; with local give at least two names (agents on this machine)."
+        ),
+    )
+    p.add_argument("targets", nargs="*", metavar="HOST", help="hosts to probe (see above)")
+    p.add_argument("-o", "--output", required=True, metavar="FILE.yaml", help="topology file to write")
+    add_launcher_options(p)
+    add_probe_options(p)
+    p.add_argument(
+        "--goodput",
+        type=float,
+        default=None,
+        help="TCP goodput as a fraction of link bandwidth: measured rates are divided by it (default: "
+        "0.955 on the testbed, 1 otherwise)",
+    )
+    p.add_argument("--name", default=None, help="topology name (default: the output file's stem)")
+    p.add_argument("--json", action="store_true", help="print a JSON summary")
+    p.set_defaults(func=run)
+
+
+def add_launcher_options(p) -> None:
+    p.add_argument("--launcher", choices=("local", "testbed", "ssh"), default="local")
+    p.add_argument("--testbed", default=None, metavar="NAME", help="testbed name (default: the only one up)")
+    p.add_argument("--ssh-hosts", default=None, help="YAML/JSON: host -> '[user@]address[:port]'")
+    p.add_argument("--ssh-identity", default=None, help="private key for the ssh launcher")
+    p.add_argument("--ssh-option", action="append", default=[], help="extra ssh option (repeatable)")
+    p.add_argument("--control-host", default=None, help="address of this machine the ssh hosts can reach")
+
+
+def add_probe_options(p) -> None:
+    p.add_argument(
+        "--probe-duration",
+        type=float,
+        default=0.3,
+        metavar="SECONDS",
+        help="length of each timed transfer (default 0.3; longer for steadier rates on noisy networks)",
+    )
+    p.add_argument("--pings", type=int, default=10, help="round trips per pair of hosts measured (default 10)")
+    p.add_argument(
+        "--rtt-threshold",
+        type=float,
+        default=50e-6,
+        metavar="SECONDS",
+        help="round-trip differences below this are noise (default 50e-6)",
+    )
+
+
+def probe_hosts(args) -> list[str]:
+    """The hosts to probe, from TARGETS and the launcher (a host named twice is an error)."""
+    seen: set = set()
+    for h in args.targets:
+        if h in seen:
+            raise InputError(f"host {h!r} is listed twice", element="TARGETS")
+        seen.add(h)
+    if args.launcher == "testbed":
+        from ..testbed.state import load_state
+
+        state = load_state(args.testbed)
+        missing = [h for h in args.targets if h not in state.hosts]
+        if missing:
+            raise InputError(f"hosts {', '.join(missing)} are not in testbed {state.name!r}", element="TARGETS")
+        hosts = list(args.targets) or list(state.hosts)
+    elif args.launcher == "ssh":
+        from .cmd_run import _ssh_hosts
+
+        table = _ssh_hosts(args.ssh_hosts) or {}
+        missing = [h for h in args.targets if h not in table]
+        if missing:
+            raise InputError(f"hosts {', '.join(missing)} have no entry in {args.ssh_hosts}", element="TARGETS")
+        hosts = list(args.targets) or list(table)
+    else:
+        hosts = list(args.targets)
+    if len(hosts) < 2:
+        raise InputError("give at least two hosts to probe", element="TARGETS")
+    return hosts
+
+
+def make_probe_launcher(args):
+    from ..runtime import make_launcher
+    from .cmd_run import _ssh_hosts
+
+    return make_launcher(
+        args.launcher,
+        testbed_name=args.testbed,
+        ssh_hosts=_ssh_hosts(args.ssh_hosts),
+        ssh_identity=args.ssh_identity,
+        ssh_options=args.ssh_option,
+        control_host=args.control_host,
+    )
+
+
+def probe_to_file(args, output: str, goodput: float):
+    """Probe, write ``output`` atomically, return (topology, summary dict). On failure the
+    measurements made so far go to OUTPUT.partial.json and the error says so."""
+    from ..probe import ProbeError, ProbeSession
+    from ..probe.infer import build_topology, probe_network
+    from ..topology.io import save_file
+
+    if args.probe_duration <= 0 or args.pings < 1 or args.rtt_threshold < 0:
+        raise InputError("need --probe-duration > 0, --pings >= 1 and --rtt-threshold >= 0", element="probe options")
+    hosts = probe_hosts(args)
+    out_dir = os.path.dirname(os.path.abspath(output))
+    if not os.path.isdir(out_dir) or not os.access(out_dir, os.W_OK):
+        raise InputError("the folder does not exist or is not writable", source=output)
+    launcher = make_probe_launcher(args)
+    t0 = time.monotonic()
+    session = ProbeSession(hosts, launcher)
+    try:
+        with session:
+            lat, bw = probe_network(
+                session, hosts, duration=args.probe_duration, pings=args.pings, rtt_threshold=args.rtt_threshold
+            )
+    except ProbeError as exc:
+        partial = output + ".partial.json"
+        with open(partial, "w") as fh:
+            json.dump({"hosts": hosts, "error": str(exc), "measurements": exc.partial}, fh, indent=1)
+        raise TopocastError(f"probe failed: {exc}; what was measured so far is in {partial}") from None
+    elapsed = time.monotonic() - t0
+    name = args.name or os.path.splitext(os.path.basename(output))[0]
+    topo = build_topology(
+        bw,
+        hosts,
+        name=name,
+        goodput=goodput,
+        lat=lat,
+        measurements=session.measurements,
+        duration=elapsed,
+        launcher=args.launcher,
+    )
+    # never a half-written file: write beside it, then rename over it
+    fd, tmp = tempfile.mkstemp(prefix=".probe-", suffix=os.path.splitext(output)[1] or ".yaml", dir=out_dir)
+    os.close(fd)
+    try:
+        save_file(topo, tmp)
+        os.replace(tmp, output)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    summary = {
+        "output": output,
+        "hosts": len(hosts),
+        "switches": len(topo.switches),
+        "groups": bw.groups,
+        "measurements": session.measurements,
+        "rounds": session.rounds,
+        "seconds": round(elapsed, 2),
+        "goodput_factor": goodput,
+        "notes": list(topo.notes),
+    }
+    return topo, summary
+
+
+def probe_goodput(args) -> float:
+    from .cmd_run import GOODPUT_TESTBED
+
+    g = getattr(args, "goodput", None)
+    goodput = g if g is not None else (GOODPUT_TESTBED if args.launcher == "testbed" else 1.0)
+    if not 0 < goodput <= 1:
+        raise InputError("expected a fraction in (0, 1]", element="--goodput")
+    return goodput
+
+
+def run(args) -> int:
+    from .cmd_run import GOODPUT_TESTBED
+
+    _, summary = probe_to_file(args, args.output, probe_goodput(args))
+    if args.json:
+        print_json(summary)
+        return 0
+    print(
+        f"probed {summary['hosts']} hosts: {summary['measurements']} measurements in {summary['seconds']:.1f} s; "
+        f"{summary['switches']} switches; wrote {summary['output']}"
+    )
+    for g in summary["groups"]:
+        print(f"  under one switch: {', '.join(g)}")
+    for n in summary["notes"]:
+        print(f"  note: {n}", file=sys.stderr)
+    if args.launcher == "testbed":
+        print(
+            f"  bandwidths = measured TCP rates / {summary['goodput_factor']} (goodput on the testbed, {GOODPUT_TESTBED})"
+        )
+    return 0

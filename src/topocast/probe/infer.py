@@ -1,0 +1,83 @@
+"""From measurements to a topology file: the probe's steps, in order (docs/experiments/probe.md).
+
+1. round-trip times: the latency tree (``latency_tree``), for the links' latencies and, when
+   the latencies tell switches apart, for reporting;
+2. timed transfers: hosts grouped under switches and every link's bandwidth per direction
+   (``bandwidth_tree``);
+3. the topology: the bandwidth tree's switches and links; bandwidths grouped into levels and
+   divided by the goodput factor (TCP carries about 95 % of a link's rate: the file holds
+   link rates, as every other topology file); each link's latency is half the round-trip
+   time it adds between hosts, from the latency tree (hosts' pendant delays: the per-host
+   stack delay is in them); a ``measured:`` section with the measurement count, the
+   probe's duration and each estimate's spread and flags.
+"""
+
+from __future__ import annotations
+
+from ..topology.io import measured_notes
+from ..topology.model import PhysicalLink, Topology
+from .bandwidth_tree import BandwidthTree, levels
+from .latency_tree import LatencyTree
+from .session import robust_rtt
+
+__all__ = ["build_topology", "probe_network"]
+
+
+def _round(x: float, digits: int = 3) -> float:
+    """``x`` to ``digits`` significant digits (a probe is not more precise than that)."""
+    return float(f"{x:.{digits}g}")
+
+
+def probe_network(session, hosts: list, *, duration: float = 0.5, pings: int = 10, rtt_threshold: float = 50e-6):
+    """Measure (RTT tree, then bandwidth tree) with a started ``ProbeSession``."""
+    from .bandwidth_tree import infer_bandwidth_tree
+    from .latency_tree import infer_latency_tree
+
+    lat = infer_latency_tree(hosts, lambda a, b: robust_rtt(session.rtt(a, b, pings)), rtt_threshold)
+    bw = infer_bandwidth_tree(hosts, session.bulk, duration)
+    return lat, bw
+
+
+def host_latency(lat: LatencyTree | None, host: str) -> float:
+    """One-way latency of a host's pendant link in the latency tree (half its RTT share)."""
+    if lat is None or host not in lat.adj or not lat.adj[host]:
+        return 0.0
+    return max(0.0, next(iter(lat.adj[host].values())) / 2)
+
+
+def build_topology(
+    bw: BandwidthTree,
+    hosts: list,
+    *,
+    name: str = "probed",
+    goodput: float = 1.0,
+    lat: LatencyTree | None = None,
+    measurements: int = 0,
+    duration: float = 0.0,
+    launcher: str = "",
+) -> Topology:
+    rates = [e.value for ests in bw.links.values() for e in ests if e.value > 0]
+    level = levels(rates)
+    links, estimates = [], []
+    for (a, b), (ab, ba) in bw.links.items():
+        fwd = _round(level.get(ab.value, ab.value) / goodput)
+        rev = _round(level.get(ba.value, ba.value) / goodput)
+        latency = host_latency(lat, a) if a in hosts else (host_latency(lat, b) if b in hosts else 0.0)
+        latency = _round(latency, 2)
+        links.append(PhysicalLink(a, b, max(fwd, 1.0), latency, None if rev == fwd else max(rev, 1.0)))
+        for d, e in (("a->b", ab), ("b->a", ba)):
+            est = {"a": a, "b": b, "direction": d, "samples": max(1, len(e.samples)), "spread": round(e.spread, 4)}
+            if e.at_least:
+                est["at_least"] = True
+            if e.uncertain:
+                est["uncertain"] = True
+            estimates.append(est)
+    measured = {
+        "by": "topocast probe",
+        "launcher": launcher,
+        "measurements": int(measurements),
+        "duration": round(float(duration), 3),
+        "goodput": goodput,
+        "estimates": estimates,
+    }
+    return Topology(name, list(hosts), list(bw.switches), links, measured=measured, notes=measured_notes(measured))

@@ -1,0 +1,77 @@
+"""Bandwidth/structure inference (probe.bandwidth_tree) against max-min fair rates on known
+topologies (tests/probe/fake_network.py), with 3 % noise and TCP goodput 0.955."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from topocast.bounds import maxflow_from
+from topocast.plan import Broadcast
+from topocast.planners import get_planner
+from topocast.probe.bandwidth_tree import infer_bandwidth_tree, levels
+from topocast.probe.infer import build_topology
+from topocast.sim import simulate
+from topocast.topology import load_topology
+
+from .fake_network import FakeNetwork
+
+THREE_LEVEL = str(Path(__file__).parent / "data" / "three-level-asym.yaml")
+
+
+def host_groups(topo) -> set:
+    hosts = set(topo.hosts)
+    out = set()
+    for sw in topo.switches:
+        g = frozenset(pl.a if pl.b == sw else pl.b for pl in topo.physical_links if sw in (pl.a, pl.b)) & hosts
+        if g:
+            out.add(g)
+    return out
+
+
+@pytest.mark.parametrize(
+    "spec", ["builtin:hetero-2switch", "builtin:uniform-2switch", "builtin:two-clusters", THREE_LEVEL]
+)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_recovers_groups_bandwidths_and_stable_plan(spec, seed):
+    truth = load_topology(spec)
+    net = FakeNetwork(truth, goodput=0.955, noise=0.03, seed=seed)
+    tree = infer_bandwidth_tree(list(truth.hosts), net.bulk, 0.3)
+    inferred = build_topology(tree, list(truth.hosts), goodput=0.955, measurements=tree.measurements)
+    assert host_groups(inferred) == host_groups(truth)
+    for s in truth.hosts:
+        a, b = maxflow_from(truth, s), maxflow_from(inferred, s)
+        for h in truth.hosts:
+            if h != s:
+                assert b[h] == pytest.approx(a[h], rel=0.10), (s, h)
+    stable = get_planner("broadcast", "stable")
+    src = truth.hosts[0]
+    mine = simulate(stable(inferred, Broadcast(src, 1 << 26)), truth).aggregate_bandwidth
+    best = simulate(stable(truth, Broadcast(src, 1 << 26)), truth).aggregate_bandwidth
+    assert mine >= 0.95 * best
+    n = len(truth.hosts)
+    assert tree.measurements < 2 * n * n  # O(N·g): far from the N^2 pairs x both directions x repeats
+    assert inferred.measured["measurements"] == tree.measurements
+
+
+def test_one_switch_when_nothing_contends():
+    """A star of equal hosts: nothing ever slows down, so every host hangs off one switch."""
+    truth = load_topology("builtin:hetero-2switch")
+    truth = truth.replace(
+        switches=["hub"],
+        links=[type(truth.physical_links[0])(h, "hub", 25e6) for h in truth.hosts],
+    )
+    net = FakeNetwork(truth, noise=0.02)
+    tree = infer_bandwidth_tree(list(truth.hosts), net.bulk, 0.3)
+    inferred = build_topology(tree, list(truth.hosts), goodput=0.955)
+    assert host_groups(inferred) == {frozenset(truth.hosts)}
+    for h in truth.hosts[1:]:
+        assert maxflow_from(inferred, truth.hosts[0])[h] == pytest.approx(25e6, rel=0.1)
+
+
+def test_levels_group_nearly_equal_rates():
+    lv = levels([100.0, 103.0, 98.0, 40.0, 41.0, 10.0])
+    assert lv[100.0] == lv[103.0] == lv[98.0] == 100.0
+    assert lv[40.0] == lv[41.0] == 40.5
+    assert lv[10.0] == 10.0
