@@ -15,4 +15,13 @@ docs/guide.md ("Inside MPI jobs") and docs/experiments/mpi.md tell more.
 from .collectives import DEFAULT_ALLREDUCE, DEFAULT_BCAST, allreduce, bcast, job_hosts, perform
 from .engine import MPIRunError, RankStats
 
-__all__ = ["bcast", "allreduce", "perform", "job_hosts", "MPIRunError", "RankStats", "DEFAULT_BCAST", "DEFAULT_ALLREDUCE"]
+__all__ = [
+    "bcast",
+    "allreduce",
+    "perform",
+    "job_hosts",
+    "MPIRunError",
+    "RankStats",
+    "DEFAULT_BCAST",
+    "DEFAULT_ALLREDUCE",
+]

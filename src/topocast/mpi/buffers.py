@@ -50,7 +50,9 @@ def as_message(spec, *, writable: bool, what: str) -> Message:
         elif len(spec) == 3 and isinstance(spec[2], MPI.Datatype):
             obj, count, datatype = spec
         else:
-            raise ValueError(f"{what}: expected a buffer, [buf, datatype] or [buf, count, datatype], got a {type(spec).__name__} of {len(spec)}")
+            raise ValueError(
+                f"{what}: expected a buffer, [buf, datatype] or [buf, count, datatype], got a {type(spec).__name__} of {len(spec)}"
+            )
     try:
         view = memoryview(obj)
     except TypeError:

@@ -52,6 +52,8 @@ class _Desc:
     count: int = 0
     root: int = 0
     extra: tuple = ()
+    host: str = ""  # this rank's host (mapping or processor name)
+    topology: tuple = ()  # topology name and hosts
 
 
 def _agree(comm, desc: _Desc, what: str) -> list[_Desc]:
@@ -94,12 +96,17 @@ def _my_host(comm, topology, mapping) -> str:
 def job_hosts(comm, topology=None, mapping=None, what: str = "topocast.mpi") -> list[str]:
     """The host of every rank, checked against ``topology``: same error on every rank."""
     try:
-        desc = _Desc(None, extra=(_my_host(comm, topology, mapping), _topology_key(topology)))
+        desc = _Desc(None, host=_my_host(comm, topology, mapping), topology=_topology_key(topology))
     except (ValueError, TypeError) as exc:
         desc = _Desc(str(exc))
-    descs = _agree(comm, desc, what)
-    _same([replace(d, extra=d.extra[1:]) for d in descs], "extra", what, "the topology (name, hosts)")
-    hosts = [d.extra[0] for d in descs]
+    return _hosts(_agree(comm, desc, what), topology, mapping, what)
+
+
+def _hosts(descs: list[_Desc], topology, mapping, what: str) -> list[str]:
+    """The ranks' hosts from their descriptors, checked (one host per rank, all in the
+    topology, the same topology everywhere)."""
+    _same(descs, "topology", what, "the topology (name, hosts)")
+    hosts = [d.host for d in descs]
     seen: dict[str, int] = {}
     for r, h in enumerate(hosts):
         if h in seen:
@@ -218,8 +225,7 @@ def _scale(plan: Plan, k: int) -> Plan:
         return tuple((o * k, n * k) for o, n in ranges)
 
     transfers = tuple(
-        replace(t, ranges=rs(t.ranges), rate_cap=None if t.rate_cap is None else t.rate_cap * k)
-        for t in plan.transfers
+        replace(t, ranges=rs(t.ranges), rate_cap=None if t.rate_cap is None else t.rate_cap * k) for t in plan.transfers
     )
     return replace(
         plan,
@@ -253,7 +259,8 @@ def bcast(comm, buf, root: int = 0, *, topology=None, algorithm: str = "auto", m
         if not isinstance(root, (int, np.integer)) or not 0 <= root < size:
             raise ValueError(f"root {root!r} is not a rank of this communicator (0..{size - 1})")
         msg = as_message(buf, writable=rank != root, what="buf")
-        desc = _Desc(None, msg.nbytes, msg.dtype.str, msg.count, int(root), (algorithm,))
+        host = _my_host(comm, topology, mapping)
+        desc = _Desc(None, msg.nbytes, msg.dtype.str, msg.count, int(root), (algorithm,), host, _topology_key(topology))
     except ValueError as exc:
         desc = _Desc(str(exc))
     descs = _agree(comm, desc, what)
@@ -261,16 +268,18 @@ def bcast(comm, buf, root: int = 0, *, topology=None, algorithm: str = "auto", m
     _same(descs, "nbytes", what, "the buffer size in bytes")
     _same(descs, "dtype", what, "the element type")
     _same(descs, "extra", what, "algorithm")
+    hosts = _hosts(descs, topology, mapping, what)
     if msg.nbytes == 0 or size == 1:
         return buf
-    hosts = job_hosts(comm, topology, mapping, what)
     key = ("broadcast", _topology_key(topology), tuple(hosts), algorithm, int(root), msg.nbytes)
     plan = _cached_plan(comm, key, lambda: _broadcast_plan(topology, hosts, int(root), msg.nbytes, algorithm), what)
     _run(comm, plan, msg.data, hosts, chunk_size)
     return buf
 
 
-def allreduce(comm, sendbuf, recvbuf, op=None, *, topology=None, algorithm: str = "auto", mapping=None, chunk_size=None):
+def allreduce(
+    comm, sendbuf, recvbuf, op=None, *, topology=None, algorithm: str = "auto", mapping=None, chunk_size=None
+):
     """``comm.Allreduce(sendbuf, recvbuf, op)`` along a topocast allreduce plan (default
     ``auto``; without a topology ``DEFAULT_ALLREDUCE`` on a uniform star). ``op``: a built-in
     MPI operation (default ``MPI.SUM``) on a numeric type; ``sendbuf`` may be ``MPI.IN_PLACE``.
@@ -290,18 +299,19 @@ def allreduce(comm, sendbuf, recvbuf, op=None, *, topology=None, algorithm: str 
         if (src.nbytes, src.dtype) != (out.nbytes, out.dtype):
             raise ValueError(f"sendbuf holds {src.describe()} but recvbuf {out.describe()}")
         combine = reduction(name, out.dtype)
-        desc = _Desc(None, out.nbytes, out.dtype.str, out.count, 0, (name, algorithm))
+        host = _my_host(comm, topology, mapping)
+        desc = _Desc(None, out.nbytes, out.dtype.str, out.count, 0, (name, algorithm), host, _topology_key(topology))
     except ValueError as exc:
         desc = _Desc(str(exc))
     descs = _agree(comm, desc, what)
     _same(descs, "nbytes", what, "the buffer size in bytes")
     _same(descs, "dtype", what, "the element type")
     _same(descs, "extra", what, "op and algorithm")
+    hosts = _hosts(descs, topology, mapping, what)
     if src is not out:
         out.data[:] = src.data
     if out.nbytes == 0 or size == 1:
         return recvbuf
-    hosts = job_hosts(comm, topology, mapping, what)
     key = ("allreduce", _topology_key(topology), tuple(hosts), algorithm, out.count, out.dtype.itemsize)
     plan = _cached_plan(
         comm, key, lambda: _allreduce_plan(topology, hosts, out.count, out.dtype.itemsize, algorithm), what
@@ -327,12 +337,20 @@ def perform(comm, plan: Plan, buf, *, mapping=None, topology=None, chunk_size=No
             from mpi4py import MPI
 
             combine = reduction(op_name(MPI.SUM if op is None else op), np.dtype(dtype or msg.dtype))
-        desc = _Desc(None, msg.nbytes, msg.dtype.str, extra=(len(plan.transfers), plan.planner))
+        host = _my_host(comm, topology, mapping)
+        desc = _Desc(
+            None,
+            msg.nbytes,
+            msg.dtype.str,
+            extra=(len(plan.transfers), plan.planner),
+            host=host,
+            topology=_topology_key(topology),
+        )
     except ValueError as exc:
         desc = _Desc(str(exc))
     descs = _agree(comm, desc, what)
     _same(descs, "extra", what, "the plan (transfers, planner)")
-    hosts = job_hosts(comm, topology, mapping, what)
+    hosts = _hosts(descs, topology, mapping, what)
     missing = [h for h in plan.hosts if h not in hosts]
     if missing:
         raise MPIRunError(
@@ -346,4 +364,3 @@ def _run(comm, plan: Plan, data: np.ndarray, hosts: list[str], chunk_size, combi
     rank_of = {h: r for r, h in enumerate(hosts)}
     chunk = chunk_for(plan, plan.size, chunk_size or DEFAULT_CHUNK)
     return perform_local(_dup(comm), plan, data, rank_of, chunk=chunk, reduce=combine)
-

@@ -41,6 +41,12 @@ __all__ = ["MPIRunError", "RankStats", "perform_local", "chunk_for", "WINDOW", "
 WINDOW = 8  # chunks in flight per transfer (sends) and posted receives per transfer
 NOTIFY_TAG = 0  # "transfer j completed" messages; data tags start at 1
 MIN_CHUNK = 4096
+# Waiting for requests: poll and sleep (backing off from IDLE_MIN to IDLE_MAX seconds) rather
+# than block in MPI's Waitsome, which spins: with more ranks than cores (several ranks per
+# machine) a spinning rank takes the core a rank with work to do needs.
+YIELD = True
+IDLE_MIN = 20e-6
+IDLE_MAX = 1e-3
 
 
 class MPIRunError(TopocastError, ValueError):
@@ -277,6 +283,7 @@ def perform_local(comm, plan: Plan, buf: np.ndarray, rank_of: dict[str, int], *,
             stats.completed = time.monotonic() - t0
 
     complete_now()
+    idle = 0.0
     while True:
         now = time.monotonic()
         wait = math.inf
@@ -291,11 +298,14 @@ def perform_local(comm, plan: Plan, buf: np.ndarray, rank_of: dict[str, int], *,
             # nothing in flight but a transfer waits: only its bucket can make progress
             time.sleep(min(max(wait, 0.0), 0.01) if math.isfinite(wait) else 0.001)
             continue
-        if math.isfinite(wait):
+        if YIELD or math.isfinite(wait):
             idx = MPI.Request.Testsome(reqs)
             if not idx:
-                time.sleep(min(wait, 0.001))
+                # back off so that ranks sharing our cores run (MPI's own wait spins)
+                idle = min(max(idle * 2, IDLE_MIN), IDLE_MAX, wait)
+                time.sleep(idle)
                 continue
+            idle = 0.0
         else:
             idx = MPI.Request.Waitsome(reqs)
         for k in sorted(idx, reverse=True):
