@@ -66,6 +66,7 @@ def chunk_for(plan: Plan, nbytes: int, default: int) -> int:
 class RankStats:
     """What one rank measured (seconds from the start of :func:`perform_local`)."""
 
+    t0: float = 0.0  # time.monotonic() at the start (one clock for every rank of a machine)
     completed: float | None = None  # when this rank held every byte it wants (None: wants nothing)
     transfer_times: dict[int, tuple[float, float]] = field(default_factory=dict)  # incoming: first, last byte
 
@@ -144,10 +145,10 @@ def perform_local(comm, plan: Plan, buf: np.ndarray, rank_of: dict[str, int], *,
 
     me = comm.Get_rank()
     host = next((h for h, r in rank_of.items() if r == me), None)
-    stats = RankStats()
+    stats = RankStats(t0=time.monotonic())
     if host is None:
         return stats
-    t0 = time.monotonic()
+    t0 = stats.t0 = time.monotonic()
     tags = _tags(plan)
     notify_to = _notify_targets(plan, rank_of)
     is_reduce = any(t.reduce for t in plan.transfers)
