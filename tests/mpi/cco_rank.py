@@ -143,9 +143,7 @@ def expect_error(fn, words: tuple[str, ...], what: str) -> None:
 
 def mode_errors() -> None:
     expect_error(lambda: tm.bcast(comm, np.zeros(10 + (rank == size - 1))), ("disagree", "size"), "sizes")
-    expect_error(
-        lambda: tm.bcast(comm, np.zeros(8, np.float64 if rank else np.int64)), ("disagree", "type"), "types"
-    )
+    expect_error(lambda: tm.bcast(comm, np.zeros(8, np.float64 if rank else np.int64)), ("disagree", "type"), "types")
     expect_error(lambda: tm.bcast(comm, np.zeros(4), root=size), ("root", str(size)), "bad root")
     expect_error(lambda: tm.bcast(comm, np.zeros(4), root=rank % 2 if size > 1 else 7), ("root",), "roots differ")
     topo = load_topology("builtin:hetero-2switch")
@@ -154,7 +152,9 @@ def mode_errors() -> None:
     expect_error(lambda: tm.bcast(comm, np.zeros(4), topology=topo), (MPI.Get_processor_name(), "mapping"), "by name")
     if size > 1:
         twice = ["s"] * size
-        expect_error(lambda: tm.bcast(comm, np.zeros(4), topology=topo, mapping=twice), ("both host",), "one host twice")
+        expect_error(
+            lambda: tm.bcast(comm, np.zeros(4), topology=topo, mapping=twice), ("both host",), "one host twice"
+        )
     expect_error(lambda: tm.allreduce(comm, np.zeros(4), np.zeros(4), op=MPI.BAND), ("integer",), "bitwise on float")
     expect_error(lambda: tm.allreduce(comm, np.zeros(4), np.zeros(5)), ("sendbuf",), "send/recv sizes")
     plan = Plan.broadcast("rank0", 100, ["rank1"], [Transfer.of("rank0", "rank1", 0, 100)])

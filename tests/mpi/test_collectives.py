@@ -33,7 +33,9 @@ def run_ranks(n: int, *args: str, timeout: float = 120) -> dict:
     env.setdefault("UCX_LOG_LEVEL", "error")  # MPICH's UCX warns about leftover requests after a failed rank
     cmd = [MPIEXEC, "-n", str(n), sys.executable, str(HERE / "cco_rank.py"), *args]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-    assert r.returncode == 0, f"{' '.join(args)} on {n} ranks failed ({r.returncode}):\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}"
+    assert r.returncode == 0, (
+        f"{' '.join(args)} on {n} ranks failed ({r.returncode}):\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}"
+    )
     line = next((x for x in r.stdout.splitlines() if x.startswith("{")), None)
     assert line is not None, r.stdout
     out = json.loads(line)

@@ -84,7 +84,7 @@ class _Out:
     next: int = 0
     inflight: int = 0
     started: bool = False
-    source: object = None  # the bytes sent (a snapshot for allreduce transfers)
+    source: np.ndarray | None = None  # the bytes sent (a snapshot for allreduce transfers)
     offsets: list = field(default_factory=list)  # chunk start within ``source``
     waiting: bool = False  # asked the bucket for the next chunk
 
@@ -309,7 +309,7 @@ def perform_local(comm, plan: Plan, buf: np.ndarray, rank_of: dict[str, int], *,
             idle = 0.0
         else:
             idx = MPI.Request.Waitsome(reqs)
-        for k in sorted(idx, reverse=True):
+        for k in sorted(idx or (), reverse=True):
             h = handlers[k]
             del reqs[k], handlers[k]
             h()
