@@ -12,11 +12,12 @@ Switching an mpi4py program to topocast's broadcast::
 docs/guide.md ("Inside MPI jobs") and docs/experiments/mpi.md tell more.
 """
 
-from .collectives import DEFAULT_ALLREDUCE, DEFAULT_BCAST, allreduce, bcast, job_hosts, perform
+from .collectives import DEFAULT_ALLREDUCE, DEFAULT_BCAST, allreduce, bcast, job_hosts, perform, plan_of
 from .engine import MPIRunError, RankStats
 
 __all__ = [
     "bcast",
+    "plan_of",
     "allreduce",
     "perform",
     "job_hosts",

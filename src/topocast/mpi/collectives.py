@@ -28,7 +28,7 @@ from ..runtime import DEFAULT_CHUNK
 from .buffers import as_message, op_name, reduction
 from .engine import MPIRunError, RankStats, chunk_for, perform_local
 
-__all__ = ["bcast", "allreduce", "perform", "job_hosts", "DEFAULT_BCAST", "DEFAULT_ALLREDUCE"]
+__all__ = ["bcast", "allreduce", "perform", "plan_of", "job_hosts", "DEFAULT_BCAST", "DEFAULT_ALLREDUCE"]
 
 # Without a topology topocast knows nothing about the network, so it does what MPICH does on
 # a uniform one (planner ``mpich``: binomial tree for short messages, scatter + ring
@@ -244,6 +244,30 @@ def _cached_plan(comm, key: tuple, make, what: str) -> Plan:
     return _plans[full]
 
 
+def _bcast_plan(comm, hosts, topology, algorithm: str, root: int, nbytes: int, what: str) -> Plan:
+    key = ("broadcast", _topology_key(topology), tuple(hosts), algorithm, root, nbytes)
+    return _cached_plan(comm, key, lambda: _broadcast_plan(topology, hosts, root, nbytes, algorithm), what)
+
+
+def _allreduce_plan_cached(comm, hosts, topology, algorithm: str, count: int, itemsize: int, what: str) -> Plan:
+    key = ("allreduce", _topology_key(topology), tuple(hosts), algorithm, count, itemsize)
+    return _cached_plan(comm, key, lambda: _allreduce_plan(topology, hosts, count, itemsize, algorithm), what)
+
+
+def plan_of(comm, collective: str, nbytes: int, *, root=0, itemsize=1, topology=None, algorithm="auto", mapping=None):
+    """The plan ``bcast`` (``collective="broadcast"``) or ``allreduce`` (``"allreduce"``, of
+    ``nbytes // itemsize`` elements) will follow for a message of ``nbytes`` bytes, made now
+    and cached (collective: every rank calls it). Lets a program see the plan, or make it
+    before a timed loop."""
+    what = f"topocast.mpi.plan_of({collective!r})"
+    hosts = job_hosts(comm, topology, mapping, what)
+    if collective == "broadcast":
+        return _bcast_plan(comm, hosts, topology, algorithm, int(root), int(nbytes), what)
+    if collective == "allreduce":
+        return _allreduce_plan_cached(comm, hosts, topology, algorithm, int(nbytes) // itemsize, itemsize, what)
+    raise MPIRunError(f"{what}: collective must be 'broadcast' or 'allreduce'")
+
+
 def bcast(comm, buf, root: int = 0, *, topology=None, algorithm: str = "auto", mapping=None, chunk_size=None):
     """Broadcast ``buf`` from ``root`` to every rank of ``comm``, as ``comm.Bcast(buf, root)``
     does, along a topocast plan for ``topology`` (default planner: ``auto``; without a
@@ -271,8 +295,7 @@ def bcast(comm, buf, root: int = 0, *, topology=None, algorithm: str = "auto", m
     hosts = _hosts(descs, topology, mapping, what)
     if msg.nbytes == 0 or size == 1:
         return buf
-    key = ("broadcast", _topology_key(topology), tuple(hosts), algorithm, int(root), msg.nbytes)
-    plan = _cached_plan(comm, key, lambda: _broadcast_plan(topology, hosts, int(root), msg.nbytes, algorithm), what)
+    plan = _bcast_plan(comm, hosts, topology, algorithm, int(root), msg.nbytes, what)
     _run(comm, plan, msg.data, hosts, chunk_size)
     return buf
 
@@ -312,10 +335,7 @@ def allreduce(
         out.data[:] = src.data
     if out.nbytes == 0 or size == 1:
         return recvbuf
-    key = ("allreduce", _topology_key(topology), tuple(hosts), algorithm, out.count, out.dtype.itemsize)
-    plan = _cached_plan(
-        comm, key, lambda: _allreduce_plan(topology, hosts, out.count, out.dtype.itemsize, algorithm), what
-    )
+    plan = _allreduce_plan_cached(comm, hosts, topology, algorithm, out.count, out.dtype.itemsize, what)
     _run(comm, plan, out.data, hosts, chunk_size, combine)
     return recvbuf
 

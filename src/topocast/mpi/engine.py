@@ -40,13 +40,15 @@ __all__ = ["MPIRunError", "RankStats", "perform_local", "chunk_for", "WINDOW", "
 
 WINDOW = 8  # chunks in flight per transfer (sends) and posted receives per transfer
 NOTIFY_TAG = 0  # "transfer j completed" messages; data tags start at 1
-MIN_CHUNK = 4096
+MIN_CHUNK = 64 * 1024
 # Waiting for requests: poll and sleep (backing off from IDLE_MIN to IDLE_MAX seconds) rather
 # than block in MPI's Waitsome, which spins: with more ranks than cores (several ranks per
 # machine) a spinning rank takes the core a rank with work to do needs.
 YIELD = True
+SPIN = 1e-3  # but first poll without sleeping for this long after the last completion: MPI's
+# handshakes (rendezvous of large messages) move only while both ranks are inside MPI calls
 IDLE_MIN = 20e-6
-IDLE_MAX = 1e-3
+IDLE_MAX = 2e-4
 
 
 class MPIRunError(TopocastError, ValueError):
@@ -284,7 +286,7 @@ def perform_local(comm, plan: Plan, buf: np.ndarray, rank_of: dict[str, int], *,
             stats.completed = time.monotonic() - t0
 
     complete_now()
-    idle = 0.0
+    idle, last_progress = 0.0, t0
     while True:
         now = time.monotonic()
         wait = math.inf
@@ -303,10 +305,11 @@ def perform_local(comm, plan: Plan, buf: np.ndarray, rank_of: dict[str, int], *,
             idx = MPI.Request.Testsome(reqs)
             if not idx:
                 # back off so that ranks sharing our cores run (MPI's own wait spins)
-                idle = min(max(idle * 2, IDLE_MIN), IDLE_MAX, wait)
-                time.sleep(idle)
+                if now - last_progress > SPIN:
+                    idle = min(max(idle * 2, IDLE_MIN), IDLE_MAX, wait)
+                    time.sleep(idle)
                 continue
-            idle = 0.0
+            idle, last_progress = 0.0, time.monotonic()
         else:
             idx = MPI.Request.Waitsome(reqs)
         for k in sorted(idx or (), reverse=True):
