@@ -162,6 +162,9 @@ def mode_errors() -> None:
     if size > 1:
         wide = Plan.broadcast("rank0", 8, ["rank99"], [Transfer.of("rank0", "rank99", 0, 8)])
         expect_error(lambda: tm.perform(comm, wide, np.zeros(8, np.uint8)), ("rank99",), "plan host")
+        # rank1 forwards bytes it never receives: refused, not a hang
+        broken = Plan.broadcast("rank0", 8, ["rank1"], [Transfer.of("rank1", "rank0", 0, 8)])
+        expect_error(lambda: tm.perform(comm, broken, np.zeros(8, np.uint8)), ("rank1",), "broken plan")
 
 
 def mode_plan() -> None:

@@ -397,7 +397,19 @@ def perform(comm, plan: Plan, buf, *, mapping=None, topology=None, chunk_size=No
             f"{what}: the plan involves hosts no rank plays: {', '.join(missing[:8])}"
             f"{', ...' if len(missing) > 8 else ''} (ranks are {', '.join(hosts[:8])}{', ...' if len(hosts) > 8 else ''})"
         )
+    _check(plan, topology if topology is not None else _star(hosts), what)
     return _run(comm, plan, msg.data, hosts, chunk_size, combine)
+
+
+def _check(plan: Plan, topology, what: str) -> None:
+    """A plan that breaks the Plan contract would wait forever for bytes nobody sends: refuse
+    it (every rank checks the same plan, so every rank raises the same error)."""
+    from ..check import check_plan
+
+    try:
+        check_plan(plan, topology)
+    except TopocastError as exc:
+        raise MPIRunError(f"{what}: {exc}") from None
 
 
 def _run(comm, plan: Plan, data: np.ndarray, hosts: list[str], chunk_size, combine=None) -> RankStats:
