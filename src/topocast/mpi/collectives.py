@@ -414,5 +414,5 @@ def _check(plan: Plan, topology, what: str) -> None:
 
 def _run(comm, plan: Plan, data: np.ndarray, hosts: list[str], chunk_size, combine=None) -> RankStats:
     rank_of = {h: r for r, h in enumerate(hosts)}
-    chunk = chunk_for(plan, plan.size, chunk_size or DEFAULT_CHUNK)
+    chunk = chunk_for(plan, chunk_size or DEFAULT_CHUNK)
     return perform_local(_dup(comm), plan, data, rank_of, chunk=chunk, reduce=combine)
