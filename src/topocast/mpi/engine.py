@@ -87,6 +87,7 @@ class _Out:
     source: np.ndarray | None = None  # the bytes sent (a snapshot for allreduce transfers)
     offsets: list = field(default_factory=list)  # chunk start within ``source``
     waiting: bool = False  # asked the bucket for the next chunk
+    frozen: list = field(default_factory=list)  # (offset, bytes) this transfer must read as they were
 
 
 @dataclass
@@ -209,6 +210,7 @@ def perform_local(comm, plan: Plan, buf: np.ndarray, rank_of: dict[str, int], *,
             held.add(a, b)
         if x.received == len(x.chunks):
             if x.tmp is not None:  # allreduce: the transfer writes into its receiver now
+                freeze_before_write(x)
                 off = 0  # whole ranges, not chunks: a chunk may end inside an element
                 for a, n in x.ranges:
                     part = x.tmp[off : off + n]
@@ -232,6 +234,22 @@ def perform_local(comm, plan: Plan, buf: np.ndarray, rank_of: dict[str, int], *,
     for _ in range(expected_notes):
         post_note_recv()
 
+    ancestors = _ancestors(plan) if is_reduce else []
+
+    def freeze_before_write(x: _In) -> None:
+        """Keep, for every transfer of ours that has not started and does not descend from
+        ``x``, the bytes ``x`` is about to overwrite: such a transfer reads the value from
+        when its ``after`` predecessors completed (check_allreduce), which came before ``x``
+        completed even if their completion reaches this rank later than ``x``'s data."""
+        for o in outs:
+            if o.started or x.index in ancestors[o.index]:
+                continue
+            for a, n in x.ranges:
+                for c, m in o.ranges:
+                    lo, hi = max(a, c), min(a + n, c + m)
+                    if lo < hi:
+                        o.frozen.append((lo, buf[lo:hi].copy()))
+
     def start(o: _Out) -> bool:
         if o.started:
             return True
@@ -243,6 +261,7 @@ def perform_local(comm, plan: Plan, buf: np.ndarray, rank_of: dict[str, int], *,
         if is_reduce:  # the transfer reads its sender's value now (check_allreduce)
             o.source = np.concatenate([buf[a:b] for a, b in o.chunks]) if o.chunks else buf[:0]
             o.offsets = _offsets(o.chunks)
+            _overlay(o)
         if not o.chunks:
             finish_out(o)
         return True
@@ -316,6 +335,46 @@ def perform_local(comm, plan: Plan, buf: np.ndarray, rank_of: dict[str, int], *,
             h()
     complete_now()
     return stats
+
+
+def _ancestors(plan: Plan) -> list[set[int]]:
+    """Per transfer, every transfer it waits for directly or not (``after`` and upstream)."""
+    from ..check_allreduce import _preds
+
+    preds = _preds(plan)
+    out: list[set[int] | None] = [None] * len(preds)
+
+    def of(i: int) -> set[int]:
+        stack = [i]
+        while stack:  # iterative: plans can be deep chains
+            k = stack[-1]
+            todo = [p for p in preds[k] if out[p] is None]
+            if todo:
+                stack.extend(todo)
+                continue
+            stack.pop()
+            if out[k] is None:
+                acc: set[int] = set(preds[k])
+                for p in preds[k]:
+                    acc |= out[p]  # type: ignore[arg-type]
+                out[k] = acc
+        return out[i]  # type: ignore[return-value]
+
+    return [of(i) for i in range(len(preds))]
+
+
+def _overlay(o: _Out) -> None:
+    """Put the frozen bytes into ``o``'s snapshot, the earliest last (it is the value the
+    transfer reads)."""
+    assert o.source is not None
+    for lo, data in reversed(o.frozen):
+        pos = 0
+        for c, m in o.ranges:
+            if c <= lo < c + m:
+                o.source[pos + lo - c : pos + lo - c + len(data)] = data
+                break
+            pos += m
+    o.frozen.clear()
 
 
 def _all_in(ins: list[_In], done: set[int]) -> bool:
