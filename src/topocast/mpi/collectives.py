@@ -397,7 +397,10 @@ def perform(comm, plan: Plan, buf, *, mapping=None, topology=None, chunk_size=No
             f"{what}: the plan involves hosts no rank plays: {', '.join(missing[:8])}"
             f"{', ...' if len(missing) > 8 else ''} (ranks are {', '.join(hosts[:8])}{', ...' if len(hosts) > 8 else ''})"
         )
-    _check(plan, topology if topology is not None else _star(hosts), what)
+    if topology is None:  # every rule of the Plan contract but the routes (no network known)
+        _check(replace(plan, transfers=tuple(replace(t, path=None) for t in plan.transfers)), _star(hosts), what)
+    else:
+        _check(plan, topology, what)
     return _run(comm, plan, msg.data, hosts, chunk_size, combine)
 
 
