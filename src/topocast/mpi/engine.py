@@ -6,7 +6,7 @@ Every rank runs one single-threaded progress loop over its own transfers (docs/d
 * an outgoing transfer starts when the transfers in its ``after`` list have completed
   (a completion elsewhere is announced by the receiving rank with a small message) and,
   store-and-forward, when this rank holds every byte it sends;
-* it is cut into the chunks of ``runtime.agent._chunks`` and each chunk is an ``Isend``; a
+* it is cut into chunks (:func:`chunks_of`) and each chunk is an ``Isend``; a
   pipelined transfer sends a chunk as soon as this rank holds it, so a relay forwards what it
   received and never gets ahead of its upstream; at most ``WINDOW`` chunks per transfer are
   in flight;
@@ -33,7 +33,6 @@ import numpy as np
 from ..errors import TopocastError
 from ..intervals import IntervalSet
 from ..plan import Plan
-from ..runtime.agent import _chunks
 from ..runtime.pacing import RoundRobin
 
 __all__ = ["MPIRunError", "RankStats", "perform_local", "chunk_for", "WINDOW", "NOTIFY_TAG"]
@@ -105,6 +104,13 @@ class _In:
     first: float | None = None
 
 
+def chunks_of(ranges, chunk: int):
+    """``(start, end)`` of each piece of at most ``chunk`` bytes of ``ranges``, in order."""
+    for off, length in ranges:
+        for a in range(off, off + length, chunk):
+            yield a, min(a + chunk, off + length)
+
+
 def _tags(plan: Plan) -> list[int]:
     """Per transfer, a tag unique among the transfers between the same two hosts."""
     seen: dict[tuple[str, str], int] = {}
@@ -160,7 +166,7 @@ def perform_local(comm, plan: Plan, buf: np.ndarray, rank_of: dict[str, int], *,
     outs: list[_Out] = []
     ins: list[_In] = []
     for i, t in enumerate(plan.transfers):
-        chunks = list(_chunks(t.ranges, chunk))
+        chunks = list(chunks_of(t.ranges, chunk))
         if t.src == host:
             bucket = RoundRobin(t.rate_cap, 2.0 * chunk, t0) if t.rate_cap else None
             outs.append(_Out(i, rank_of[t.dst], tags[i], chunks, t.pipelined, set(t.after), bucket, t.ranges))
