@@ -1,9 +1,10 @@
 """Drop-in ``bcast`` and ``allreduce`` for mpi4py programs, and ``perform`` of any plan.
 
-Every call first agrees on its arguments with one small collective (an ``allgather`` of a
-descriptor of each rank's buffer, root and topology): every rank then runs the same checks
-on the same table, so a mismatch raises the same :class:`MPIRunError` on every rank before
-any data moves, and the communicator stays usable.
+Every call first agrees on its arguments with one small collective (an ``Allreduce`` of a
+digest of each rank's descriptor of its buffer, root and topology; an ``allgather`` of the
+descriptors the first time and whenever they differ): every rank then runs the same checks on
+the same table, so a mismatch raises the same :class:`MPIRunError` on every rank before any
+data moves, and the communicator stays usable.
 
 Hosts and ranks: each rank is one host of the topology, named by ``mapping`` (a host per
 rank, or host -> rank) or else by ``MPI.Get_processor_name()``. Without a topology the
