@@ -146,19 +146,22 @@ def mpich_model(topo, source, size, chunk, goodput):
     return _res(simulate(plan, scale_topology(topo, goodput), chunk_size=plan.chunk_size))
 
 
-def run_mpich(topo, st, source, size, timeout):
+def mpiexec_command(st, order, script_args):
+    """``mpiexec`` with one rank per emulated host of ``order`` (rank k in host k's namespace,
+    started from the first host's), netmod ofi/tcp on the hosts' data interface and shared
+    memory disabled, so every byte crosses the emulated links; None and the reason when
+    MPICH or mpi4py is missing."""
     mpiexec = shutil.which("mpiexec")
     try:
         import mpi4py  # noqa: F401
     except ImportError:
-        return {"kind": "mpich", "skipped": "mpi4py is not installed (pip install mpi4py mpich)"}
+        return None, "mpi4py is not installed (pip install mpi4py mpich)"
     if mpiexec is None:
-        return {"kind": "mpich", "skipped": "mpiexec not found (pip install mpich)"}
-    order = [source] + [h for h in topo.hosts if h != source]
+        return None, "mpiexec not found (pip install mpich)"
     namespaces = [st.host_ns[h] for h in order]
     ifaces = {st.data_iface(h) for h in order}
     if len(ifaces) != 1:
-        return {"kind": "mpich", "skipped": f"hosts have different data interfaces {ifaces}"}
+        return None, f"hosts have different data interfaces {ifaces}"
     env = []
     for k, v in (
         ("MPIR_CVAR_CH4_NETMOD", "ofi"),
@@ -168,12 +171,20 @@ def run_mpich(topo, st, source, size, timeout):
     ):
         env += ["-genv", k, v]
     cmd = [
-        "ip", "netns", "exec", st.host_ns[source],
+        "ip", "netns", "exec", st.host_ns[order[0]],
         mpiexec, "-launcher", "ssh", "-launcher-exec", str(HERE / "mpich_netns_launch.sh"),
-        "-localhost", st.host_addr[source],
+        "-localhost", st.host_addr[order[0]],
         "-hosts", ",".join(namespaces), "-n", str(len(order)), "-ppn", "1",
-        *env, sys.executable, str(HERE / "mpi_bcast_rank.py"), str(size),
+        *env, sys.executable, *script_args,
     ]  # fmt: skip
+    return cmd, None
+
+
+def run_mpich(topo, st, source, size, timeout):
+    order = [source] + [h for h in topo.hosts if h != source]
+    cmd, why = mpiexec_command(st, order, [str(HERE / "mpi_bcast_rank.py"), str(size)])
+    if cmd is None:
+        return {"kind": "mpich", "skipped": why}
     ld = load()
     c0 = counters(st)
     t = time.monotonic()

@@ -14,6 +14,6 @@ if command -v apt-get >/dev/null 2>&1; then
     apt-get install -y -qq --no-install-recommends python3-simgrid || true
 fi
 mkdir -p /run/sshd 2>/dev/null || true
-# Optional extra for benchmarks/bench_vs_mpich.py (not needed by the test suite):
-#   pip install 'mpi4py>=3.1' 'mpich>=4.0'      (or: pip install '.[mpi]')
+# mpi4py and MPICH (tests/mpi, benchmarks/bench_vs_mpich.py) are Python wheels: .ci/run
+# installs the extra [mpi] into its virtual environment (pip install '.[mpi]').
 exit 0

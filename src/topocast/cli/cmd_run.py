@@ -6,6 +6,7 @@ import argparse
 import json
 import math
 import sys
+from typing import Any
 
 from ..errors import InputError
 from .common import print_json, size_arg
@@ -30,7 +31,13 @@ def register(sub) -> None:
     g.add_argument("--file", default=None, help="the message: a file every initial holder can read")
     g.add_argument("--size", type=size_arg, default=None, help="message size (e.g. 32MiB); random bytes")
     p.add_argument("--topology", default=None, help="topology of a plan file (for the prediction and the bound)")
-    p.add_argument("--launcher", choices=("local", "testbed", "ssh"), default="local")
+    p.add_argument(
+        "--launcher",
+        choices=("local", "testbed", "ssh", "mpi"),
+        default="local",
+        help="local/testbed/ssh: topocast's agents over TCP; mpi: one MPI rank per host under MPICH's mpiexec "
+        "on this machine (topocast.mpi)",
+    )
     p.add_argument("--testbed", default=None, metavar="NAME", help="testbed name (default: the only one up)")
     p.add_argument("--dest-dir", default=None, help="each receiving host writes DIR/HOST/NAME")
     p.add_argument("--chunk-size", type=size_arg, default=None, help="chunk size (default 64KiB)")
@@ -243,13 +250,17 @@ def run(args) -> int:
     if not 0 < goodput <= 1:
         raise InputError("expected a fraction in (0, 1]", element="--goodput")
     plan = scale_caps(plan, goodput).with_chunk_size(chunk)
-    launcher = make_launcher(
-        args.launcher,
-        testbed_name=args.testbed,
-        ssh_hosts=_ssh_hosts(args.ssh_hosts),
-        ssh_identity=args.ssh_identity,
-        ssh_options=args.ssh_option,
-        control_host=args.control_host,
+    launcher: Any = (
+        None
+        if args.launcher == "mpi"
+        else make_launcher(
+            args.launcher,
+            testbed_name=args.testbed,
+            ssh_hosts=_ssh_hosts(args.ssh_hosts),
+            ssh_identity=args.ssh_identity,
+            ssh_options=args.ssh_option,
+            control_host=args.control_host,
+        )
     )
     if args.launcher == "testbed":
         missing = [h for h in plan.hosts if h not in launcher.state.hosts]
@@ -301,8 +312,11 @@ def run(args) -> int:
                 tasks[h] = progress.add_task(h, total=sum(l for _, l in plan.wanted[h]))
             progress.update(tasks[h], completed=n)
 
+    run_plan: Any = perform
+    if args.launcher == "mpi":  # the plan's transfers as MPI messages (topocast.mpi)
+        from ..mpi.launch import perform_like_runtime as run_plan
     with progress:
-        outcome = perform(
+        outcome = run_plan(
             plan,
             topo,
             launcher=launcher,

@@ -1,0 +1,387 @@
+"""Performing a :class:`~topocast.plan.Plan` over MPI point-to-point messages.
+
+Every rank runs one single-threaded progress loop over its own transfers (docs/design.md,
+"Plan"; the same reading of a plan as the TCP agents in ``topocast.runtime.agent``):
+
+* an outgoing transfer starts when the transfers in its ``after`` list have completed
+  (a completion elsewhere is announced by the receiving rank with a small message) and,
+  store-and-forward, when this rank holds every byte it sends;
+* it is cut into chunks (:func:`chunks_of`) and each chunk is an ``Isend``; a
+  pipelined transfer sends a chunk as soon as this rank holds it, so a relay forwards what it
+  received and never gets ahead of its upstream; at most ``WINDOW`` chunks per transfer are
+  in flight;
+* ``rate_cap`` is a token bucket per transfer (``runtime.pacing.RoundRobin`` with one
+  member), polled by the loop: MPI itself has no pacing;
+* an incoming transfer keeps ``WINDOW`` ``Irecv`` s posted, one per chunk, in order: MPI keeps
+  the order of messages with one (source, tag), and every transfer between two ranks has its
+  own tag.
+
+Allreduce plans (``reduce=True`` transfers) follow the semantics of
+:mod:`topocast.check_allreduce`: a transfer reads its sender's bytes when it starts and writes
+into its receiver when it completes (a reduction combines ``receiver = receiver op received``,
+a plain transfer copies). Their ranges must fall on element boundaries.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import TopocastError
+from ..intervals import IntervalSet
+from ..plan import Plan
+from ..runtime.pacing import RoundRobin
+
+__all__ = ["MPIRunError", "RankStats", "perform_local", "chunk_for", "WINDOW", "NOTIFY_TAG"]
+
+WINDOW = 8  # chunks in flight per transfer (sends) and posted receives per transfer
+NOTIFY_TAG = 0  # "transfer j completed" messages; data tags start at 1
+# Waiting for requests: poll and sleep (backing off from IDLE_MIN to IDLE_MAX seconds) rather
+# than block in MPI's Waitsome, which spins: with more ranks than cores (several ranks per
+# machine) a spinning rank takes the core a rank with work to do needs.
+YIELD = True
+SPIN = 1e-3  # but first poll without sleeping for this long after the last completion: MPI's
+# handshakes (rendezvous of large messages) move only while both ranks are inside MPI calls
+IDLE_MIN = 20e-6
+IDLE_MAX = 2e-4
+
+
+class MPIRunError(TopocastError, ValueError):
+    """A collective or a plan that cannot be performed on this job. Raised with the same
+    message on every rank of the communicator, which stays usable."""
+
+
+def chunk_for(plan: Plan, default: int) -> int:
+    """Chunk size: the plan's, else ``default``. A small message is not cut finer to
+    pipeline it through relays: each MPI message costs a few rounds of the progress loop,
+    and finer chunks measured no better (docs/experiments/mpi.md, "small messages")."""
+    return int(plan.chunk_size or default)
+
+
+@dataclass
+class RankStats:
+    """What one rank measured (seconds from the start of :func:`perform_local`)."""
+
+    t0: float = 0.0  # time.monotonic() at the start (one clock for every rank of a machine)
+    completed: float | None = None  # when this rank held every byte it wants (None: wants nothing)
+    transfer_times: dict[int, tuple[float, float]] = field(default_factory=dict)  # incoming: first, last byte
+
+
+@dataclass
+class _Out:
+    index: int
+    dst: int
+    tag: int
+    chunks: list
+    pipelined: bool
+    after: set
+    bucket: RoundRobin | None
+    ranges: tuple
+    next: int = 0
+    inflight: int = 0
+    started: bool = False
+    source: np.ndarray | None = None  # the bytes sent (a snapshot for allreduce transfers)
+    offsets: list = field(default_factory=list)  # chunk start within ``source``
+    waiting: bool = False  # asked the bucket for the next chunk
+    frozen: list = field(default_factory=list)  # (offset, bytes) this transfer must read as they were
+
+
+@dataclass
+class _In:
+    index: int
+    src: int
+    tag: int
+    chunks: list
+    reduce: bool
+    ranges: tuple
+    posted: int = 0
+    received: int = 0
+    tmp: np.ndarray | None = None
+    offsets: list = field(default_factory=list)
+    first: float | None = None
+
+
+def chunks_of(ranges, chunk: int):
+    """``(start, end)`` of each piece of at most ``chunk`` bytes of ``ranges``, in order."""
+    for off, length in ranges:
+        for a in range(off, off + length, chunk):
+            yield a, min(a + chunk, off + length)
+
+
+def _tags(plan: Plan) -> list[int]:
+    """Per transfer, a tag unique among the transfers between the same two hosts."""
+    seen: dict[tuple[str, str], int] = {}
+    tags = []
+    for t in plan.transfers:
+        k = seen.get((t.src, t.dst), 0) + 1
+        seen[(t.src, t.dst)] = k
+        tags.append(k)
+    return tags
+
+
+def _notify_targets(plan: Plan, rank_of: dict[str, int]) -> dict[int, set[int]]:
+    """Transfer j -> ranks (other than j's receiver) that wait for j in an ``after`` list."""
+    out: dict[int, set[int]] = {}
+    for t in plan.transfers:
+        for j in t.after:
+            r = rank_of[t.src]
+            if r != rank_of[plan.transfers[j].dst]:
+                out.setdefault(j, set()).add(r)
+    return out
+
+
+def _offsets(chunks) -> list[int]:
+    out, pos = [], 0
+    for a, b in chunks:
+        out.append(pos)
+        pos += b - a
+    return out
+
+
+def perform_local(comm, plan: Plan, buf: np.ndarray, rank_of: dict[str, int], *, chunk: int, reduce=None) -> RankStats:
+    """This rank's part of ``plan`` on ``comm`` (every rank of the plan calls it together).
+
+    ``buf``: the message as a writable uint8 array of ``plan.size`` bytes (read-only is fine
+    on a rank that only sends); ``rank_of``: host -> rank; ``reduce(dst, src)``: combines the
+    uint8 views ``src`` into ``dst`` (allreduce plans). Assumes the plan was checked.
+    """
+    from mpi4py import MPI
+
+    me = comm.Get_rank()
+    host = next((h for h, r in rank_of.items() if r == me), None)
+    stats = RankStats(t0=time.monotonic())
+    if host is None:
+        return stats
+    t0 = stats.t0 = time.monotonic()
+    tags = _tags(plan)
+    notify_to = _notify_targets(plan, rank_of)
+    is_reduce = any(t.reduce for t in plan.transfers)
+    held = IntervalSet(plan.initial.get(host, ()))
+    wanted = plan.wanted.get(host, ())
+    done: set[int] = set()
+
+    outs: list[_Out] = []
+    ins: list[_In] = []
+    for i, t in enumerate(plan.transfers):
+        chunks = list(chunks_of(t.ranges, chunk))
+        if t.src == host:
+            bucket = RoundRobin(t.rate_cap, 2.0 * chunk, t0) if t.rate_cap else None
+            outs.append(_Out(i, rank_of[t.dst], tags[i], chunks, t.pipelined, set(t.after), bucket, t.ranges))
+        if t.dst == host:
+            ins.append(_In(i, rank_of[t.src], tags[i], chunks, t.reduce, t.ranges))
+    expected_notes = len({j for o in outs for j in o.after if rank_of[plan.transfers[j].dst] != me})
+
+    reqs: list = []
+    handlers: list = []
+    note_bufs: list = []
+
+    def post(req, handler) -> None:
+        reqs.append(req)
+        handlers.append(handler)
+
+    def post_note_recv() -> None:
+        nb = np.zeros(1, dtype=np.int64)
+        note_bufs.append(nb)
+        post(comm.Irecv([nb, MPI.INT64_T], source=MPI.ANY_SOURCE, tag=NOTIFY_TAG), lambda nb=nb: on_note(int(nb[0])))
+
+    def on_note(j: int) -> None:
+        done.add(j)
+
+    def transfer_done(i: int) -> None:
+        done.add(i)
+        for r in sorted(notify_to.get(i, ())):
+            note = np.array([i], dtype=np.int64)
+            note_bufs.append(note)  # alive until the send completes
+            post(comm.Isend([note, MPI.INT64_T], dest=r, tag=NOTIFY_TAG), lambda: None)
+
+    # incoming: post the first receives now (before anyone sends, so eager messages land)
+    def post_recvs(x: _In) -> None:
+        while x.posted < len(x.chunks) and x.posted - x.received < WINDOW:
+            k = x.posted
+            a, b = x.chunks[k]
+            target = x.tmp[x.offsets[k] : x.offsets[k] + b - a] if x.tmp is not None else buf[a:b]
+            post(comm.Irecv([target, MPI.BYTE], source=x.src, tag=x.tag), lambda x=x, k=k: on_recv(x, k))
+            x.posted += 1
+
+    def on_recv(x: _In, k: int) -> None:
+        now = time.monotonic() - t0
+        if x.first is None:
+            x.first = now
+        x.received += 1
+        if x.tmp is None:
+            a, b = x.chunks[k]
+            held.add(a, b)
+        if x.received == len(x.chunks):
+            if x.tmp is not None:  # allreduce: the transfer writes into its receiver now
+                freeze_before_write(x)
+                off = 0  # whole ranges, not chunks: a chunk may end inside an element
+                for a, n in x.ranges:
+                    part = x.tmp[off : off + n]
+                    if x.reduce:
+                        reduce(buf[a : a + n], part)
+                    else:
+                        buf[a : a + n] = part
+                    off += n
+            stats.transfer_times[x.index] = (x.first, now)
+            transfer_done(x.index)
+        else:
+            post_recvs(x)
+
+    for x in ins:
+        if is_reduce:
+            x.tmp = np.empty(sum(b - a for a, b in x.chunks), dtype=np.uint8)
+            x.offsets = _offsets(x.chunks)
+        if not x.chunks:
+            transfer_done(x.index)
+        post_recvs(x)
+    for _ in range(expected_notes):
+        post_note_recv()
+
+    ancestors = _ancestors(plan) if is_reduce else []
+
+    def freeze_before_write(x: _In) -> None:
+        """Keep, for every transfer of ours that has not started and does not descend from
+        ``x``, the bytes ``x`` is about to overwrite: such a transfer reads the value from
+        when its ``after`` predecessors completed (check_allreduce), which came before ``x``
+        completed even if their completion reaches this rank later than ``x``'s data."""
+        for o in outs:
+            if o.started or x.index in ancestors[o.index]:
+                continue
+            for a, n in x.ranges:
+                for c, m in o.ranges:
+                    lo, hi = max(a, c), min(a + n, c + m)
+                    if lo < hi:
+                        o.frozen.append((lo, buf[lo:hi].copy()))
+
+    def start(o: _Out) -> bool:
+        if o.started:
+            return True
+        if not o.after <= done:
+            return False
+        if not o.pipelined and not held.covers_ranges(o.ranges):
+            return False
+        o.started = True
+        if is_reduce:  # the transfer reads its sender's value now (check_allreduce)
+            o.source = np.concatenate([buf[a:b] for a, b in o.chunks]) if o.chunks else buf[:0]
+            o.offsets = _offsets(o.chunks)
+            _overlay(o)
+        if not o.chunks:
+            finish_out(o)
+        return True
+
+    def finish_out(o: _Out) -> None:
+        o.next = len(o.chunks) + 1  # marks the transfer as fully handed to MPI
+
+    def on_sent(o: _Out) -> None:
+        o.inflight -= 1
+
+    def pump(o: _Out, now: float) -> float:
+        """Issue what ``o`` may send now; return how long until its bucket allows more."""
+        wait = math.inf
+        while o.next < len(o.chunks) and o.inflight < WINDOW:
+            a, b = o.chunks[o.next]
+            if not held.covers(a, b) and o.source is None:
+                break  # pipelined: the upstream has not delivered this chunk yet
+            if o.bucket is not None:
+                if not o.waiting:
+                    o.bucket.ready(o.index, b - a)
+                    o.waiting = True
+                got, wait = o.bucket.poll(now)
+                if got is None:
+                    break
+                o.waiting = False
+            if o.source is not None:
+                off = o.offsets[o.next]
+                data = o.source[off : off + b - a]
+            else:
+                data = buf[a:b]
+            post(comm.Isend([data, MPI.BYTE], dest=o.dst, tag=o.tag), lambda o=o: on_sent(o))
+            o.inflight += 1
+            o.next += 1
+            wait = math.inf
+        return wait
+
+    def complete_now() -> None:
+        if stats.completed is None and wanted and (is_reduce and _all_in(ins, done) or held.covers_ranges(wanted)):
+            stats.completed = time.monotonic() - t0
+
+    complete_now()
+    idle, last_progress = 0.0, t0
+    while True:
+        now = time.monotonic()
+        wait = math.inf
+        for o in outs:
+            if o.next <= len(o.chunks) and start(o):
+                wait = min(wait, pump(o, now))
+        complete_now()
+        if not reqs and all(o.next >= len(o.chunks) and o.inflight == 0 for o in outs):
+            if all(x.received == len(x.chunks) for x in ins):
+                break
+        if not reqs:
+            # nothing in flight but a transfer waits: only its bucket can make progress
+            time.sleep(min(max(wait, 0.0), 0.01) if math.isfinite(wait) else 0.001)
+            continue
+        if YIELD or math.isfinite(wait):
+            idx = MPI.Request.Testsome(reqs)
+            if not idx:
+                # back off so that ranks sharing our cores run (MPI's own wait spins)
+                if now - last_progress > SPIN:
+                    idle = min(max(idle * 2, IDLE_MIN), IDLE_MAX, wait)
+                    time.sleep(idle)
+                continue
+            idle, last_progress = 0.0, time.monotonic()
+        else:
+            idx = MPI.Request.Waitsome(reqs)
+        for k in sorted(idx or (), reverse=True):
+            h = handlers[k]
+            del reqs[k], handlers[k]
+            h()
+    complete_now()
+    return stats
+
+
+def _ancestors(plan: Plan) -> list[set[int]]:
+    """Per transfer, every transfer it waits for directly or not (``after`` and upstream)."""
+    from ..check_allreduce import _preds
+
+    preds = _preds(plan)
+    out: list[set[int] | None] = [None] * len(preds)
+
+    def of(i: int) -> set[int]:
+        stack = [i]
+        while stack:  # iterative: plans can be deep chains
+            k = stack[-1]
+            todo = [p for p in preds[k] if out[p] is None]
+            if todo:
+                stack.extend(todo)
+                continue
+            stack.pop()
+            if out[k] is None:
+                acc: set[int] = set(preds[k])
+                for p in preds[k]:
+                    acc |= out[p]  # type: ignore[arg-type]
+                out[k] = acc
+        return out[i]  # type: ignore[return-value]
+
+    return [of(i) for i in range(len(preds))]
+
+
+def _overlay(o: _Out) -> None:
+    """Put the frozen bytes into ``o``'s snapshot, the earliest last (it is the value the
+    transfer reads)."""
+    assert o.source is not None
+    for lo, data in reversed(o.frozen):
+        pos = 0
+        for c, m in o.ranges:
+            if c <= lo < c + m:
+                o.source[pos + lo - c : pos + lo - c + len(data)] = data
+                break
+            pos += m
+    o.frozen.clear()
+
+
+def _all_in(ins: list[_In], done: set[int]) -> bool:
+    return all(x.index in done for x in ins)

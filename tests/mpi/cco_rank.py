@@ -1,0 +1,227 @@
+"""One rank of the topocast.mpi collective tests (run by test_collectives.py under mpiexec).
+
+In the style of mpi4py's test/test_cco_buf.py: every root, several counts and types, the
+result compared bitwise with MPI's own collective. ``python cco_rank.py MODE [ARGS]``; any
+failed check raises (the rank exits non-zero and mpiexec with it); rank 0 prints one line
+``OK MODE checks=N`` at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+import numpy as np
+from mpi4py import MPI
+
+import topocast.mpi as tm
+from topocast.plan import Plan, Transfer
+from topocast.topology import load_topology
+
+comm = MPI.COMM_WORLD
+rank, size = comm.Get_rank(), comm.Get_size()
+DTYPES = (np.int8, np.int32, np.float32, np.float64, np.complex128)
+COUNTS = (0, 1, 7, 1001, 40_003)  # 40_003 x 4..16 bytes: not a multiple of any chunk
+checks = 0
+
+
+def data(count: int, dtype, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-100, 100, count * 2)
+    if np.dtype(dtype).kind == "c":
+        return (x[:count] + 1j * x[count:]).astype(dtype)
+    if np.dtype(dtype).kind == "f":
+        return (x[:count] * rng.random(count)).astype(dtype)
+    return x[:count].astype(dtype)
+
+
+def check(cond: bool, what: str) -> None:
+    global checks
+    checks += 1
+    if not cond:
+        raise AssertionError(f"rank {rank}: {what}")
+
+
+def bcast_all(counts=COUNTS, dtypes=DTYPES, **kw) -> None:
+    for dtype in dtypes:
+        for count in counts:
+            for root in range(size):
+                ref = data(count, dtype, root + count) if rank == root else np.zeros(count, dtype)
+                got = ref.copy() if rank == root else np.full(count, 3, dtype)
+                comm.Bcast(ref, root=root)
+                tm.bcast(comm, got, root=root, **kw)
+                check(got.tobytes() == ref.tobytes(), f"bcast {count} x {np.dtype(dtype).name} from {root}")
+
+
+def allreduce_all(counts=COUNTS, dtypes=DTYPES, **kw) -> None:
+    for dtype in dtypes:
+        for count in counts:
+            send = data(count, dtype, 1000 + rank + count)
+            ref, got = np.zeros(count, dtype), np.full(count, 5, dtype)
+            comm.Allreduce(send, ref, op=MPI.SUM)
+            tm.allreduce(comm, send, got, **kw)
+            name = f"allreduce {count} x {np.dtype(dtype).name}"
+            if np.dtype(dtype).kind in "iu":
+                check(got.tobytes() == ref.tobytes(), name + " equals MPI bitwise")
+            else:
+                # another summation order: within size x eps of the sum of magnitudes
+                scale = np.zeros(count)
+                comm.Allreduce(np.abs(send).astype(np.float64), scale)
+                bound = size * np.finfo(dtype).eps * scale
+                check(bool((np.abs(got - ref) <= bound).all()), name + " within rounding of MPI")
+            # every rank ends with bitwise the same result
+            everyone = comm.allgather(got.tobytes())
+            check(all(b == everyone[0] for b in everyone), name + " identical on every rank")
+
+
+def mode_basic() -> None:
+    bcast_all()
+    allreduce_all()
+    # the buffer forms mpi4py takes
+    for root in range(size):
+        raw = bytearray(b"topocast" * 5) if rank == root else bytearray(40)
+        tm.bcast(comm, raw, root=root)
+        check(bytes(raw) == b"topocast" * 5, "bcast of a bytearray")
+        x = np.arange(10.0) if rank == root else np.zeros(10)
+        tm.bcast(comm, [x, MPI.DOUBLE], root=root)
+        check((x == np.arange(10.0)).all(), "bcast of [buf, MPI.DOUBLE]")
+        y = np.arange(12, dtype=np.int32) if rank == root else np.zeros(12, np.int32)
+        tm.bcast(comm, [y, 6, MPI.INT], root=root)
+        check((y[:6] == np.arange(6)).all() and (rank == root or (y[6:] == 0).all()), "bcast of [buf, count, MPI.INT]")
+    # built-in ops other than SUM, and IN_PLACE
+    ops = (MPI.PROD, MPI.MIN, MPI.MAX, MPI.LAND, MPI.LOR, MPI.LXOR, MPI.BAND, MPI.BOR, MPI.BXOR)
+    for op in ops:
+        send = (np.arange(1001, dtype=np.int32) * (rank + 3)) % 7 + (1 if op == MPI.PROD else 0)
+        ref, got = np.zeros_like(send), np.zeros_like(send)
+        comm.Allreduce(send, ref, op=op)
+        tm.allreduce(comm, send, got, op=op)
+        check(got.tobytes() == ref.tobytes(), f"allreduce op {op}")
+    inplace = np.arange(333, dtype=np.int64) + rank
+    ref = np.zeros_like(inplace)
+    comm.Allreduce(inplace, ref)
+    tm.allreduce(comm, MPI.IN_PLACE, inplace)
+    check(inplace.tobytes() == ref.tobytes(), "allreduce IN_PLACE")
+
+
+def mode_large(mib: str) -> None:
+    count = int(float(mib) * 2**20)
+    bcast_all(counts=(count + 3,), dtypes=(np.int8,))
+    allreduce_all(counts=(count // 4 + 1,), dtypes=(np.int32,))
+
+
+def mode_topology(spec: str, collective: str = "both") -> None:
+    """The planned (``auto``) collectives of a topology whose first ``size`` hosts the ranks play."""
+    topo = load_topology(spec)
+    mapping = list(topo.hosts[:size])
+    if collective in ("both", "bcast"):
+        bcast_all(counts=(70_001,), dtypes=(np.int8, np.float64), topology=topo, mapping=mapping)
+        bcast_all(counts=(70_001,), dtypes=(np.int8,), topology=topo, mapping=mapping, algorithm="stable")
+    if collective in ("both", "allreduce"):
+        # 16384 int32 (64 KiB) on two-clusters: gridmpi, whose exchanges once raced (a rank
+        # overwrote bytes a transfer had still to read)
+        allreduce_all(counts=(1, 16_384, 70_001), dtypes=(np.int32, np.float64), topology=topo, mapping=mapping)
+
+
+def expect_error(fn, words: tuple[str, ...], what: str) -> None:
+    """``fn`` raises MPIRunError on every rank, with the same message naming ``words``; the
+    communicator still works afterwards."""
+    try:
+        fn()
+    except tm.MPIRunError as exc:
+        msg = str(exc)
+    else:
+        msg = None
+    msgs = comm.allgather(msg)
+    check(msgs[0] is not None and all(m == msgs[0] for m in msgs), f"{what}: same error everywhere, got {msgs}")
+    check(all(w in msgs[0] for w in words), f"{what}: {msgs[0]!r} names {words}")
+    x = np.arange(5) if rank == 0 else np.zeros(5, np.int64)
+    comm.Bcast(x, root=0)
+    check((x == np.arange(5)).all(), f"{what}: the communicator is still usable")
+    y = np.arange(5) if rank == 0 else np.zeros(5, np.int64)
+    tm.bcast(comm, y, root=0)
+    check((y == np.arange(5)).all(), f"{what}: topocast.mpi still works")
+
+
+def mode_errors() -> None:
+    expect_error(lambda: tm.bcast(comm, np.zeros(10 + (rank == size - 1))), ("disagree", "size"), "sizes")
+    expect_error(lambda: tm.bcast(comm, np.zeros(8, np.float64 if rank else np.int64)), ("disagree", "type"), "types")
+    expect_error(lambda: tm.bcast(comm, np.zeros(4), root=size), ("root", str(size)), "bad root")
+    expect_error(lambda: tm.bcast(comm, np.zeros(4), root=rank % 2 if size > 1 else 7), ("root",), "roots differ")
+    topo = load_topology("builtin:hetero-2switch")
+    expect_error(lambda: tm.bcast(comm, np.zeros(4), topology=topo, mapping=["nowhere"] * size), ("nowhere",), "host")
+    # by processor name (every rank of this test runs on this machine, not a topology host)
+    expect_error(lambda: tm.bcast(comm, np.zeros(4), topology=topo), (MPI.Get_processor_name(), "mapping"), "by name")
+    if size > 1:
+        twice = ["s"] * size
+        expect_error(
+            lambda: tm.bcast(comm, np.zeros(4), topology=topo, mapping=twice), ("both host",), "one host twice"
+        )
+    expect_error(lambda: tm.allreduce(comm, np.zeros(4), np.zeros(4), op=MPI.BAND), ("integer",), "bitwise on float")
+    expect_error(lambda: tm.allreduce(comm, np.zeros(4), np.zeros(5)), ("sendbuf",), "send/recv sizes")
+    plan = Plan.broadcast("rank0", 100, ["rank1"], [Transfer.of("rank0", "rank1", 0, 100)])
+    expect_error(lambda: tm.perform(comm, plan, np.zeros(64, np.uint8)), ("100 bytes", "64"), "plan size")
+    if size > 1:
+        wide = Plan.broadcast("rank0", 8, ["rank99"], [Transfer.of("rank0", "rank99", 0, 8)])
+        expect_error(lambda: tm.perform(comm, wide, np.zeros(8, np.uint8)), ("rank99",), "plan host")
+        # rank1 forwards bytes it never receives: refused, not a hang
+        broken = Plan.broadcast("rank0", 8, ["rank1"], [Transfer.of("rank1", "rank0", 0, 8)])
+        expect_error(lambda: tm.perform(comm, broken, np.zeros(8, np.uint8)), ("rank1",), "broken plan")
+
+
+def mode_plan() -> None:
+    """A plan's ``after``, pipelining through a relay, and ``rate_cap`` (needs 3 ranks)."""
+    n = 3 << 20
+    cap = 8e6  # bytes/s
+    plan = Plan.broadcast(
+        "rank0",
+        n,
+        ["rank1", "rank2"],
+        [
+            Transfer.of("rank0", "rank1", 0, n, rate_cap=cap),
+            Transfer.of("rank1", "rank2", 0, n, pipelined=True, upstream=0),
+        ],
+    )
+    buf = np.frombuffer(np.random.default_rng(5).bytes(n), np.uint8).copy() if rank == 0 else np.zeros(n, np.uint8)
+    ref = buf.copy()
+    comm.Bcast(ref, root=0)
+    t = time.monotonic()
+    stats = tm.perform(comm, plan, buf, chunk_size=64 << 10)
+    wall = time.monotonic() - t
+    check(buf.tobytes() == ref.tobytes(), "plan delivered the bytes")
+    walls = comm.gather((wall, stats.t0, stats.transfer_times, stats.completed), root=0)
+    if rank == 0:
+        (_, _, _, _), (_, t01, tt1, c1), (_, t02, tt2, c2) = walls
+        check(walls[1][0] >= 0.9 * n / cap, f"rate cap {cap:g} B/s: {n} bytes took {walls[1][0]:.3f} s")
+        # pipelined: rank 2 got its first byte long before rank 1 got its last
+        first2 = t02 + tt2[1][0]
+        last1 = t01 + tt1[0][1]
+        check(first2 < last1 - 0.5 * n / cap, f"relay pipelines (first byte at 2 {first2:.3f}, last at 1 {last1:.3f})")
+        check(c2 is not None and c1 is not None, "completion times")
+    # ``after``: a transfer waits for one elsewhere (0 -> 2 after 1 -> 2 completed at rank 2)
+    m = 256 << 10
+    plan2 = Plan.broadcast(
+        "rank0",
+        m,
+        ["rank1", "rank2"],
+        [
+            Transfer.of("rank0", "rank1", 0, m, rate_cap=4e6),
+            Transfer.of("rank0", "rank2", 0, m, after=(0,)),
+        ],
+    )
+    buf = np.full(m, 9, np.uint8) if rank == 0 else np.zeros(m, np.uint8)
+    stats = tm.perform(comm, plan2, buf)
+    check((buf == 9).all(), "after plan delivered")
+    got = comm.gather((stats.t0, stats.transfer_times), root=0)
+    if rank == 0:
+        end0 = got[1][0] + got[1][1][0][1]
+        start1 = got[2][0] + got[2][1][1][0]
+        check(start1 >= end0, f"transfer 1 started at {start1:.4f} after transfer 0 ended at {end0:.4f}")
+
+
+if __name__ == "__main__":
+    mode = sys.argv[1]
+    globals()[f"mode_{mode}"](*sys.argv[2:])
+    total = comm.reduce(checks, root=0)
+    if rank == 0:
+        print(json.dumps({"ok": mode, "checks": total, "ranks": size}))
