@@ -30,6 +30,11 @@ Everything here is ours ([I]):
    ``max_rounds`` rounds.
 3. Keep the better (E1 aggregate) of the LP plan and stable's plan; ``plan.notes`` reports the
    bound, the achieved aggregate, the gap to the bound, the method and the rounds.
+4. E1 ignores latency: a pipeline through n hosts fills in about n hop latencies. Plan the
+   shallow structures as well, ``two_tree`` (depth about log2 n, docs/algorithms.md 11) and,
+   up to 256 destinations, ``dijkstra``'s widest relay tree, and the unpaced ``depth_first``
+   pipeline; predict each with the simulator and keep the one with the largest aggregate
+   bandwidth (ties: the pipelines).
 
 What it is not: a proof of optimality over all routings. Packing Steiner trees is NP-hard
 and routing alone can stay below the max-flow bound (docs/algorithms.md 8); the notes report the
@@ -39,6 +44,7 @@ remaining gap to that bound, which is an upper bound on what any plan could add.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -140,11 +146,79 @@ def _price(topology, source, arb_fixed, level_sets, y, mu, dests, res_of, rev):
 @register_planner(
     "broadcast",
     "optimal",
-    summary="Max aggregate bandwidth (routing only): stable, then LP column generation over nested pipelines",
+    summary="Max aggregate bandwidth (routing only): stable, then LP column generation over nested pipelines; two_tree or dijkstra where the simulator predicts more",
     reference="Ours; extends Takahashi et al. CCGrid 2008 (future work) with an LP as in den Burger et al. SC 2005",
 )
 def plan_optimal(topology, request: Broadcast, *, seed=None, max_rounds: int = 30, max_sets: int = 40) -> Plan:
-    """Maximise Σ_d r(d) over nested rated pipelines; never worse than ``stable`` for any host."""
+    """Maximise Σ_d r(d): the LP plan over nested pipelines, or ``two_tree`` (step 4)."""
+    from ...errors import PlanError
+
+    try:
+        plan = _plan_pipelines(topology, request, max_rounds=max_rounds, max_sets=max_sets)
+    except PlanError as exc:
+        # no two-way depth-first pipeline reaches some destination (a one-way SimGrid route
+        # graph): step 4's relay trees follow the routes and may still reach every host
+        return _best_other(topology, request, exc, params={"max_rounds": max_rounds, "max_sets": max_sets})
+    return shallower_if_better(topology, request, plan)
+
+
+#: Step 4's other structures, and the most destinations each is tried for (``dijkstra``'s
+#: greedy costs O(n^3): minutes for 1,500 hosts). ``depth_first`` is the unpaced pipeline
+#: (no staged layout, so no rounding in the byte split: it can end a few bytes earlier).
+CANDIDATES = {"two_tree": None, "dijkstra": 256, "depth_first": None}
+
+
+def _predicted_candidates(topology, request: Broadcast, n_dests: int):
+    """(name, plan, predicted aggregate bandwidth) of every step-4 candidate that plans."""
+    from ...errors import TopocastError
+    from ...sim import simulate
+    from ..registry import get_planner
+
+    for name, most in CANDIDATES.items():
+        if most is not None and n_dests > most:
+            continue
+        try:
+            plan = get_planner("broadcast", name)(topology, request)
+        except TopocastError:
+            continue
+        yield name, plan, simulate(plan, topology).aggregate_bandwidth
+
+
+def shallower_if_better(topology, request: Broadcast, plan: Plan) -> Plan:
+    """Step 4: another structure (``two_tree``, ``dijkstra``, ``depth_first``) instead of
+    ``plan`` when the simulator predicts it more aggregate bandwidth (long pipelines pay
+    their fill time, docs/algorithms.md 11). Ties keep ``plan``."""
+    from ...sim import simulate
+
+    scores = {"pipelines": simulate(plan, topology).aggregate_bandwidth}
+    best_name, best = "pipelines", plan
+    for name, other, bw in _predicted_candidates(topology, request, len(plan.wanted)):
+        scores[name] = bw
+        if bw > scores[best_name] * (1 + 1e-9):
+            best_name, best = name, other
+    notes = {**plan.notes, "predicted_aggregate_bandwidth": scores}
+    if best is plan:
+        return replace(plan, notes=notes)
+    notes.update(best.notes, method=f"{best_name}: the simulator predicts more than the pipelines")
+    return replace(best, planner="optimal", params=plan.params, notes=notes)
+
+
+def _best_other(topology, request: Broadcast, error, *, params) -> Plan:
+    """Step 4 without a pipelines plan: the best candidate, or ``error`` if none plans."""
+    scored = list(_predicted_candidates(topology, request, len(request.resolve(topology))))
+    if not scored:
+        raise error
+    name, best, bw = max(scored, key=lambda c: c[2])
+    notes = {
+        **best.notes,
+        "predicted_aggregate_bandwidth": {n: b for n, _, b in scored},
+        "method": f"{name}: no depth-first pipeline reaches every destination ({error})",
+    }
+    return replace(best, planner="optimal", params=params, notes=notes)
+
+
+def _plan_pipelines(topology, request: Broadcast, *, max_rounds: int, max_sets: int) -> Plan:
+    """Steps 1-3: maximise Σ_d r(d) over nested rated pipelines; never worse than ``stable`` for any host."""
     dests = request.resolve(topology)
     src = request.source
     bound = broadcast_bounds(topology, src, dests)

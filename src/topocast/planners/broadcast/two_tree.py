@@ -52,9 +52,10 @@ def full_tree_parents(weights: np.ndarray) -> np.ndarray:
     In-order, the tree alternates leaf, interior, leaf, ...: even positions are leaves, odd
     positions have two children, as in the paper's in-order trees [S:2tree]. Which full tree
     is ours [I]: the root of a range is the valid position next to the heaviest boundary
-    ``weights[k]`` (between positions k and k+1) inside the middle half of the range (ties:
-    nearest the middle), so a tree hop crosses a heavy boundary (a backbone) only near the top
-    of a subtree and the depth stays at most log_{4/3} L.
+    ``weights[k]`` (between positions k and k+1) of the range (ties: nearest the middle), so
+    the trees split at the backbones first and cross each one only a few times; inside a
+    stretch of equal boundaries (one switch) the split is balanced, so the depth is about
+    log2 L plus one level per distinct heavier boundary on the way.
     """
     size = len(weights) + 1
     parent = np.full(size, -1, dtype=np.int64)
@@ -65,9 +66,7 @@ def full_tree_parents(weights: np.ndarray) -> np.ndarray:
         if a == b:
             parent[a] = up
             continue
-        length = b - a + 1
-        lo, hi = a + 1, b - 1
-        cand = np.arange(lo, hi + 1, 2)  # r - a odd: both sides have odd length
+        cand = np.arange(a + 1, b, 2)  # r - a odd: both sides have odd length
         score = np.maximum(w[cand], w[cand + 1])
         best = cand[score == score.max()]
         r = int(best[np.argmin(np.abs(2 * best - (a + b)))])
@@ -259,6 +258,8 @@ def _transfers(trees, layout, rates) -> list[Transfer]:
                 continue
             into: dict[str, int] = {}
             for u, w in hops:
-                out.append(Transfer(u, w, seq, True, into.get(u), (), v / 2, None, False, f"level {n + 1} tree {t + 1}"))
+                out.append(
+                    Transfer(u, w, seq, True, into.get(u), (), v / 2, None, False, f"level {n + 1} tree {t + 1}")
+                )
                 into[w] = len(out) - 1
     return out
