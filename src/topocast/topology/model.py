@@ -132,6 +132,10 @@ class Topology:
         s(self, "attrs", MappingProxyType({k: MappingProxyType(dict(v)) for k, v in (attrs or {}).items()}))
         s(self, "source", source)
         s(self, "notes", tuple(notes))
+        from ..memory import BYTES_PER_NODE, check_fits
+
+        size = len(self.hosts) + len(self.switches) + len(self.physical_links) + len(self.routes)
+        check_fits(size * BYTES_PER_NODE, f"a topology of {size:,} nodes, links and routes", element=source)
         self._build(check_connected)
 
     def _err(self, element: str, message: str) -> TopologyError:
