@@ -161,8 +161,8 @@ def _jsonable(x):
 
 
 def print_json(data) -> None:
-    json.dump(_jsonable(data), sys.stdout, indent=1)
-    sys.stdout.write("\n")
+    # one write: json.dump would write each token to the stream (seconds for 10,000 hosts)
+    sys.stdout.write(json.dumps(_jsonable(data), indent=1) + "\n")
 
 
 def console():

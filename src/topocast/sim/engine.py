@@ -155,6 +155,7 @@ class _Sim:
         self.to_check: list[int] = []
         # what the last rate computation saw, to recompute only what changed (_rates)
         self._flowing_before = np.zeros(n, dtype=bool)
+        self.timed: set[int] = set()  # transfers in LATENCY or REDUCING (see _due)
         self._cap_before = np.full(n, math.nan)
         self._coupled_before = np.full(n, -2, dtype=np.int64)
 
@@ -220,6 +221,7 @@ class _Sim:
                 if self.inject[i] > 0:
                     self.sender_free[src] = start
                 self.status[i] = LATENCY
+                self.timed.add(i)
                 self.t_event[i] = start + self.latency[i]
                 injected = True
             if not q:
@@ -340,7 +342,7 @@ class _Sim:
                     for i in todo:
                         self._consider(i)
                     changed = True
-                due = np.flatnonzero((self.status == LATENCY) & (self.t_event <= self.t * (1 + _REL)))
+                due = self._due(LATENCY)
                 for i in due:
                     self.status[i] = FLOWING
                     self.flow_start[i] = self.t
@@ -349,7 +351,7 @@ class _Sim:
                     self.to_check.extend(self.downstream[i])
                     if self.size[i] <= 0:
                         self._finish_flow(int(i))
-                due = np.flatnonzero((self.status == REDUCING) & (self.t_event <= self.t * (1 + _REL)))
+                due = self._due(REDUCING)
                 for i in due:
                     self._complete(int(i))
                     changed = True
@@ -377,11 +379,24 @@ class _Sim:
             self._settle(flowing, hits)
         return self._result()
 
+    def _due(self, phase: int) -> np.ndarray:
+        """Transfers in ``phase`` (LATENCY or REDUCING) whose phase ends now, in index order.
+
+        Looks only at the transfers in a timed phase (``self.timed``), not at every
+        transfer: a deep pipeline starts one hop per pass at the same instant."""
+        if not self.timed:
+            return np.zeros(0, dtype=np.int64)
+        cand = np.fromiter(self.timed, dtype=np.int64, count=len(self.timed))
+        due = np.sort(cand[(self.status[cand] == phase) & (self.t_event[cand] <= self.t * (1 + _REL))])
+        self.timed.difference_update(due.tolist())
+        return due
+
     def _finish_flow(self, i: int) -> None:
         self.sent[i] = self.size[i]
         self.rate[i] = 0.0
         if self.reduce_delay[i] > 0:
             self.status[i] = REDUCING
+            self.timed.add(i)
             self.t_event[i] = self.t + self.reduce_delay[i]
         else:
             self._complete(i)
@@ -488,7 +503,7 @@ class _Sim:
         """Time to the next event and the events due then, as (dt, kind, transfer)."""
         groups: list[tuple[np.ndarray, str, np.ndarray]] = []  # (dt per item, kind, items)
         st = self.status
-        phased = np.flatnonzero((st == LATENCY) | (st == REDUCING))
+        phased = np.sort(np.fromiter(self.timed, dtype=np.int64, count=len(self.timed)))
         if len(phased):
             groups.append((self.t_event[phased] - self.t, "phase", phased))
         if self.busy_senders:
