@@ -53,6 +53,7 @@ PAPER_FIVE = ["flat", "random_pipeline", "fpfr", "dijkstra", "stable"]
 DISTRIBUTIONS = ["uniform-500-1000", "uniform-100-1000", "mixed", "switch-uniform-100-1000"]
 SETTINGS = [(d, asym) for d in DISTRIBUTIONS for asym in (False, True)]
 SEEDED = {"random_pipeline", "balanced_multicast"}
+EXACT_TREES = {"stable", "fpfr", "balanced_multicast", "optimal"}
 
 
 def _setting_name(dist, asym):
@@ -61,6 +62,8 @@ def _setting_name(dist, asym):
 
 def _run_one(name, topo, src, dests, seed):
     kw = {"seed": seed} if name in SEEDED else {}
+    if name in EXACT_TREES:
+        kw["rate_tolerance"] = 0.0  # the papers' trees, none merged (docs/planners.md)
     t0 = time.perf_counter()
     plan = get_planner("broadcast", name)(topo, Broadcast(src, SIZE, tuple(dests)), **kw)
     t1 = time.perf_counter()

@@ -51,6 +51,7 @@ import numpy as np
 from ...bounds import broadcast_bounds
 from ...plan import Broadcast, Plan
 from ..registry import register_planner
+from ._compact import DEFAULT_RATE_TOLERANCE, check_rate_tolerance
 from ._trees import Arborescence, e1_rates, has_reverse, pipeline_over, resource_arrays, undirected_tree
 from .stable import plan_from_nested, stable_pipelines
 
@@ -149,16 +150,29 @@ def _price(topology, source, arb_fixed, level_sets, y, mu, dests, res_of, rev):
     summary="Max aggregate bandwidth (routing only): stable, then LP column generation over nested pipelines; two_tree or dijkstra where the simulator predicts more",
     reference="Ours; extends Takahashi et al. CCGrid 2008 (future work) with an LP as in den Burger et al. SC 2005",
 )
-def plan_optimal(topology, request: Broadcast, *, seed=None, max_rounds: int = 30, max_sets: int = 40) -> Plan:
-    """Maximise Σ_d r(d): the LP plan over nested pipelines, or ``two_tree`` (step 4)."""
+def plan_optimal(
+    topology,
+    request: Broadcast,
+    *,
+    seed=None,
+    max_rounds: int = 30,
+    max_sets: int = 40,
+    rate_tolerance: float = DEFAULT_RATE_TOLERANCE,
+) -> Plan:
+    """Maximise Σ_d r(d): the LP plan over nested pipelines, or another structure the
+    simulator predicts better (step 4)."""
     from ...errors import PlanError
 
+    check_rate_tolerance(rate_tolerance)
     try:
-        plan = _plan_pipelines(topology, request, max_rounds=max_rounds, max_sets=max_sets)
+        plan = _plan_pipelines(
+            topology, request, max_rounds=max_rounds, max_sets=max_sets, rate_tolerance=rate_tolerance
+        )
     except PlanError as exc:
         # no two-way depth-first pipeline reaches some destination (a one-way SimGrid route
         # graph): step 4's relay trees follow the routes and may still reach every host
-        return _best_other(topology, request, exc, params={"max_rounds": max_rounds, "max_sets": max_sets})
+        params = {"max_rounds": max_rounds, "max_sets": max_sets, "rate_tolerance": rate_tolerance}
+        return _best_other(topology, request, exc, params=params)
     return shallower_if_better(topology, request, plan)
 
 
@@ -217,21 +231,33 @@ def _best_other(topology, request: Broadcast, error, *, params) -> Plan:
     return replace(best, planner="optimal", params=params, notes=notes)
 
 
-def _plan_pipelines(topology, request: Broadcast, *, max_rounds: int, max_sets: int) -> Plan:
-    """Steps 1-3: maximise Σ_d r(d) over nested rated pipelines; never worse than ``stable`` for any host."""
+def _plan_pipelines(topology, request: Broadcast, *, max_rounds: int, max_sets: int, rate_tolerance: float) -> Plan:
+    """Steps 1-3: maximise Σ_d r(d) over nested rated pipelines; never worse than ``stable``
+    for any host (up to ``rate_tolerance`` of the aggregate, given up to merge trees, as in
+    ``stable``)."""
     dests = request.resolve(topology)
     src = request.source
     bound = broadcast_bounds(topology, src, dests)
     pipes, info = stable_pipelines(topology, src, dests)
     r_stable = e1_rates(pipes, dests)
     agg_stable = float(sum(r_stable.values()))
-    params = {"max_rounds": max_rounds, "max_sets": max_sets}
+    params = {"max_rounds": max_rounds, "max_sets": max_sets, "rate_tolerance": rate_tolerance}
     notes = {"bound_aggregate_bandwidth": bound.aggregate_bandwidth, "stable_aggregate_bandwidth": agg_stable}
     if not pipes:
         # no two-way depth-first pipeline leaves the source (e.g. a one-way SimGrid route
         # graph): the LP's columns walk the same links, so there is nothing to improve on;
         # plan_from_nested raises stable's PlanError naming the unreachable destinations
-        return plan_from_nested(topology, request, dests, pipes, info, planner="optimal", params=params, notes=notes)
+        return plan_from_nested(
+            topology,
+            request,
+            dests,
+            pipes,
+            info,
+            planner="optimal",
+            params=params,
+            notes=notes,
+            rate_tolerance=rate_tolerance,
+        )
     if not math.isfinite(bound.aggregate_bandwidth) or agg_stable >= bound.aggregate_bandwidth * (1 - 1e-9):
         notes.update(
             method="stable reaches the max-flow bound",
@@ -240,7 +266,17 @@ def _plan_pipelines(topology, request: Broadcast, *, max_rounds: int, max_sets: 
             else 0.0,
             rounds=0,
         )
-        return plan_from_nested(topology, request, dests, pipes, info, planner="optimal", params=params, notes=notes)
+        return plan_from_nested(
+            topology,
+            request,
+            dests,
+            pipes,
+            info,
+            planner="optimal",
+            params=params,
+            notes=notes,
+            rate_tolerance=rate_tolerance,
+        )
 
     # step 2: column generation, over two chains of destination sets
     res_of, cap = resource_arrays(topology)
@@ -275,7 +311,17 @@ def _plan_pipelines(topology, request: Broadcast, *, max_rounds: int, max_sets: 
             best = (agg, lp_pipes, f"LP column generation over nested pipelines, chain {label}", rounds, ncols)
     agg, chosen, method, rounds, ncols = best
     notes.update(method=method, rounds=rounds, columns=ncols, gap_to_bound=1 - agg / bound.aggregate_bandwidth)
-    return plan_from_nested(topology, request, dests, chosen, info, planner="optimal", params=params, notes=notes)
+    return plan_from_nested(
+        topology,
+        request,
+        dests,
+        chosen,
+        info,
+        planner="optimal",
+        params=params,
+        notes=notes,
+        rate_tolerance=rate_tolerance,
+    )
 
 
 def _column_generation(topology, src, dests, sets, cols, floors, res_of, cap, rev, arb_fixed, max_rounds, max_sets):
