@@ -40,6 +40,7 @@ import numpy as np
 from ...errors import PlanError
 from ...plan import Broadcast, Plan, Transfer
 from ..registry import register_planner
+from ._compact import DEFAULT_RATE_TOLERANCE, check_rate_tolerance, compact_nested
 from ._trees import _prefix, e1_rates, resource_arrays
 from .stable import stable_pipelines
 
@@ -205,14 +206,20 @@ def _suffix(seq, p):
     summary="two-tree (double binary tree) per Stable Broadcast level: half the message on each tree, depth log2 n, LP rates",
     reference="Sanders, Speck, Träff. Two-tree algorithms for full bandwidth broadcast, reduction and scan. Parallel Computing 35(12), 2009",
 )
-def plan_two_tree(topology, request: Broadcast, *, seed=None) -> Plan:
+def plan_two_tree(
+    topology, request: Broadcast, *, seed=None, rate_tolerance: float = DEFAULT_RATE_TOLERANCE
+) -> Plan:
     """Plan a two-tree broadcast per level of ``stable``'s nested trees.
 
-    ``seed`` is accepted for interface uniformity; the algorithm is deterministic.
+    ``rate_tolerance``: fraction of stable's expected aggregate bandwidth that may be given up
+    to merge its levels (as in ``stable``). ``seed`` is accepted for interface uniformity;
+    the algorithm is deterministic.
     """
+    check_rate_tolerance(rate_tolerance)
     dests = request.resolve(topology)
     src, size = request.source, int(request.size)
     pipes, _ = stable_pipelines(topology, src, dests)
+    pipes, _ = compact_nested(pipes, dests, rate_tolerance)
     levels = _levels(pipes)
     if not levels or set(levels[0]) != set(dests):
         missing = sorted(set(dests) - set(levels[0] if levels else ()))
@@ -239,7 +246,8 @@ def plan_two_tree(topology, request: Broadcast, *, seed=None) -> Plan:
         "depth": depth,
         "expected_aggregate_bandwidth": float(sum(per_host.values())),
     }
-    return Plan.broadcast(src, size, dests, transfers, planner="two_tree", params={}, notes=notes)
+    params = {"rate_tolerance": rate_tolerance}
+    return Plan.broadcast(src, size, dests, transfers, planner="two_tree", params=params, notes=notes)
 
 
 class _Level:
