@@ -2,9 +2,10 @@
 
 Reference: P. Sanders, J. Speck, J. L. Träff, "Two-tree algorithms for full bandwidth
 broadcast, reduction and scan", Parallel Computing 35(12), 2009, pp. 581-594 (NCCL ships the
-same construction as its "double binary tree"); docs/algorithms.md section 11.
+same construction as its "double binary tree", src/graph/trees.cc); docs/algorithms.md
+section 11.
 
-From the paper ([S:2tree]):
+From the paper and NCCL's construction ([S:2tree, S:NCCL]):
 
 * the message is split into two halves; each half is broadcast along its own binary tree
   spanning every process, both trees at once;
@@ -51,7 +52,7 @@ def full_tree_parents(weights: np.ndarray) -> np.ndarray:
     """Parent position of every position 0..L-1 (L odd) of a full binary tree (-1: root).
 
     In-order, the tree alternates leaf, interior, leaf, ...: even positions are leaves, odd
-    positions have two children, as in the paper's in-order trees [S:2tree]. Which full tree
+    positions have two children, as in the in-order trees of [S:2tree, S:NCCL]. Which full tree
     is ours [I]: the root of a range is the valid position next to the heaviest boundary
     ``weights[k]`` (between positions k and k+1) of the range (ties: nearest the middle), so
     the trees split at the backbones first and cross each one only a few times; inside a
@@ -81,7 +82,7 @@ def two_tree_parents(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Parents (host index, -1: the source) of hosts 0..n-1 in T1 and T2.
 
     ``weights[k]`` is the boundary between hosts k and k+1. T1 puts host j at position j, T2
-    at j+1 (shifted by one [S:2tree]); a phantom leaf pads each to an odd length. Hosts
+    at j+1 (shifted by one [S:2tree, S:NCCL]); a phantom leaf pads each to an odd length. Hosts
     interior in T1 (odd j) are leaves of T2 and the other way round.
     """
     n = len(weights) + 1
