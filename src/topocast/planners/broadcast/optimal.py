@@ -147,7 +147,7 @@ def _price(topology, source, arb_fixed, level_sets, y, mu, dests, res_of, rev):
 @register_planner(
     "broadcast",
     "optimal",
-    summary="Max aggregate bandwidth (routing only): stable, then LP column generation over nested pipelines; two_tree or dijkstra where the simulator predicts more",
+    summary="Max aggregate bandwidth (routing only): stable, then LP column generation over nested pipelines; two_tree, dijkstra or depth_first where the simulator predicts more",
     reference="Ours; extends Takahashi et al. CCGrid 2008 (future work) with an LP as in den Burger et al. SC 2005",
 )
 def plan_optimal(

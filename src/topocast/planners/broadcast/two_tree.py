@@ -207,9 +207,7 @@ def _suffix(seq, p):
     summary="two-tree (double binary tree) per Stable Broadcast level: half the message on each tree, depth log2 n, LP rates",
     reference="Sanders, Speck, Träff. Two-tree algorithms for full bandwidth broadcast, reduction and scan. Parallel Computing 35(12), 2009",
 )
-def plan_two_tree(
-    topology, request: Broadcast, *, seed=None, rate_tolerance: float = DEFAULT_RATE_TOLERANCE
-) -> Plan:
+def plan_two_tree(topology, request: Broadcast, *, seed=None, rate_tolerance: float = DEFAULT_RATE_TOLERANCE) -> Plan:
     """Plan a two-tree broadcast per level of ``stable``'s nested trees.
 
     ``rate_tolerance``: fraction of stable's expected aggregate bandwidth that may be given up
