@@ -139,8 +139,10 @@ def _boundaries(topology, members) -> np.ndarray:
     return np.array([top * float(inv[list(topology.route(u, v))[1:-1]].sum()) for u, v in zip(members, members[1:])])
 
 
-def _rates(topology, levels_hops, sizes, floor):
-    """LP rates V_n of the levels (each tree at V_n / 2), feasible on every resource."""
+def _rates(topology, levels_hops, sizes, stable_rates):
+    """LP rates V_n of the levels (each tree at V_n / 2), feasible on every resource.
+
+    Level 1 keeps at least 10^-6 of stable's rate so that every destination completes."""
     from scipy.optimize import linprog
 
     res_of, cap = resource_arrays(topology)
@@ -150,9 +152,9 @@ def _rates(topology, levels_hops, sizes, floor):
             np.add.at(uses[:, n], res_of[list(topology.route(u, v))], 0.5)
     rows = np.flatnonzero(np.isfinite(cap) & (uses.sum(axis=1) > 0))
     scale = float(cap[rows].max()) if len(rows) else 1.0
-    if not len(rows):  # only fatpipe/unlimited links in the way: keep stable's rates
-        return np.asarray(floor) / 1e-6
-    bounds = [(floor[0] / scale, None)] + [(0, None)] * (len(sizes) - 1)
+    if not len(rows):  # no limited link in the way: keep stable's rates
+        return np.asarray(stable_rates, float)
+    bounds = [(stable_rates[0] * 1e-6 / scale, None)] + [(0, None)] * (len(sizes) - 1)
     sol = linprog(-np.asarray(sizes, float), A_ub=uses[rows], b_ub=cap[rows] / scale, bounds=bounds, method="highs")
     if sol.status != 0:
         raise PlanError("two_tree: the rate LP found no feasible rates", element="topology")
@@ -234,7 +236,8 @@ def plan_two_tree(topology, request: Broadcast, *, seed=None, rate_tolerance: fl
             pair.append(hops)
             depth = max(depth, d)
         trees.append(pair)
-    rates = _rates(topology, [a + b for a, b in trees], [len(m) for m in levels], [pipes[0].rate * 1e-6])
+    level_rates = [sum(p.rate for p in pipes if set(p.members) == set(m)) for m in levels]
+    rates = _rates(topology, [a + b for a, b in trees], [len(m) for m in levels], level_rates)
     keep = [n for n in range(len(levels)) if rates[n] > 0]
     levels, trees, rates = [levels[n] for n in keep], [trees[n] for n in keep], [float(rates[n]) for n in keep]
     transfers = _transfers(trees, two_stream_layout(size, rates), rates)
