@@ -198,12 +198,43 @@ def _predicted_candidates(topology, request: Broadcast, n_dests: int):
         yield name, plan, simulate(plan, topology).aggregate_bandwidth
 
 
+#: Step 4 runs always up to SMALL destinations, and above only when the pipelines' fill
+#: (summed hop latencies down the longest chain) is at least FILL_SHARE of the transfer time:
+#: below that a shallower structure cannot gain more than about that share, and simulating
+#: every candidate would dominate the planning time on thousands of hosts.
+SMALL = 256
+FILL_SHARE = 1e-4
+
+
+def _fill_time(topology, plan: Plan) -> float:
+    """Latency down the longest chain of pipelined hops (route latencies summed)."""
+    lat = topology.link_latency
+    reach = [0.0] * len(plan.transfers)
+    for i, t in enumerate(plan.transfers):
+        links = (
+            topology.route(t.src, t.dst)
+            if t.path is None
+            else [topology._pair_to_link[(a, b)] for a, b in zip(t.path, t.path[1:])]
+        )
+        up = reach[t.upstream] if t.upstream is not None and t.upstream < i else 0.0
+        reach[i] = up + float(sum(lat[l] for l in links))
+    return max(reach, default=0.0)
+
+
+def _transfer_time(plan: Plan) -> float:
+    """Message size over the mean expected rate of a destination."""
+    mean = float(plan.notes.get("expected_aggregate_bandwidth", 0.0)) / max(len(plan.wanted), 1)
+    return plan.size / mean if mean > 0 else math.inf
+
+
 def shallower_if_better(topology, request: Broadcast, plan: Plan) -> Plan:
     """Step 4: another structure (``two_tree``, ``dijkstra``, ``depth_first``) instead of
     ``plan`` when the simulator predicts it more aggregate bandwidth (long pipelines pay
     their fill time, docs/algorithms.md 11). Ties keep ``plan``."""
     from ...sim import simulate
 
+    if len(plan.wanted) > SMALL and _fill_time(topology, plan) < FILL_SHARE * _transfer_time(plan):
+        return plan  # nothing to gain from a shallower structure: skip the simulations
     scores = {"pipelines": simulate(plan, topology).aggregate_bandwidth}
     best_name, best = "pipelines", plan
     for name, other, bw in _predicted_candidates(topology, request, len(plan.wanted)):
