@@ -42,7 +42,7 @@ from ...errors import PlanError
 from ...plan import Broadcast, Plan, Transfer
 from ..registry import register_planner
 from ._compact import DEFAULT_RATE_TOLERANCE, check_rate_tolerance, compact_nested
-from ._trees import _prefix, e1_rates, resource_arrays
+from ._trees import Pipeline, _prefix, e1_rates, resource_arrays
 from .stable import stable_pipelines
 
 __all__ = ["plan_two_tree", "full_tree_parents", "two_tree_parents"]
@@ -241,7 +241,7 @@ def plan_two_tree(topology, request: Broadcast, *, seed=None, rate_tolerance: fl
     keep = [n for n in range(len(levels)) if rates[n] > 0]
     levels, trees, rates = [levels[n] for n in keep], [trees[n] for n in keep], [float(rates[n]) for n in keep]
     transfers = _transfers(trees, two_stream_layout(size, rates), rates)
-    per_host = e1_rates([_Level(m, r) for m, r in zip(levels, rates)], dests)
+    per_host = e1_rates([Pipeline(m, r) for m, r in zip(levels, rates)], dests)
     notes = {
         "levels": len(levels),
         "level_rates": rates[:64],
@@ -250,13 +250,6 @@ def plan_two_tree(topology, request: Broadcast, *, seed=None, rate_tolerance: fl
     }
     params = {"rate_tolerance": rate_tolerance}
     return Plan.broadcast(src, size, dests, transfers, planner="two_tree", params=params, notes=notes)
-
-
-class _Level:
-    """A level as e1_rates sees it: its members and its rate."""
-
-    def __init__(self, members, rate):
-        self.members, self.rate = members, rate
 
 
 def _transfers(trees, layout, rates) -> list[Transfer]:
