@@ -4,7 +4,8 @@ millisecond latencies, where long pipelines pay their fill time).
 
 Real topologies are planned for up to 12 destinations spread over the file's hosts, so that
 the slow planners (``dijkstra`` on 1,500 hosts) keep the test fast; they skip with a reason
-when the data is absent (a user's clone has none).
+when the data is absent (a user's clone has none). Every planner is simulated on every
+topology (about a minute in all): marked slow.
 """
 
 import dataclasses
@@ -32,6 +33,7 @@ FILES = sorted(
 )
 OTHERS = [p.name for p in available_planners("broadcast", include_selectors=False) if p.name != "optimal"]
 SIZE = 10**9
+pytestmark = pytest.mark.slow
 # The staged byte layouts split the message in whole bytes: a level may end (L-1)/V_L seconds
 # late (docs/algorithms.md 1.4), a few parts in 10^8 of the aggregate bandwidth.
 TOL = 1e-6
@@ -42,9 +44,9 @@ def _with_latency(topo, latency):
 
 
 def _generated():
-    yield multi_cluster_tree(20, n_clusters=4, bandwidth="uniform-500-1000", seed=1)
-    yield _with_latency(multi_cluster_tree(24, n_clusters=3, bandwidth="uniform-500-1000", seed=2), 2e-3)
-    yield _with_latency(multi_cluster_tree(18, n_clusters=5, bandwidth="mixed", asymmetric=True, seed=3), 1e-3)
+    yield multi_cluster_tree(16, n_clusters=4, bandwidth="uniform-500-1000", seed=1)
+    yield _with_latency(multi_cluster_tree(16, n_clusters=3, bandwidth="uniform-500-1000", seed=2), 2e-3)
+    yield _with_latency(multi_cluster_tree(16, n_clusters=5, bandwidth="mixed", asymmetric=True, seed=3), 1e-3)
     yield two_cluster_grid(4)
     yield fat_tree(4, latency=5e-3)
 
