@@ -128,3 +128,13 @@ def test_heterogeneous_levels_stay_under_the_bound():
 def test_bad_rate_tolerance_is_named():
     with pytest.raises(InputError, match="rate_tolerance"):
         get_planner("broadcast", "two_tree")(_star(4, 0.0), Broadcast("h0", 10**6), rate_tolerance=2)
+
+
+def test_optimal_takes_two_tree_where_the_chain_fill_matters():
+    req = Broadcast("h0", 10**9)
+    plan = get_planner("broadcast", "optimal")(_star(300, 2e-3), req)
+    assert plan.planner == "optimal" and plan.notes["method"].startswith("two_tree")
+    # no latency, many hosts: the pipelines' fill is nil, step 4 does not even simulate
+    flat = get_planner("broadcast", "optimal")(_star(300, 0.0), req)
+    assert "predicted_aggregate_bandwidth" not in flat.notes
+    assert flat.notes["method"] == "stable reaches the max-flow bound"
