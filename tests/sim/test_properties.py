@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from reference import maxmin as ref_maxmin  # noqa: E402
 from reference import reference_simulate  # noqa: E402
 
-REL = 1e-6
+REL = 1e-9
 # TOPOCAST_SIM_EXAMPLES=10 multiplies every example count by 10 (long soak runs)
 SCALE = float(__import__("os").environ.get("TOPOCAST_SIM_EXAMPLES", "1"))
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -13,6 +13,7 @@ from ..sim import simulate
 from ..units import format_bandwidth, format_size, format_time
 from .common import (
     PLOT_SUFFIXES,
+    add_rate_tolerance_arg,
     add_topology_args,
     check_output,
     load_topology_arg,
@@ -39,6 +40,7 @@ def register(sub) -> None:
         "--chunk-size", type=size_arg, default=0, help="pipelining chunk for the prediction (default 0 = fluid)"
     )
     p.add_argument("--seed", type=int, default=0, help="seed for randomized planners (default 0)")
+    add_rate_tolerance_arg(p)
     p.add_argument(
         "--json", action="store_true", help='print the JSON (docs/design.md, "Command line") instead of a table'
     )
@@ -46,15 +48,29 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def plan_with(info, topology, request, seed):
+def plan_with(info, topology, request, seed, rate_tolerance=None):
+    """Run a planner with the CLI's ``--seed`` and ``--rate-tolerance``, where it takes them."""
     import inspect
 
     params = inspect.signature(info.func).parameters
     kwargs = {"seed": seed} if "seed" in params else {}
+    if rate_tolerance is not None and "rate_tolerance" in params:
+        kwargs["rate_tolerance"] = rate_tolerance
     return info(topology, request, **kwargs)
 
 
-def compare(topology, source, size, algorithms=None, destinations=None, *, chunk_size=0, seed=0, on_step=None):
+def compare(
+    topology,
+    source,
+    size,
+    algorithms=None,
+    destinations=None,
+    *,
+    chunk_size=0,
+    seed=0,
+    on_step=None,
+    rate_tolerance=None,
+):
     """Plan, check and simulate each algorithm; returns (bound, [(name, Result or error str)]).
     ``on_step(name)`` is called after each algorithm (a progress display)."""
     if algorithms is None:
@@ -67,7 +83,7 @@ def compare(topology, source, size, algorithms=None, destinations=None, *, chunk
     results = []
     for info in infos:
         try:
-            plan = plan_with(info, topology, request, seed)
+            plan = plan_with(info, topology, request, seed, rate_tolerance)
             check_plan(plan, topology)
             res = simulate(plan, topology, chunk_size=chunk_size or None)
             results.append((info.name, res))
@@ -89,7 +105,15 @@ def run(args) -> int:
     n = len(algorithms) if algorithms else len(available_planners("broadcast"))
     with progress(n, "planning and simulating", quiet=args.json) as step:
         bound, results = compare(
-            topology, source, args.size, algorithms, dests, chunk_size=args.chunk_size, seed=args.seed, on_step=step
+            topology,
+            source,
+            args.size,
+            algorithms,
+            dests,
+            chunk_size=args.chunk_size,
+            seed=args.seed,
+            on_step=step,
+            rate_tolerance=args.rate_tolerance,
         )
     from ..relay_bound import relay_ceiling
 

@@ -9,7 +9,7 @@ from ..check import check_plan
 from ..plan import Broadcast
 from ..planners import get_planner
 from .cmd_compare import plan_with
-from .common import add_topology_args, check_output, load_topology_arg, resolve_source, size_arg
+from .common import add_rate_tolerance_arg, add_topology_args, check_output, load_topology_arg, resolve_source, size_arg
 
 
 def register(sub) -> None:
@@ -30,6 +30,7 @@ def register(sub) -> None:
         "for allreduce, the participating hosts (default: all hosts)",
     )
     p.add_argument("--seed", type=int, default=0)
+    add_rate_tolerance_arg(p)
     p.add_argument("-o", "--output", help="file to write (default: standard output)")
     p.set_defaults(func=run)
 
@@ -45,7 +46,7 @@ def run(args) -> int:
         request = Allreduce(args.size, dests)
     else:
         request = Broadcast(resolve_source(topology, args.source), args.size, dests)
-    plan = plan_with(info, topology, request, args.seed)
+    plan = plan_with(info, topology, request, args.seed, args.rate_tolerance)
     check_plan(plan, topology)
     text = plan.dumps()
     if args.output:

@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from ..errors import InputError
-from .common import print_json, size_arg
+from .common import add_rate_tolerance_arg, print_json, size_arg
 
 GOODPUT_TESTBED = 0.955  # TCP goodput / HTB rate measured on the emulated network (docs/experiments/runtime.md)
 
@@ -64,6 +64,7 @@ def register(sub) -> None:
         help="receivers without --dest-dir touch their memory before the start, so the measured transfer "
         "does not include the kernel's first touch of it (default: on)",
     )
+    add_rate_tolerance_arg(p)
     p.add_argument("--timeout", type=float, default=None, help="give up after this many seconds (default: no limit)")
     p.add_argument(
         "--idle-timeout",
@@ -143,10 +144,11 @@ def _load_target(args):
         raise InputError("give --file PATH or --size SIZE", element="message")
     from ..check import check_plan
     from ..planners import get_planner
+    from .cmd_compare import plan_with
     from .common import resolve_source
 
     info = get_planner("broadcast", args.algorithm)
-    plan = info(topo, Broadcast(resolve_source(topo, args.source), size))
+    plan = plan_with(info, topo, Broadcast(resolve_source(topo, args.source), size), None, args.rate_tolerance)
     check_plan(plan, topo)
     return plan, topo, info.name
 

@@ -12,7 +12,7 @@ from ..planners import get_planner
 from ..sim import simulate
 from ..units import format_bandwidth, format_time
 from .cmd_compare import plan_with
-from .common import add_topology_args, load_topology_arg, print_json, resolve_source, size_arg
+from .common import add_rate_tolerance_arg, add_topology_args, load_topology_arg, print_json, resolve_source, size_arg
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -25,6 +25,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--size", type=size_arg, default=size_arg("1GB"))
     p.add_argument("--chunk-size", type=size_arg, default=None, help="pipelining chunk (default: the plan's)")
     p.add_argument("--seed", type=int, default=0)
+    add_rate_tolerance_arg(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
 
@@ -35,7 +36,13 @@ def run(args: argparse.Namespace) -> int:
         plan = Plan.load(args.plan)
     else:
         source = resolve_source(topology, args.source)
-        plan = plan_with(get_planner("broadcast", args.algorithm), topology, Broadcast(source, args.size), args.seed)
+        plan = plan_with(
+            get_planner("broadcast", args.algorithm),
+            topology,
+            Broadcast(source, args.size),
+            args.seed,
+            args.rate_tolerance,
+        )
     check_plan(plan, topology)
     result = simulate(plan, topology, chunk_size=args.chunk_size)
     bound = None

@@ -15,7 +15,16 @@ from ..errors import InputError, TopocastError
 from ..plan import Broadcast
 from ..planners import get_planner
 from ..units import format_size, format_time
-from .common import PLOT_SUFFIXES, add_topology_args, check_output, load_topology_arg, print_json, progress, size_arg
+from .common import (
+    PLOT_SUFFIXES,
+    add_rate_tolerance_arg,
+    add_topology_args,
+    check_output,
+    load_topology_arg,
+    print_json,
+    progress,
+    size_arg,
+)
 
 COLLECTIVES = ("broadcast", "allreduce")
 
@@ -41,6 +50,7 @@ def register(sub) -> None:
         metavar="NAME=VALUE",
         help="planner parameter, passed to the planners that accept it (repeatable)",
     )
+    add_rate_tolerance_arg(p)
     p.add_argument("--throughput", action="store_true", help="plot GridMPI's normalised throughput instead of time")
     p.add_argument("--plot", metavar="FILE", help="write the plot (PNG/PDF/SVG by extension)")
     p.add_argument("--title", help="plot title")
@@ -171,7 +181,8 @@ def run(args) -> int:
             algorithms,
             sizes,
             source=args.source,
-            options=_parse_options(args.option),
+            options=_parse_options(args.option)
+            | ({} if args.rate_tolerance is None else {"rate_tolerance": args.rate_tolerance}),
             on_step=step,
         )
     if args.plot:

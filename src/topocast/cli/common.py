@@ -69,7 +69,31 @@ def _wrap(parser, field):
     return conv
 
 
+def _rate_tolerance(text, field):
+    from ..planners.broadcast._compact import check_rate_tolerance
+
+    return check_rate_tolerance(text, option=field)
+
+
 size_arg = _wrap(parse_size, "size")
+rate_tolerance_arg = _wrap(_rate_tolerance, "--rate-tolerance")
+
+
+def add_rate_tolerance_arg(p) -> None:
+    """``--rate-tolerance``, passed to the planners that merge trees (stable, fpfr, ...)."""
+    from ..planners.broadcast._compact import DEFAULT_RATE_TOLERANCE
+
+    p.add_argument(
+        "--rate-tolerance",
+        type=rate_tolerance_arg,
+        default=None,
+        metavar="FRACTION",
+        help="fraction of the expected aggregate bandwidth the tree planners (stable, fpfr, "
+        f"balanced_multicast, optimal) may give up to merge trees, in [0, 0.5) "
+        f"(default {DEFAULT_RATE_TOLERANCE}; 0: every tree of the paper's algorithm)",
+    )
+
+
 bandwidth_arg = _wrap(parse_bandwidth, "bandwidth")
 time_arg = _wrap(parse_time, "time")
 
@@ -139,8 +163,8 @@ def _jsonable(x):
 
 
 def print_json(data) -> None:
-    json.dump(_jsonable(data), sys.stdout, indent=1)
-    sys.stdout.write("\n")
+    # one write: json.dump would write each token to the stream (seconds for 10,000 hosts)
+    sys.stdout.write(json.dumps(_jsonable(data), indent=1) + "\n")
 
 
 def console():

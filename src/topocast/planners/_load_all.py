@@ -36,6 +36,7 @@ from .broadcast import (
     speed_aware,  # noqa: F401
     stable,  # noqa: F401
     topology_aware,  # noqa: F401
+    two_tree,  # noqa: F401
 )
 
 # redistribute

@@ -31,6 +31,7 @@ import numpy as np
 
 from ..errors import SimulationError
 from ..intervals import IntervalSet
+from ..memory import BYTES_PER_RANGE, BYTES_PER_TRANSFER, check_fits
 from ..plan import Plan
 from ..plan_graph import find_upstream
 from ..results import Result, aggregate_from_times
@@ -49,6 +50,11 @@ class _Sim:
         self.chunk = float(plan.chunk_size if chunk_size is None else chunk_size)
         tr = plan.transfers
         n = self.n = len(tr)
+        check_fits(
+            n * BYTES_PER_TRANSFER + BYTES_PER_RANGE * sum(len(t.ranges) for t in tr),
+            f"simulating a plan of {n:,} transfers",
+            element="plan",
+        )
         self.size = np.array([t.nbytes for t in tr], dtype=float)
         self.sent = np.zeros(n)
         self.rate = np.zeros(n)
@@ -147,6 +153,11 @@ class _Sim:
         self.waiting_upstream: set[int] = set()
         self.t = 0.0
         self.to_check: list[int] = []
+        # what the last rate computation saw, to recompute only what changed (_rates)
+        self._flowing_before = np.zeros(n, dtype=bool)
+        self.timed: set[int] = set()  # transfers in LATENCY or REDUCING (see _due)
+        self._cap_before = np.full(n, math.nan)
+        self._coupled_before = np.full(n, -2, dtype=np.int64)
 
     # ----------------------------------------------------------------- readiness
     def _avail(self, i: int) -> float:
@@ -210,6 +221,7 @@ class _Sim:
                 if self.inject[i] > 0:
                     self.sender_free[src] = start
                 self.status[i] = LATENCY
+                self.timed.add(i)
                 self.t_event[i] = start + self.latency[i]
                 injected = True
             if not q:
@@ -330,7 +342,7 @@ class _Sim:
                     for i in todo:
                         self._consider(i)
                     changed = True
-                due = np.flatnonzero((self.status == LATENCY) & (self.t_event <= self.t * (1 + _REL)))
+                due = self._due(LATENCY)
                 for i in due:
                     self.status[i] = FLOWING
                     self.flow_start[i] = self.t
@@ -339,7 +351,7 @@ class _Sim:
                     self.to_check.extend(self.downstream[i])
                     if self.size[i] <= 0:
                         self._finish_flow(int(i))
-                due = np.flatnonzero((self.status == REDUCING) & (self.t_event <= self.t * (1 + _REL)))
+                due = self._due(REDUCING)
                 for i in due:
                     self._complete(int(i))
                     changed = True
@@ -367,11 +379,24 @@ class _Sim:
             self._settle(flowing, hits)
         return self._result()
 
+    def _due(self, phase: int) -> np.ndarray:
+        """Transfers in ``phase`` (LATENCY or REDUCING) whose phase ends now, in index order.
+
+        Looks only at the transfers in a timed phase (``self.timed``), not at every
+        transfer: a deep pipeline starts one hop per pass at the same instant."""
+        if not self.timed:
+            return np.zeros(0, dtype=np.int64)
+        cand = np.fromiter(self.timed, dtype=np.int64, count=len(self.timed))
+        due = np.sort(cand[(self.status[cand] == phase) & (self.t_event[cand] <= self.t * (1 + _REL))])
+        self.timed.difference_update(due.tolist())
+        return due
+
     def _finish_flow(self, i: int) -> None:
         self.sent[i] = self.size[i]
         self.rate[i] = 0.0
         if self.reduce_delay[i] > 0:
             self.status[i] = REDUCING
+            self.timed.add(i)
             self.t_event[i] = self.t + self.reduce_delay[i]
         else:
             self._complete(i)
@@ -385,8 +410,21 @@ class _Sim:
         return av < self.size[i] and self.sent[i] >= av - _REL * self.size[i]
 
     def _rates(self, flowing: np.ndarray) -> None:
-        self.rate[:] = 0.0
+        """Max-min rates of the flowing transfers, recomputed only where they can change.
+
+        Max-min fair rates split over the connected components of the graph joining flows to
+        the resources they cross (and coupled pipelined flows to their upstreams): a flow's
+        rate depends only on its component. A component is recomputed when one of its flows
+        started, ended (it freed its resources) or changed its constraints (cap, coupling);
+        every other flow keeps its rate.
+        """
         nf = len(flowing)
+        was = self._flowing_before
+        now = np.zeros(self.n, dtype=bool)
+        now[flowing] = True
+        ended = np.flatnonzero(was & ~now)
+        self.rate[~now] = 0.0
+        self._flowing_before = now
         if nf == 0:
             return
         starts = self.res_ptr[flowing]
@@ -410,22 +448,62 @@ class _Sim:
         if blocked.any():
             caps = np.where(blocked, 0.0, caps)
             coupled &= ~blocked
+        coupled_to = np.where(coupled, u, -1)
+        touched = (~was[flowing]) | (caps != self._cap_before[flowing]) | (coupled_to != self._coupled_before[flowing])
+        self._cap_before[flowing] = caps
+        self._coupled_before[flowing] = coupled_to
+        if not touched.any() and not len(ended):
+            return
+        pos = np.full(self.n, -1, dtype=np.int64)
+        pos[flowing] = np.arange(nf)
+        k_c = np.flatnonzero(coupled & (pos[np.where(coupled, u, 0)] >= 0))
+        sub = self._touched_components(nf, pair_flow, pair_res, pos[u[k_c]], k_c, touched, ended)
+        if sub is not None:
+            keep = sub[pair_flow]
+            new_index = np.cumsum(sub) - 1
+            pair_flow, pair_res = new_index[pair_flow[keep]], pair_res[keep]
+            caps = caps[sub]
+            k_c = k_c[sub[k_c]]
+            parents = new_index[pos[u[k_c]]]
+            k_c = new_index[k_c]
+            targets = flowing[sub]
+        else:
+            parents = pos[u[k_c]]
+            targets = flowing
         children = None
-        if coupled.any():
-            pos = np.full(self.n, -1, dtype=np.int64)
-            pos[flowing] = np.arange(nf)
-            children = [[] for _ in range(nf)]
-            for k in np.flatnonzero(coupled):
-                p = pos[u[k]]
-                if p >= 0:
-                    children[p].append(int(k))
-        self.rate[flowing] = progressive_filling(pair_flow, pair_res, self.capacity, caps, children)
+        if len(k_c):
+            children = [[] for _ in range(len(caps))]
+            for p, k in zip(parents.tolist(), k_c.tolist()):
+                children[p].append(k)
+        self.rate[targets] = progressive_filling(pair_flow, pair_res, self.capacity, caps, children)
+
+    def _touched_components(self, nf, pair_flow, pair_res, parents, kids, touched, ended):
+        """Bool over the flowing transfers: in a component with a touched flow or a resource an
+        ended flow freed (None: every flow is)."""
+        if touched.all():
+            return None
+        from scipy.sparse import coo_matrix
+        from scipy.sparse.csgraph import connected_components
+
+        n_res = len(self.capacity)
+        # nodes: flows 0..nf-1, then resources
+        rows = np.concatenate((pair_flow, parents))
+        cols = np.concatenate((nf + pair_res, kids))
+        graph = coo_matrix((np.ones(len(rows), dtype=np.int8), (rows, cols)), shape=(nf + n_res, nf + n_res))
+        _, label = connected_components(graph, directed=False)
+        hit = np.zeros(nf + n_res, dtype=bool)
+        hit[label[np.flatnonzero(touched)]] = True
+        if len(ended):
+            freed = np.concatenate([self.res_of[int(i)] for i in ended])
+            hit[label[nf + freed]] = True
+        sub = hit[label[:nf]]
+        return None if sub.all() else sub
 
     def _next_event(self, flowing: np.ndarray) -> tuple[float, list]:
         """Time to the next event and the events due then, as (dt, kind, transfer)."""
         groups: list[tuple[np.ndarray, str, np.ndarray]] = []  # (dt per item, kind, items)
         st = self.status
-        phased = np.flatnonzero((st == LATENCY) | (st == REDUCING))
+        phased = np.sort(np.fromiter(self.timed, dtype=np.int64, count=len(self.timed)))
         if len(phased):
             groups.append((self.t_event[phased] - self.t, "phase", phased))
         if self.busy_senders:

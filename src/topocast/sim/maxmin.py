@@ -46,21 +46,26 @@ def progressive_filling(
     rate = np.zeros(n)
     if n == 0:
         return rate
+    # Only the resources the flows cross matter; each round works on the pairs of the flows
+    # still rising, so a round costs what is left, not the whole problem.
+    used_res, pr = np.unique(pair_res, return_inverse=True)
+    capacity = capacity[used_res].astype(float)
     n_res = len(capacity)
-    remaining = capacity.astype(float).copy()
+    remaining = capacity.copy()
+    pf = pair_flow
+    flow_cap = np.asarray(flow_cap, dtype=float)
     active = np.ones(n, dtype=bool)
+    act = np.arange(n)  # indices of the active flows
     level = 0.0
     has_children = children is not None and any(children)
     while True:
-        act_pairs = active[pair_flow]
-        count = np.bincount(pair_res[act_pairs], minlength=n_res)
+        count = np.bincount(pr, minlength=n_res)
         used = count > 0
         inc = np.inf
         if used.any():
             inc = float(np.min(remaining[used] / count[used]))
-        cap_gap = flow_cap[active] - level
-        if cap_gap.size:
-            inc = min(inc, float(cap_gap.min()))
+        act_cap = flow_cap[act]
+        inc = min(inc, float(act_cap.min()) - level)
         if not np.isfinite(inc):
             # Nothing bounds the remaining flows: a plan/topology error upstream.
             raise ValueError("a flow crosses no shared resource and has no rate cap")
@@ -68,16 +73,15 @@ def progressive_filling(
         level += inc
         remaining -= inc * count
         saturated = used & (remaining <= _REL * capacity)
-        newly = active & (flow_cap <= level * (1 + _REL))
+        newly = np.zeros(n, dtype=bool)
+        newly[act[act_cap <= level * (1 + _REL)]] = True
         if saturated.any():
-            hit = np.zeros(n, dtype=bool)
-            hit[pair_flow[act_pairs & saturated[pair_res]]] = True
-            newly |= active & hit
+            newly[pf[saturated[pr]]] = True
         if not newly.any():
             # Numerical corner: freeze the flows closest to their limit to guarantee progress.
-            newly = active & (flow_cap <= flow_cap[active].min() * (1 + 1e-9))
+            newly[act[act_cap <= act_cap.min() * (1 + 1e-9)]] = True
             if not newly.any():
-                newly = active.copy()
+                newly[act] = True
         if has_children:
             stack = [int(f) for f in np.flatnonzero(newly)]
             while stack:
@@ -88,5 +92,8 @@ def progressive_filling(
                         stack.append(c)
         rate[newly] = level
         active &= ~newly
-        if not active.any():
+        act = np.flatnonzero(active)
+        if not len(act):
             return rate
+        keep = active[pf]
+        pf, pr = pf[keep], pr[keep]

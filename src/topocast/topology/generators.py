@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InputError
+from ..memory import BYTES_PER_NODE, check_fits
 from ..units import parse_bandwidth, parse_time
 from .model import PhysicalLink, Topology
 
@@ -150,6 +151,11 @@ def multi_cluster_tree(
         )
     n_clusters = min(n_clusters, n_hosts)
     lat = _lat(latency, "latency")
+    check_fits(
+        (n_hosts + n_clusters) * BYTES_PER_NODE,
+        f"a topology of {n_hosts + n_clusters:,} nodes",
+        element="multi_cluster_tree",
+    )
     rng = np.random.default_rng(seed)
     host_dist, switch_dist = MULTI_CLUSTER_SETTINGS[bandwidth]
     width = len(str(n_hosts - 1))
@@ -291,6 +297,9 @@ def random_tree(
     """
     if n_hosts < 1 or n_switches < 0:
         raise InputError("need n_hosts >= 1 and n_switches >= 0", element="random_tree")
+    check_fits(
+        (n_hosts + n_switches) * BYTES_PER_NODE, f"a topology of {n_hosts + n_switches:,} nodes", element="random_tree"
+    )
     if not 1 <= min_mbit <= max_mbit:
         raise InputError("need 1 <= min_mbit <= max_mbit", element="random_tree")
     lat = _lat(latency, "latency")

@@ -24,8 +24,6 @@ import numpy as np
 
 from ..errors import TopologyError
 
-TREE_BFS_IN_C = 2000  # nodes: larger trees are searched by scipy (its import costs more below)
-
 __all__ = ["PhysicalLink", "Link", "Topology", "SHARING_POLICIES"]
 
 SHARING_POLICIES = ("duplex", "shared", "fatpipe")
@@ -145,6 +143,10 @@ class Topology:
         s(self, "source", source)
         s(self, "notes", tuple(notes))
         s(self, "measured", MappingProxyType(dict(measured or {})))
+        from ..memory import BYTES_PER_NODE, check_fits
+
+        size = len(self.hosts) + len(self.switches) + len(self.physical_links) + len(self.routes)
+        check_fits(size * BYTES_PER_NODE, f"a topology of {size:,} nodes, links and routes", element=source)
         self._build(check_connected)
 
     def _err(self, element: str, message: str) -> TopologyError:
@@ -235,7 +237,7 @@ class Topology:
         s(self, "_out", tuple(tuple(a) for a in adj))
         s(self, "_route_cache", {})
         s(self, "_bfs_cache", {})
-        s(self, "_link_graph", None)  # the directed links as a sparse matrix, for tree routes
+        s(self, "_rooted", None)  # the tree rooted at node 0, for tree routes
 
         # Explicit routes: check them now so errors name the route.
         for (u, v), path in self.routes.items():
@@ -350,10 +352,6 @@ class Topology:
         cached = self._bfs_cache.get(src)
         if cached is not None:
             return cached
-        if self.is_tree() and len(self.nodes) > TREE_BFS_IN_C:  # one path between any two nodes: no ties
-            result = self._tree_paths(src)
-            self._bfs_cache[src] = result
-            return result
         n = len(self.nodes)
         dist = np.full(n, -1, dtype=np.int64)
         width = np.zeros(n)
@@ -384,29 +382,61 @@ class Topology:
         self._bfs_cache[src] = result
         return result
 
-    def _tree_paths(self, src: int) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`_bfs` on a tree, where the only path is the fewest-hop one: scipy's
-        breadth-first search (C) instead of the tie-breaking Python loop."""
-        from scipy.sparse import csr_matrix
-        from scipy.sparse.csgraph import breadth_first_order
-
+    def _rooted_tree(self) -> tuple[list[int], list[int], list[int], list[int]]:
+        """The tree rooted at node 0, for :meth:`_tree_route`: (parent, depth, up link,
+        down link) per node; -1 where none (the root, an unreached node, a one-way cable)."""
+        cached = self._rooted
+        if cached is not None:
+            return cached
         n = len(self.nodes)
-        graph = self._link_graph
-        if graph is None:  # entry (u, v) = directed link id + 1
-            ids = np.arange(len(self.links)) + 1
-            graph = csr_matrix((ids, (self.link_src, self.link_dst)), shape=(n, n))
-            object.__setattr__(self, "_link_graph", graph)
-        order, pred = breadth_first_order(graph, src, directed=True, return_predecessors=True)
-        parent = np.full(n, -1, dtype=np.int64)
-        width = np.zeros(n)
-        width[src] = np.inf
-        reached = order[1:]
-        if len(reached):
-            parent[reached] = np.asarray(graph[pred[reached], reached]).ravel() - 1
-            bw = self.link_bandwidth
-            for y in reached.tolist():  # BFS order: a node's predecessor comes first
-                width[y] = min(width[pred[y]], bw[parent[y]])
-        return parent, width
+        neighbours: list[list[int]] = [[] for _ in range(n)]
+        for u, v in zip(self.link_src.tolist(), self.link_dst.tolist()):  # both ways: a one-way cable still joins
+            neighbours[u].append(v)
+            neighbours[v].append(u)
+        parent = [-1] * n
+        depth = [-1] * n
+        up = [-1] * n
+        down = [-1] * n
+        pair = self._pair_to_link
+        names = self.nodes
+        depth[0] = 0
+        frontier = [0]
+        while frontier:  # breadth first from the root: a node's parent comes first
+            nxt = []
+            for p in frontier:
+                for y in neighbours[p]:
+                    if depth[y] == -1:
+                        parent[y], depth[y] = p, depth[p] + 1
+                        up[y] = pair.get((names[y], names[p]), -1)
+                        down[y] = pair.get((names[p], names[y]), -1)
+                        nxt.append(y)
+            frontier = nxt
+        result = (parent, depth, up, down)
+        object.__setattr__(self, "_rooted", result)
+        return result
+
+    def _tree_route(self, iu: int, iv: int) -> tuple[int, ...] | None:
+        """The only path from node ``iu`` to ``iv`` on a tree (None: there is none): up to
+        the lowest common ancestor, then down. Costs the path's length, with no search per
+        source, so routing every pair a plan uses stays linear in its transfers."""
+        parent, depth, up, down = self._rooted_tree()
+        if depth[iu] < 0 or depth[iv] < 0:
+            return None
+        rise: list[int] = []
+        fall: list[int] = []
+        a, b = iu, iv
+        while depth[a] > depth[b]:
+            rise.append(up[a])
+            a = parent[a]
+        while depth[b] > depth[a]:
+            fall.append(down[b])
+            b = parent[b]
+        while a != b:
+            rise.append(up[a])
+            fall.append(down[b])
+            a, b = parent[a], parent[b]
+        links = rise + fall[::-1]
+        return None if -1 in links else tuple(links)
 
     def route(self, u: str, v: str) -> tuple[int, ...]:
         """Directed link ids crossed by a transfer from node ``u`` to node ``v``."""
@@ -419,6 +449,10 @@ class Topology:
         elif key in self.routes:
             path = self.routes[key]
             r = tuple(self._pair_to_link[(x, y)] for x, y in zip(path, path[1:]))
+        elif self.is_tree():  # one path between any two nodes: no search, no ties to break
+            r = self._tree_route(self.index(u), self.index(v))
+            if r is None:
+                raise self._err(f"route {u}->{v}", "no path between these nodes")
         else:
             iu, iv = self.index(u), self.index(v)
             parent, _ = self._bfs(iu)

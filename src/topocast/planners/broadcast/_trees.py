@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ...memory import BYTES_PER_RANGE, BYTES_PER_TRANSFER, check_fits
 from ...plan import Transfer
 
 __all__ = [
@@ -461,6 +462,13 @@ def pipeline_transfers(
     capped at the tree's rate V_n (pacing, docs/algorithms.md 1.4). Trees with an empty sequence are
     skipped.
     """
+    n_transfers = sum(len(p.members) for p, seq in zip(pipelines, sequences) if seq)
+    check_fits(
+        sum(len(p.members) * (BYTES_PER_TRANSFER + BYTES_PER_RANGE * len(seq)) for p, seq in zip(pipelines, sequences)),
+        f"a plan of {n_transfers:,} transfers over {len(pipelines):,} trees",
+        element="plan",
+        hint="merge trees with a larger --rate-tolerance, or plan for fewer hosts",
+    )
     out: list[Transfer] = []
     for n, (p, seq) in enumerate(zip(pipelines, sequences)):
         if not seq:

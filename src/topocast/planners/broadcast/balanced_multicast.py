@@ -23,6 +23,7 @@ import numpy as np
 
 from ...plan import Broadcast, Plan
 from ..registry import register_planner
+from ._compact import DEFAULT_RATE_TOLERANCE, check_rate_tolerance, compact_parallel
 from ._trees import (
     Arborescence,
     contiguous_layout,
@@ -86,8 +87,12 @@ def lp_rates(pipelines, topology):
     summary="Balanced Multicasting: LP (HiGHS) rates over FPFR + random spanning pipelines, sender-paced",
     reference="den Burger, Kielmann, Bal. Balanced Multicasting: High-throughput Communication for Grid Applications. SC 2005",
 )
-def plan_balanced_multicast(topology, request: Broadcast, *, seed=None, n_candidates: int = 8) -> Plan:
-    """Spanning trees with LP-optimised rates; every destination receives Σx."""
+def plan_balanced_multicast(
+    topology, request: Broadcast, *, seed=None, n_candidates: int = 8, rate_tolerance: float = DEFAULT_RATE_TOLERANCE
+) -> Plan:
+    """Spanning trees with LP-optimised rates; every destination receives Σx.
+    ``rate_tolerance``: fraction of Σx that may be given up to drop the slowest trees."""
+    tolerance = check_rate_tolerance(rate_tolerance)
     dests = request.resolve(topology)
     cands, info = residual_pipelines(topology, request.source, dests, partial=False)
     if info["unreachable"] or not cands:
@@ -100,6 +105,8 @@ def plan_balanced_multicast(topology, request: Broadcast, *, seed=None, n_candid
     chosen = [c for c, k in zip(cands, keep) if k]
     for c, v in zip(chosen, x[keep]):
         c.rate = float(v)
+    n_before = len(chosen)
+    chosen, dropped = compact_parallel(chosen, tolerance)
     seqs = contiguous_layout(request.size, [c.rate for c in chosen])
     transfers = pipeline_transfers(request.source, chosen, seqs)
     rates = e1_rates(chosen, dests)
@@ -109,11 +116,16 @@ def plan_balanced_multicast(topology, request: Broadcast, *, seed=None, n_candid
         dests,
         transfers,
         planner="balanced_multicast",
-        params={"seed": seed, "n_candidates": int(n_candidates)},
+        params={"seed": seed, "n_candidates": int(n_candidates), "rate_tolerance": rate_tolerance},
         notes={
             "trees": len(chosen),
             "candidates": len(cands),
             "tree_rates": [c.rate for c in chosen[:64]],
             "expected_aggregate_bandwidth": float(sum(rates.values())),
+            **(
+                {"trees_before_merging": n_before, "merging_loss_aggregate_bandwidth": dropped * len(dests)}
+                if n_before != len(chosen)
+                else {}
+            ),
         },
     )

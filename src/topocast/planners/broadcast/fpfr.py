@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from ...plan import Broadcast, Plan
 from ..registry import register_planner
+from ._compact import DEFAULT_RATE_TOLERANCE, check_rate_tolerance, compact_parallel
 from ._trees import contiguous_layout, e1_rates, pipeline_transfers, residual_pipelines, unreachable_error
 
 __all__ = ["plan_fpfr", "fpfr_pipelines"]
@@ -35,12 +36,23 @@ def fpfr_pipelines(topology, source, destinations, *, max_trees=None):
     summary="FPFR: spanning depth-first pipelines on residual capacities, data split by throughput, paced",
     reference="Izmailov, Ganguly, Tu. Fast Parallel File Replication in Data Grid. GGF-10, 2004",
 )
-def plan_fpfr(topology, request: Broadcast, *, seed=None, max_trees: int | None = None) -> Plan:
-    """Plan an FPFR broadcast. ``max_trees`` caps the number of spanning trees."""
+def plan_fpfr(
+    topology,
+    request: Broadcast,
+    *,
+    seed=None,
+    max_trees: int | None = None,
+    rate_tolerance: float = DEFAULT_RATE_TOLERANCE,
+) -> Plan:
+    """Plan an FPFR broadcast. ``max_trees`` caps the number of spanning trees;
+    ``rate_tolerance``: fraction of ΣV that may be given up to drop the slowest trees."""
+    tolerance = check_rate_tolerance(rate_tolerance)
     dests = request.resolve(topology)
     pipelines, info = fpfr_pipelines(topology, request.source, dests, max_trees=max_trees)
     if info["unreachable"] or not pipelines:
         raise unreachable_error("fpfr", info, dests)
+    n_before = len(pipelines)
+    pipelines, dropped = compact_parallel(pipelines, tolerance)
     seqs = contiguous_layout(request.size, [p.rate for p in pipelines])
     transfers = pipeline_transfers(request.source, pipelines, seqs)
     rates = e1_rates(pipelines, dests)
@@ -49,6 +61,8 @@ def plan_fpfr(topology, request: Broadcast, *, seed=None, max_trees: int | None 
         "tree_rates": [p.rate for p in pipelines[:64]],
         "expected_aggregate_bandwidth": float(sum(rates.values())),
     }
-    return Plan.broadcast(
-        request.source, request.size, dests, transfers, planner="fpfr", params={"max_trees": max_trees}, notes=notes
-    )
+    if n_before != len(pipelines):
+        notes["trees_before_merging"] = n_before
+        notes["merging_loss_aggregate_bandwidth"] = dropped * len(dests)
+    params = {"max_trees": max_trees, "rate_tolerance": rate_tolerance}
+    return Plan.broadcast(request.source, request.size, dests, transfers, planner="fpfr", params=params, notes=notes)

@@ -30,6 +30,11 @@ Everything here is ours ([I]):
    ``max_rounds`` rounds.
 3. Keep the better (E1 aggregate) of the LP plan and stable's plan; ``plan.notes`` reports the
    bound, the achieved aggregate, the gap to the bound, the method and the rounds.
+4. E1 ignores latency: a pipeline through n hosts fills in about n hop latencies. Plan the
+   shallow structures as well, ``two_tree`` (depth about log2 n, docs/algorithms.md 11) and,
+   up to 256 destinations, ``dijkstra``'s widest relay tree, and the unpaced ``depth_first``
+   pipeline; predict each with the simulator and keep the one with the largest aggregate
+   bandwidth (ties: the pipelines).
 
 What it is not: a proof of optimality over all routings. Packing Steiner trees is NP-hard
 and routing alone can stay below the max-flow bound (docs/algorithms.md 8); the notes report the
@@ -39,12 +44,14 @@ remaining gap to that bound, which is an upper bound on what any plan could add.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
 from ...bounds import broadcast_bounds
 from ...plan import Broadcast, Plan
 from ..registry import register_planner
+from ._compact import DEFAULT_RATE_TOLERANCE, check_rate_tolerance
 from ._trees import Arborescence, e1_rates, has_reverse, pipeline_over, resource_arrays, undirected_tree
 from .stable import plan_from_nested, stable_pipelines
 
@@ -140,24 +147,148 @@ def _price(topology, source, arb_fixed, level_sets, y, mu, dests, res_of, rev):
 @register_planner(
     "broadcast",
     "optimal",
-    summary="Max aggregate bandwidth (routing only): stable, then LP column generation over nested pipelines",
+    summary="Max aggregate bandwidth (routing only): stable, then LP column generation over nested pipelines; two_tree, dijkstra or depth_first where the simulator predicts more",
     reference="Ours; extends Takahashi et al. CCGrid 2008 (future work) with an LP as in den Burger et al. SC 2005",
 )
-def plan_optimal(topology, request: Broadcast, *, seed=None, max_rounds: int = 30, max_sets: int = 40) -> Plan:
-    """Maximise Σ_d r(d) over nested rated pipelines; never worse than ``stable`` for any host."""
+def plan_optimal(
+    topology,
+    request: Broadcast,
+    *,
+    seed=None,
+    max_rounds: int = 30,
+    max_sets: int = 40,
+    rate_tolerance: float = DEFAULT_RATE_TOLERANCE,
+) -> Plan:
+    """Maximise Σ_d r(d): the LP plan over nested pipelines, or another structure the
+    simulator predicts better (step 4)."""
+    from ...errors import PlanError
+
+    check_rate_tolerance(rate_tolerance)
+    try:
+        plan = _plan_pipelines(
+            topology, request, max_rounds=max_rounds, max_sets=max_sets, rate_tolerance=rate_tolerance
+        )
+    except PlanError as exc:
+        # no two-way depth-first pipeline reaches some destination (a one-way SimGrid route
+        # graph): step 4's relay trees follow the routes and may still reach every host
+        params = {"max_rounds": max_rounds, "max_sets": max_sets, "rate_tolerance": rate_tolerance}
+        return _best_other(topology, request, exc, params=params)
+    return shallower_if_better(topology, request, plan)
+
+
+#: Step 4's other structures, and the most destinations each is tried for (``dijkstra``'s
+#: greedy costs O(n^3): minutes for 1,500 hosts). ``depth_first`` is the unpaced pipeline
+#: (no staged layout, so no rounding in the byte split: it can end a few bytes earlier).
+CANDIDATES = {"two_tree": None, "dijkstra": 256, "depth_first": None}
+
+
+def _predicted_candidates(topology, request: Broadcast, n_dests: int):
+    """(name, plan, predicted aggregate bandwidth) of every step-4 candidate that plans."""
+    from ...errors import TopocastError
+    from ...sim import simulate
+    from ..registry import get_planner
+
+    for name, most in CANDIDATES.items():
+        if most is not None and n_dests > most:
+            continue
+        try:
+            plan = get_planner("broadcast", name)(topology, request)
+        except TopocastError:
+            continue
+        yield name, plan, simulate(plan, topology).aggregate_bandwidth
+
+
+#: Step 4 runs always up to SMALL destinations, and above only when the pipelines' fill
+#: (summed hop latencies down the longest chain) is at least FILL_SHARE of the transfer time:
+#: below that a shallower structure cannot gain more than about that share, and simulating
+#: every candidate would dominate the planning time on thousands of hosts.
+SMALL = 256
+FILL_SHARE = 1e-4
+
+
+def _fill_time(topology, plan: Plan) -> float:
+    """Latency down the longest chain of pipelined hops (route latencies summed)."""
+    lat = topology.link_latency
+    reach = [0.0] * len(plan.transfers)
+    for i, t in enumerate(plan.transfers):
+        links = (
+            topology.route(t.src, t.dst)
+            if t.path is None
+            else [topology._pair_to_link[(a, b)] for a, b in zip(t.path, t.path[1:])]
+        )
+        up = reach[t.upstream] if t.upstream is not None and t.upstream < i else 0.0
+        reach[i] = up + float(sum(lat[l] for l in links))
+    return max(reach, default=0.0)
+
+
+def _transfer_time(plan: Plan) -> float:
+    """Message size over the mean expected rate of a destination."""
+    mean = float(plan.notes.get("expected_aggregate_bandwidth", 0.0)) / max(len(plan.wanted), 1)
+    return plan.size / mean if mean > 0 else math.inf
+
+
+def shallower_if_better(topology, request: Broadcast, plan: Plan) -> Plan:
+    """Step 4: another structure (``two_tree``, ``dijkstra``, ``depth_first``) instead of
+    ``plan`` when the simulator predicts it more aggregate bandwidth (long pipelines pay
+    their fill time, docs/algorithms.md 11). Ties keep ``plan``."""
+    from ...sim import simulate
+
+    if len(plan.wanted) > SMALL and _fill_time(topology, plan) < FILL_SHARE * _transfer_time(plan):
+        return plan  # nothing to gain from a shallower structure: skip the simulations
+    scores = {"pipelines": simulate(plan, topology).aggregate_bandwidth}
+    best_name, best = "pipelines", plan
+    for name, other, bw in _predicted_candidates(topology, request, len(plan.wanted)):
+        scores[name] = bw
+        if bw > scores[best_name] * (1 + 1e-9):
+            best_name, best = name, other
+    notes = {**plan.notes, "predicted_aggregate_bandwidth": scores}
+    if best is plan:
+        return replace(plan, notes=notes)
+    notes.update(best.notes, method=f"{best_name}: the simulator predicts more than the pipelines")
+    return replace(best, planner="optimal", params=plan.params, notes=notes)
+
+
+def _best_other(topology, request: Broadcast, error, *, params) -> Plan:
+    """Step 4 without a pipelines plan: the best candidate, or ``error`` if none plans."""
+    scored = list(_predicted_candidates(topology, request, len(request.resolve(topology))))
+    if not scored:
+        raise error
+    name, best, bw = max(scored, key=lambda c: c[2])
+    notes = {
+        **best.notes,
+        "predicted_aggregate_bandwidth": {n: b for n, _, b in scored},
+        "method": f"{name}: no depth-first pipeline reaches every destination ({error})",
+    }
+    return replace(best, planner="optimal", params=params, notes=notes)
+
+
+def _plan_pipelines(topology, request: Broadcast, *, max_rounds: int, max_sets: int, rate_tolerance: float) -> Plan:
+    """Steps 1-3: maximise Σ_d r(d) over nested rated pipelines; never worse than ``stable``
+    for any host (up to ``rate_tolerance`` of the aggregate, given up to merge trees, as in
+    ``stable``)."""
     dests = request.resolve(topology)
     src = request.source
     bound = broadcast_bounds(topology, src, dests)
     pipes, info = stable_pipelines(topology, src, dests)
     r_stable = e1_rates(pipes, dests)
     agg_stable = float(sum(r_stable.values()))
-    params = {"max_rounds": max_rounds, "max_sets": max_sets}
+    params = {"max_rounds": max_rounds, "max_sets": max_sets, "rate_tolerance": rate_tolerance}
     notes = {"bound_aggregate_bandwidth": bound.aggregate_bandwidth, "stable_aggregate_bandwidth": agg_stable}
     if not pipes:
         # no two-way depth-first pipeline leaves the source (e.g. a one-way SimGrid route
         # graph): the LP's columns walk the same links, so there is nothing to improve on;
         # plan_from_nested raises stable's PlanError naming the unreachable destinations
-        return plan_from_nested(topology, request, dests, pipes, info, planner="optimal", params=params, notes=notes)
+        return plan_from_nested(
+            topology,
+            request,
+            dests,
+            pipes,
+            info,
+            planner="optimal",
+            params=params,
+            notes=notes,
+            rate_tolerance=rate_tolerance,
+        )
     if not math.isfinite(bound.aggregate_bandwidth) or agg_stable >= bound.aggregate_bandwidth * (1 - 1e-9):
         notes.update(
             method="stable reaches the max-flow bound",
@@ -166,7 +297,17 @@ def plan_optimal(topology, request: Broadcast, *, seed=None, max_rounds: int = 3
             else 0.0,
             rounds=0,
         )
-        return plan_from_nested(topology, request, dests, pipes, info, planner="optimal", params=params, notes=notes)
+        return plan_from_nested(
+            topology,
+            request,
+            dests,
+            pipes,
+            info,
+            planner="optimal",
+            params=params,
+            notes=notes,
+            rate_tolerance=rate_tolerance,
+        )
 
     # step 2: column generation, over two chains of destination sets
     res_of, cap = resource_arrays(topology)
@@ -201,7 +342,17 @@ def plan_optimal(topology, request: Broadcast, *, seed=None, max_rounds: int = 3
             best = (agg, lp_pipes, f"LP column generation over nested pipelines, chain {label}", rounds, ncols)
     agg, chosen, method, rounds, ncols = best
     notes.update(method=method, rounds=rounds, columns=ncols, gap_to_bound=1 - agg / bound.aggregate_bandwidth)
-    return plan_from_nested(topology, request, dests, chosen, info, planner="optimal", params=params, notes=notes)
+    return plan_from_nested(
+        topology,
+        request,
+        dests,
+        chosen,
+        info,
+        planner="optimal",
+        params=params,
+        notes=notes,
+        rate_tolerance=rate_tolerance,
+    )
 
 
 def _column_generation(topology, src, dests, sets, cols, floors, res_of, cap, rev, arb_fixed, max_rounds, max_sets):

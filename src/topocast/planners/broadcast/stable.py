@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from ...plan import Broadcast, Plan
 from ..registry import register_planner
+from ._compact import DEFAULT_RATE_TOLERANCE, check_rate_tolerance, compact_nested
 from ._trees import e1_rates, nested_layout, pipeline_transfers, residual_pipelines
 
 __all__ = ["plan_stable", "stable_pipelines"]
@@ -39,14 +40,24 @@ def stable_pipelines(topology, source, destinations, *, max_trees=None):
     return residual_pipelines(topology, source, destinations, partial=True, max_trees=max_trees)
 
 
-def plan_from_nested(topology, request: Broadcast, destinations, pipelines, info, *, planner, params, notes=None):
-    """Plan for nested rated pipelines with the folded staged layout (shared with ``optimal``)."""
+def plan_from_nested(
+    topology, request: Broadcast, destinations, pipelines, info, *, planner, params, notes=None, rate_tolerance=0.0
+):
+    """Plan for nested rated pipelines with the folded staged layout (shared with ``optimal``).
+
+    ``rate_tolerance``: fraction of the expected aggregate bandwidth that may be given up to
+    merge trees (:func:`._compact.compact_nested`)."""
     size = int(request.size)
+    n_before = len(pipelines)
+    pipelines, loss = compact_nested(pipelines, destinations, check_rate_tolerance(rate_tolerance))
     seqs = nested_layout(size, [p.rate for p in pipelines])
     transfers = pipeline_transfers(request.source, pipelines, seqs)
     rates = e1_rates(pipelines, destinations)
     n = dict(notes or {})
     n.setdefault("trees", len(pipelines))
+    if n_before != len(pipelines):
+        n["trees_before_merging"] = n_before
+        n["merging_loss_aggregate_bandwidth"] = loss
     n.setdefault("tree_rates", [p.rate for p in pipelines[:64]])
     n.setdefault("expected_aggregate_bandwidth", float(sum(rates.values())))
     if info.get("dropped"):
@@ -69,10 +80,19 @@ def plan_from_nested(topology, request: Broadcast, destinations, pipelines, info
     summary="Stable Broadcast: spanning + partial depth-first trees, capacity subtraction, staged layout, paced",
     reference="Takahashi, Saito, Shibata, Taura. A Stable Broadcast Algorithm. CCGrid 2008, pp. 392-400",
 )
-def plan_stable(topology, request: Broadcast, *, seed=None, max_trees: int | None = None) -> Plan:
+def plan_stable(
+    topology,
+    request: Broadcast,
+    *,
+    seed=None,
+    max_trees: int | None = None,
+    rate_tolerance: float = DEFAULT_RATE_TOLERANCE,
+) -> Plan:
     """Plan a Stable Broadcast of ``request`` over ``topology``.
 
     ``max_trees`` caps the number of trees (default: until no destination is left).
+    ``rate_tolerance``: fraction of the expected aggregate bandwidth that may be given up to
+    merge partial trees (0: the paper's trees, one per bottleneck level).
     ``seed`` is accepted for interface uniformity; the algorithm is deterministic.
     """
     dests = request.resolve(topology)
@@ -80,5 +100,12 @@ def plan_stable(topology, request: Broadcast, *, seed=None, max_trees: int | Non
     # Destinations dropped (exhausted up-link) are still in T_1: they get V_1 + ... of the trees
     # they were in, so every destination is in T_1 and receives the whole message.
     return plan_from_nested(
-        topology, request, dests, pipelines, info, planner="stable", params={"max_trees": max_trees}
+        topology,
+        request,
+        dests,
+        pipelines,
+        info,
+        planner="stable",
+        params={"max_trees": max_trees, "rate_tolerance": rate_tolerance},
+        rate_tolerance=rate_tolerance,
     )

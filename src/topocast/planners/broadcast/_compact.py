@@ -1,0 +1,137 @@
+"""Compact plans on many-level networks: fewer rated trees for a bounded loss (docs/planners.md).
+
+On a network where almost every link has its own bandwidth, the capacity-subtraction loop of
+``stable`` / ``fpfr`` (and the LP of ``optimal`` / ``balanced_multicast``) yields one tree per
+distinct bottleneck, so a plan has hosts x levels transfers, most of them carrying a sliver of
+bandwidth. Ours ([I]): give up at most ``rate_tolerance`` of the plan's expected aggregate
+bandwidth (E1, docs/algorithms.md 0.2) to drop trees.
+
+* Nested trees (``stable``, ``optimal``; T_1 ⊇ T_2 ⊇ ...): removing tree ``s`` folds its rate into
+  the next kept tree ``q`` (same hosts minus those that left after ``s``). A host whose last
+  tree was in ``[s, q)`` then gets the cumulative rate of the kept tree before ``s``; every other
+  host keeps its rate. Folding is only done when tree ``q`` uses every link at most as often as
+  tree ``s`` (true for sub-pipelines of one depth-first order on a tree topology), so the merged
+  plan never asks a link for more than the original plan did. The tree whose removal costs
+  least is removed first, while the total cost stays within the budget.
+* Parallel spanning trees (``fpfr``, ``balanced_multicast``; every host gets ΣV): trees that are
+  the same pipeline are merged (lossless), then the slowest trees are dropped while their rates
+  sum to at most the budget.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from ...errors import InputError
+from ._trees import Pipeline
+
+__all__ = ["DEFAULT_RATE_TOLERANCE", "check_rate_tolerance", "compact_nested", "compact_parallel"]
+
+# Fraction of the expected aggregate bandwidth a planner may give up to drop trees. The loss it
+# costs, measured on the generators' networks, is in docs/performance.md.
+DEFAULT_RATE_TOLERANCE = 0.004
+
+
+def check_rate_tolerance(value: float, option: str = "rate_tolerance") -> float:
+    """``value`` as a float in [0, 0.5), or InputError naming ``option`` and the range."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        v = math.nan
+    if not (0.0 <= v < 0.5):
+        raise InputError(f"must be a fraction of the aggregate bandwidth in [0, 0.5), got {value!r}", element=option)
+    return v
+
+
+def _dominated(small: Pipeline, big: Pipeline) -> bool:
+    """True when ``small`` uses no link more often than ``big`` does."""
+    if small.link_uses.items() <= big.link_uses.items():  # the common case, as a set test
+        return True
+    uses = big.link_uses
+    return all(uses.get(lid, 0) >= u for lid, u in small.link_uses.items())
+
+
+def compact_nested(
+    pipelines: Sequence[Pipeline], destinations: Sequence[str], tolerance: float
+) -> tuple[list[Pipeline], float]:
+    """Drop nested trees for at most ``tolerance`` x the E1 aggregate; returns (trees, loss in bytes/s).
+
+    ``pipelines`` are nested (each tree's members are a subset of the previous tree's); if they
+    are not, they are returned unchanged.
+    """
+    k = len(pipelines)
+    if k < 2 or tolerance <= 0:
+        return list(pipelines), 0.0
+    wanted = set(destinations)
+    last = {}  # destination -> index of the last tree it belongs to
+    for i, p in enumerate(pipelines):
+        members = set(p.members)
+        if i and not members <= set(pipelines[i - 1].members):
+            return list(pipelines), 0.0
+        for m in members & wanted:
+            last[m] = i
+    hosts_at = [0] * k
+    for i in last.values():
+        hosts_at[i] += 1
+    cum = []
+    acc = 0.0
+    for p in pipelines:
+        acc += p.rate
+        cum.append(acc)
+    budget = tolerance * sum(cum[i] for i in last.values())
+    kept = list(range(k))
+    hosts_from = hosts_at[:]  # hosts whose last tree lies in [kept[j], kept[j+1])
+    loss = 0.0
+    legal: dict[tuple[int, int], bool] = {}
+    while len(kept) > 1:
+        best = None
+        for j in range(1, len(kept)):
+            s, before = kept[j], kept[j - 1]
+            q = kept[j + 1] if j + 1 < len(kept) else None
+            if q is not None:
+                key = (q, s)
+                if key not in legal:
+                    legal[key] = _dominated(pipelines[q], pipelines[s])
+                if not legal[key]:
+                    continue
+            cost = (cum[s] - cum[before]) * hosts_from[s]
+            if best is None or cost < best[0]:
+                best = (cost, j)
+        if best is None or loss + best[0] > budget:
+            break
+        cost, j = best
+        loss += cost
+        hosts_from[kept[j - 1]] += hosts_from[kept[j]]
+        del kept[j]
+    out = []
+    prev = 0.0
+    for s in kept:
+        p = pipelines[s]
+        out.append(Pipeline(p.members, cum[s] - prev, p.paths, p.link_uses))
+        prev = cum[s]
+    return out, loss
+
+
+def compact_parallel(pipelines: Sequence[Pipeline], tolerance: float) -> tuple[list[Pipeline], float]:
+    """Merge identical spanning pipelines, then drop the slowest within ``tolerance`` x ΣV.
+
+    Returns (trees, rate given up in bytes/s per host)."""
+    merged: dict[tuple, Pipeline] = {}
+    for p in pipelines:
+        key = (tuple(p.members), None if p.paths is None else tuple(p.paths))
+        if key in merged:
+            m = merged[key]
+            merged[key] = Pipeline(m.members, m.rate + p.rate, m.paths, m.link_uses)
+        else:
+            merged[key] = Pipeline(p.members, p.rate, p.paths, p.link_uses)
+    out = list(merged.values())
+    total = sum(p.rate for p in out)
+    budget = tolerance * total
+    dropped = 0.0
+    for p in sorted(out, key=lambda p: p.rate):
+        if len(out) == 1 or dropped + p.rate > budget or not math.isfinite(p.rate):
+            break
+        dropped += p.rate
+        out.remove(p)
+    return out, dropped
