@@ -39,6 +39,10 @@ from .maxmin import progressive_filling
 
 __all__ = ["simulate"]
 
+# flowing transfers from which max-min is recomputed per touched component (below: all at once,
+# which is as exact and spares scipy's import on small runs)
+LOCAL_RATES_FROM = 256
+
 PENDING, QUEUED, LATENCY, FLOWING, REDUCING, DONE = range(6)
 _REL = 1e-12
 
@@ -480,7 +484,7 @@ class _Sim:
     def _touched_components(self, nf, pair_flow, pair_res, parents, kids, touched, ended):
         """Bool over the flowing transfers: in a component with a touched flow or a resource an
         ended flow freed (None: every flow is)."""
-        if touched.all():
+        if touched.all() or nf < LOCAL_RATES_FROM:
             return None
         from scipy.sparse import coo_matrix
         from scipy.sparse.csgraph import connected_components
