@@ -181,9 +181,9 @@ def test_unwritable_dest_dir_is_an_error_before_the_start(tmp_path):
 
 
 def test_message_too_large_for_memory_is_refused_up_front(monkeypatch):
-    import topocast.runtime.store as st
+    import topocast.memory
 
-    monkeypatch.setattr(st, "memory_available", lambda: 10 * MiB)
+    monkeypatch.setattr(topocast.memory, "available_memory", lambda: 10 * MiB)
     with pytest.raises(RunError, match="--dest-dir"):
         perform(chain_plan(8 * MiB), launcher=make_launcher("local"))
 

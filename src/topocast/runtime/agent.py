@@ -49,11 +49,12 @@ import traceback
 from pathlib import Path
 
 from ..intervals import IntervalSet
+from ..memory import available_memory
 from .data import safe_destination
 from .pacing import HEADROOM, Pacer, TokenBucket, down_caps, pacer_burst
 from .protocol import T_DATA, T_END, T_HEARTBEAT, T_JSON, Conn, Msg, ProtocolError, connect, tune_tcp
 from .repair import Repair, serve_fetch
-from .store import MEMORY_MARGIN, SourceChanged, Store, StoreError, memory_available, peak_rss
+from .store import MEMORY_MARGIN, SourceChanged, Store, StoreError, peak_rss
 
 HEARTBEAT_EVERY = 1.0  # s: an idle sender proves it is alive this often
 MAX_FRAME = 1 << 20  # bytes per frame when nothing paces the sender
@@ -172,7 +173,7 @@ class Agent:
                 return Store(self.size)  # this host fails at the start (self.fault)
         else:
             held = IntervalSet(initial + [tuple(r) for t in self.inc.values() for r in t["ranges"]] + self.wanted)
-            avail = memory_available()
+            avail = available_memory()
             if avail is not None and held.total > avail * MEMORY_MARGIN:
                 raise StoreError(
                     f"{self.host}: the message needs {held.total} bytes of memory here but only "

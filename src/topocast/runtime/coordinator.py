@@ -407,7 +407,8 @@ def _message(plan: Plan, file: str | None, seed: int):
 def _check_room(plan: Plan, dest_dir: str | None) -> None:
     """For agents on this machine: a writable ``dest_dir``, or enough memory for every
     receiver's store (a clear error before any agent starts, not an out-of-memory kill)."""
-    from .store import MEMORY_MARGIN, memory_available
+    from ..memory import available_memory
+    from .store import MEMORY_MARGIN
 
     if dest_dir is not None:
         try:
@@ -423,7 +424,7 @@ def _check_room(plan: Plan, dest_dir: str | None) -> None:
     for t in plan.transfers:
         held.setdefault(t.dst, IntervalSet()).add_ranges(t.ranges)
     need = sum(iv.total for iv in held.values())
-    avail = memory_available()
+    avail = available_memory()
     if avail is not None and need > avail * MEMORY_MARGIN:
         raise RunError(
             f"the run needs {need} bytes of memory on this machine (the stores of {len(held)} receiving hosts) "

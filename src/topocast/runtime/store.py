@@ -32,7 +32,7 @@ from ..intervals import IntervalSet
 from .data import generate_into
 from .protocol import Conn, ProtocolError, chunk_hash
 
-__all__ = ["Store", "StoreError", "SourceChanged", "memory_available", "peak_rss", "MEMORY_MARGIN", "TRIM_EVERY"]
+__all__ = ["Store", "StoreError", "SourceChanged", "peak_rss", "MEMORY_MARGIN", "TRIM_EVERY"]
 
 MEMORY_MARGIN = 0.9  # of MemAvailable the stores of one machine may take
 TRIM_EVERY = 64 << 20  # bytes written to a file-backed store between releases of its pages
@@ -50,18 +50,6 @@ class StoreError(Exception):
 
 class SourceChanged(ProtocolError):
     """The source file changed while it was being sent."""
-
-
-def memory_available() -> int | None:
-    """MemAvailable of this machine in bytes (None when /proc/meminfo cannot say)."""
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
 
 
 def peak_rss() -> int | None:
