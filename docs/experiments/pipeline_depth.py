@@ -1,8 +1,11 @@
 """Figure of docs/experiments/pipeline-depth.md: fraction of Σ max-flow that ``stable`` and
 ``two_tree`` reach on SimGrid's g5k.xml (1 GB from bordeplage-1) as every link's latency grows.
 
-    PYTHONPATH=src python docs/experiments/pipeline_depth.py --data ../shared/data \
+    PYTHONPATH=src python docs/experiments/pipeline_depth.py --data DATA \
         --out docs/experiments/pipeline-depth.png
+
+DATA is a folder with simgrid/g5k.xml (SimGrid's platform files: docs/topology.md says where
+to get them).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ PLANNERS = ("stable", "two_tree")
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default="../shared/data")
+    ap.add_argument("--data", required=True, help="folder with simgrid/g5k.xml (docs/topology.md)")
     ap.add_argument("--out", default="docs/experiments/pipeline-depth.png")
     args = ap.parse_args(argv)
     base = load_topology(Path(args.data) / "simgrid" / "g5k.xml")
