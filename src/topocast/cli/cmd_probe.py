@@ -97,20 +97,6 @@ def probe_hosts(args) -> list[str]:
     return hosts
 
 
-def make_probe_launcher(args):
-    from ..runtime import make_launcher
-    from .cmd_run import _ssh_hosts
-
-    return make_launcher(
-        args.launcher,
-        testbed_name=args.testbed,
-        ssh_hosts=_ssh_hosts(args.ssh_hosts),
-        ssh_identity=args.ssh_identity,
-        ssh_options=args.ssh_option,
-        control_host=args.control_host,
-    )
-
-
 def probe_to_file(args, output: str, goodput: float):
     """Probe, write ``output`` atomically, return (topology, summary dict). On failure the
     measurements made so far go to OUTPUT.partial.json and the error says so."""
@@ -124,7 +110,9 @@ def probe_to_file(args, output: str, goodput: float):
     out_dir = os.path.dirname(os.path.abspath(output))
     if not os.path.isdir(out_dir) or not os.access(out_dir, os.W_OK):
         raise InputError("the folder does not exist or is not writable", source=output)
-    launcher = make_probe_launcher(args)
+    from .cmd_run import launcher_from_args
+
+    launcher = launcher_from_args(args)
     t0 = time.monotonic()
     session = ProbeSession(hosts, launcher)
     try:

@@ -241,8 +241,22 @@ def _ssh_hosts(path):
     return out
 
 
+def launcher_from_args(args):
+    """The launcher the command line asks for (``run`` and ``probe`` share its options)."""
+    from ..runtime import make_launcher
+
+    return make_launcher(
+        args.launcher,
+        testbed_name=args.testbed,
+        ssh_hosts=_ssh_hosts(args.ssh_hosts),
+        ssh_identity=args.ssh_identity,
+        ssh_options=args.ssh_option,
+        control_host=args.control_host,
+    )
+
+
 def run(args) -> int:
-    from ..runtime import DEFAULT_CHUNK, make_launcher, perform
+    from ..runtime import DEFAULT_CHUNK, perform
 
     if args.probe:
         _probe_first(args)
@@ -252,18 +266,7 @@ def run(args) -> int:
     if not 0 < goodput <= 1:
         raise InputError("expected a fraction in (0, 1]", element="--goodput")
     plan = scale_caps(plan, goodput).with_chunk_size(chunk)
-    launcher: Any = (
-        None
-        if args.launcher == "mpi"
-        else make_launcher(
-            args.launcher,
-            testbed_name=args.testbed,
-            ssh_hosts=_ssh_hosts(args.ssh_hosts),
-            ssh_identity=args.ssh_identity,
-            ssh_options=args.ssh_option,
-            control_host=args.control_host,
-        )
-    )
+    launcher: Any = None if args.launcher == "mpi" else launcher_from_args(args)
     if args.launcher == "testbed":
         missing = [h for h in plan.hosts if h not in launcher.state.hosts]
         if missing:

@@ -274,22 +274,8 @@ def _plan_pipelines(topology, request: Broadcast, *, max_rounds: int, max_sets: 
     agg_stable = float(sum(r_stable.values()))
     params = {"max_rounds": max_rounds, "max_sets": max_sets, "rate_tolerance": rate_tolerance}
     notes = {"bound_aggregate_bandwidth": bound.aggregate_bandwidth, "stable_aggregate_bandwidth": agg_stable}
-    if not pipes:
-        # no two-way depth-first pipeline leaves the source (e.g. a one-way SimGrid route
-        # graph): the LP's columns walk the same links, so there is nothing to improve on;
-        # plan_from_nested raises stable's PlanError naming the unreachable destinations
-        return plan_from_nested(
-            topology,
-            request,
-            dests,
-            pipes,
-            info,
-            planner="optimal",
-            params=params,
-            notes=notes,
-            rate_tolerance=rate_tolerance,
-        )
-    if not math.isfinite(bound.aggregate_bandwidth) or agg_stable >= bound.aggregate_bandwidth * (1 - 1e-9):
+    reaches_bound = not math.isfinite(bound.aggregate_bandwidth) or agg_stable >= bound.aggregate_bandwidth * (1 - 1e-9)
+    if pipes and reaches_bound:
         notes.update(
             method="stable reaches the max-flow bound",
             gap_to_bound=max(0.0, 1 - agg_stable / bound.aggregate_bandwidth)
@@ -297,6 +283,11 @@ def _plan_pipelines(topology, request: Broadcast, *, max_rounds: int, max_sets: 
             else 0.0,
             rounds=0,
         )
+    if not pipes or reaches_bound:
+        # without pipes, no two-way depth-first pipeline leaves the source (e.g. a one-way
+        # SimGrid route graph): the LP's columns walk the same links, so there is nothing to
+        # improve on; plan_from_nested raises stable's PlanError naming the unreachable
+        # destinations
         return plan_from_nested(
             topology,
             request,
