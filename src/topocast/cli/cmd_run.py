@@ -260,13 +260,15 @@ def run(args) -> int:
 
     if args.probe:
         _probe_first(args)
+    launcher: Any = None if args.launcher == "mpi" else launcher_from_args(args)
+    if launcher is not None:
+        launcher.prepare()  # e.g. the local launcher's fork server starts while we plan
     plan, topo, algorithm = _load_target(args)
     chunk = int(args.chunk_size or DEFAULT_CHUNK)
     goodput = args.goodput if args.goodput is not None else (GOODPUT_TESTBED if args.launcher == "testbed" else 1.0)
     if not 0 < goodput <= 1:
         raise InputError("expected a fraction in (0, 1]", element="--goodput")
     plan = scale_caps(plan, goodput).with_chunk_size(chunk)
-    launcher: Any = None if args.launcher == "mpi" else launcher_from_args(args)
     if args.launcher == "testbed":
         missing = [h for h in plan.hosts if h not in launcher.state.hosts]
         if missing:

@@ -556,6 +556,12 @@ def main() -> int:
     except json.JSONDecodeError:
         print("topocast agent: expected one JSON line on stdin", file=sys.stderr)
         return 2
+    return run_boot(boot)
+
+
+def run_boot(boot: dict) -> int:
+    """Run the agent described by its boot record (the line ``main`` reads; the local
+    launcher's fork server passes it directly)."""
     agent = Agent(boot)
     try:
         return agent.run()

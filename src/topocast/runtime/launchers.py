@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from ..errors import InputError
 
@@ -56,7 +57,11 @@ class Launcher:
     def command(self, host: str) -> list[str]:
         return [sys.executable, "-m", "topocast.runtime.agent"]
 
-    def start(self, host: str, boot: dict) -> subprocess.Popen:
+    def prepare(self) -> None:
+        """Called as early as the caller knows it will start agents (before planning): a
+        launcher can get ready meanwhile."""
+
+    def start(self, host: str, boot: dict) -> Any:
         proc = subprocess.Popen(
             self.command(host),
             stdin=subprocess.PIPE,
@@ -75,9 +80,28 @@ class Launcher:
 
 
 class LocalLauncher(Launcher):
-    """All agents on this machine, over loopback."""
+    """All agents on this machine, over loopback.
+
+    Agents are forked by a server process that has already imported them
+    (``runtime.forkserver``), so starting one costs a fork rather than an interpreter start
+    and its imports; ``prepare()`` starts that server while the caller is still planning.
+    Should the server fail, agents start as ``python -m topocast.runtime.agent`` instead.
+    """
 
     name = "local"
+
+    def prepare(self) -> None:
+        from .forkserver import fork_server
+
+        fork_server(_agent_env())
+
+    def start(self, host: str, boot: dict) -> Any:
+        from .forkserver import fork_server
+
+        try:
+            return fork_server(_agent_env()).start(boot)
+        except OSError:
+            return super().start(host, boot)
 
 
 class TestbedLauncher(Launcher):

@@ -1,0 +1,248 @@
+"""Start local agents by forking a process that has already imported them.
+
+An agent started as ``python -m topocast.runtime.agent`` pays an interpreter start, the
+``site`` imports and its own imports (numpy included, for pacing and generated data) before
+it can connect: about a tenth of a second of CPU each, paid for every host of a local run on
+a machine whose cores the run itself needs. The local launcher instead asks one server
+process, started once per coordinator process (early, while the caller still plans), to
+``fork()`` each agent: a child starts with every module loaded.
+
+We do not use ``multiprocessing``'s forkserver: its children re-run the caller's main script
+(spawn semantics), which for a benchmark or a test runner costs more than it saves.
+
+Protocol between the launcher (client) and the server: newline-delimited JSON on the
+server's stdin and stdout.
+
+* request ``{"id": N, "boot": {...}, "cwd": DIR, "stderr": PATH}``: fork one agent with
+  that boot record (the agent's stdin line under ``python -m``), working directory and
+  stderr file; reply ``{"id": N, "pid": PID}``;
+* when an agent exits: ``{"exit": PID, "code": C}`` (``C`` as ``Popen.returncode``: the exit
+  status, or minus the signal number).
+
+The server exits when its stdin closes (the coordinator process is gone); agents run in their
+own sessions, so a Ctrl-C at the terminal reaches the coordinator only, which stops them.
+"""
+
+from __future__ import annotations
+
+import atexit
+import itertools
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import traceback
+from typing import IO, Any
+
+START_TIMEOUT = 30.0  # seconds a fork request may take before the launcher gives up
+
+
+# --- the server (python -m topocast.runtime.forkserver) ---------------------------------
+
+
+def serve(requests: IO[bytes], replies: IO[bytes]) -> int:
+    import numpy  # noqa: F401  (paced agents and generated data use it: loaded once, here)
+
+    from . import agent
+
+    lock = threading.Lock()
+
+    def reply(message: dict) -> None:
+        with lock:
+            replies.write(json.dumps(message).encode() + b"\n")
+            replies.flush()
+
+    for line in requests:
+        request = json.loads(line)
+        pid = os.fork()
+        if pid == 0:
+            _run_child(request, agent.run_boot)
+        reply({"id": request["id"], "pid": pid})
+        threading.Thread(target=_reap, args=(pid, reply), daemon=True).start()
+    return 0
+
+
+def _run_child(request: dict, run_boot) -> None:
+    """The forked agent: its own session, working directory and stderr; never returns."""
+    code = 1
+    try:
+        os.setsid()
+        os.chdir(request["cwd"])
+        null = os.open(os.devnull, os.O_RDWR)
+        os.dup2(null, 0)
+        os.dup2(null, 1)  # fd 1 is the server's reply pipe: an agent must never write to it
+        err = os.open(request["stderr"], os.O_WRONLY | os.O_APPEND)
+        os.dup2(err, 2)
+        os.close(null)
+        os.close(err)
+        code = run_boot(request["boot"])
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        try:
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+def _reap(pid: int, reply) -> None:
+    _, status = os.waitpid(pid, 0)
+    reply({"exit": pid, "code": os.waitstatus_to_exitcode(status)})
+
+
+# --- the client (used by LocalLauncher) -------------------------------------------------
+
+
+class ForkedAgent:
+    """A forked agent, with the part of ``subprocess.Popen``'s interface the coordinator uses
+    (``pid``, ``poll``, ``wait``, ``returncode``, ``kill``, ``terminate``, ``stdin``,
+    ``stderr``)."""
+
+    stdin = None
+
+    def __init__(self, pid: int, stderr_path: str):
+        self.pid = pid
+        self.returncode: int | None = None
+        self._exited = threading.Event()
+        self._stderr_path = stderr_path
+        self.stderr: IO[bytes] | None = open(stderr_path, "rb")  # noqa: SIM115 (closed by the coordinator)
+        try:  # signals go through a pidfd, so a recycled pid is never signalled
+            self._pidfd: int | None = os.pidfd_open(pid)
+        except OSError:
+            self._pidfd = None
+
+    def _exit(self, code: int) -> None:
+        self.returncode = code
+        self._exited.set()
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
+
+    def poll(self) -> int | None:
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if not self._exited.wait(timeout):
+            raise subprocess.TimeoutExpired(f"agent {self.pid}", timeout or 0.0)
+        assert self.returncode is not None
+        return self.returncode
+
+    def send_signal(self, sig: int) -> None:
+        if self.returncode is not None:
+            return
+        try:
+            if self._pidfd is not None:
+                signal.pidfd_send_signal(self._pidfd, sig)
+            else:
+                os.kill(self.pid, sig)
+        except (ProcessLookupError, OSError):
+            pass
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+
+class ForkServerClient:
+    """One running server and the agents it forked for this process."""
+
+    def __init__(self, env: dict):
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "topocast.runtime.forkserver"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            start_new_session=True,
+        )
+        self._dir = tempfile.mkdtemp(prefix="topocast-agents-")
+        self._ids = itertools.count()
+        self._lock = threading.Lock()
+        self._replies: dict[int, Any] = {}
+        self._reply_ready = threading.Condition(self._lock)
+        self._agents: dict[int, ForkedAgent] = {}
+        self._early_exits: dict[int, int] = {}
+        threading.Thread(target=self._read, daemon=True, name="forkserver-replies").start()
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def start(self, boot: dict) -> ForkedAgent:
+        n = next(self._ids)
+        stderr_path = os.path.join(self._dir, f"agent-{n}.err")
+        open(stderr_path, "wb").close()
+        request = {"id": n, "boot": boot, "cwd": os.getcwd(), "stderr": stderr_path}
+        assert self.proc.stdin is not None
+        with self._lock:
+            self.proc.stdin.write(json.dumps(request).encode() + b"\n")
+            self.proc.stdin.flush()
+            if not self._reply_ready.wait_for(lambda: n in self._replies or not self.alive(), START_TIMEOUT):
+                raise OSError(f"the agent fork server did not answer within {START_TIMEOUT:.0f} s")
+            pid = self._replies.pop(n, None)
+            if pid is None:
+                raise OSError("the agent fork server exited")
+            agent = ForkedAgent(pid, stderr_path)
+            self._agents[pid] = agent
+            if pid in self._early_exits:
+                agent._exit(self._early_exits.pop(pid))
+        return agent
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            message = json.loads(line)
+            with self._lock:
+                if "exit" in message:
+                    agent = self._agents.pop(message["exit"], None)
+                    if agent is None:  # exited before its start() returned
+                        self._early_exits[message["exit"]] = message["code"]
+                    else:
+                        agent._exit(message["code"])
+                else:
+                    self._replies[message["id"]] = message["pid"]
+                self._reply_ready.notify_all()
+        with self._lock:  # the server is gone: no exit status will come for its agents
+            self._reply_ready.notify_all()
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+
+_client: ForkServerClient | None = None
+_client_lock = threading.Lock()
+
+
+def fork_server(env: dict) -> ForkServerClient:
+    """This process's fork server, started on first use (and again if it died)."""
+    global _client
+    with _client_lock:
+        if _client is None or not _client.alive():
+            if _client is None:
+                atexit.register(_close_client)
+            _client = ForkServerClient(env)
+        return _client
+
+
+def _close_client() -> None:
+    if _client is not None:
+        _client.close()
+
+
+if __name__ == "__main__":
+    sys.exit(serve(sys.stdin.buffer, sys.stdout.buffer))

@@ -1,0 +1,77 @@
+"""The local launcher's fork server: forked agents behave like started ones."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+
+import pytest
+
+from topocast.runtime import make_launcher, perform
+from topocast.runtime.forkserver import fork_server
+from topocast.runtime.launchers import _agent_env
+
+from .helpers import chain_plan
+
+
+def _boot(control: str) -> dict:
+    return {
+        "host": "x",
+        "secret": "00" * 32,
+        "control": control,
+        "bind": "127.0.0.1",
+        "advertise": "127.0.0.1",
+        "dest_dir": None,
+    }
+
+
+def test_an_agent_that_fails_reports_its_exit_code_and_stderr():
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    agent = fork_server(_agent_env()).start(_boot(f"tcp:127.0.0.1:{port}"))
+    assert agent.wait(timeout=30) == 1
+    assert agent.poll() == 1
+    assert agent.stderr is not None
+    assert b"Traceback" in agent.stderr.read()
+
+
+def test_kill_and_wait_like_popen():
+    with socket.socket() as listener:  # accepts, then never answers: the agent waits
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        agent = fork_server(_agent_env()).start(_boot(f"tcp:127.0.0.1:{listener.getsockname()[1]}"))
+        with pytest.raises(subprocess.TimeoutExpired):
+            agent.wait(timeout=0.2)
+        assert agent.poll() is None
+        agent.kill()
+        assert agent.wait(timeout=10) == -signal.SIGKILL
+        agent.kill()  # an exited agent: nothing to signal, no error
+
+
+def test_agents_run_in_their_own_session():
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        agent = fork_server(_agent_env()).start(_boot(f"tcp:127.0.0.1:{listener.getsockname()[1]}"))
+        try:  # a Ctrl-C at the terminal does not reach it (setsid is its first step after fork)
+            deadline = time.monotonic() + 10
+            while os.getsid(agent.pid) != agent.pid and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert os.getsid(agent.pid) == agent.pid
+            assert os.getsid(agent.pid) != os.getsid(0)
+        finally:
+            agent.kill()
+            agent.wait(timeout=10)
+
+
+def test_a_run_after_the_server_died_starts_a_new_one():
+    server = fork_server(_agent_env())
+    server.proc.kill()
+    server.proc.wait()
+    out = perform(chain_plan(1 << 20), launcher=make_launcher("local"))
+    assert out.failed == {}
+    assert fork_server(_agent_env()) is not server
