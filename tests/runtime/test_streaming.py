@@ -13,8 +13,8 @@ import pytest
 
 from topocast.plan import Plan, Transfer
 from topocast.runtime import RunError, make_launcher, perform
-from topocast.runtime.data import digest_ranges, generate, generate_range
-from topocast.runtime.protocol import T_DATA, Conn, ProtocolError
+from topocast.runtime.data import BLOCK, digest_pieces, digest_ranges, generate, generate_range
+from topocast.runtime.protocol import T_DATA, Conn, ProtocolError, chunk_hash
 from topocast.runtime.store import TRIM_EVERY, SourceChanged, Store, StoreError
 
 from .helpers import chain_plan
@@ -206,3 +206,57 @@ def test_full_disk_at_one_receiver_is_reported_and_the_others_complete(tmp_path)
     for h in "abd":  # d received from c in the plan: it fetched from the others instead
         assert out.result.per_host[h].completed
         assert Path(dest / h / "message.bin").stat().st_size == size
+
+
+def _count_piece_hashes(monkeypatch) -> list[int]:
+    import topocast.runtime.store as store_module
+
+    calls: list[int] = []
+    real = store_module.piece_hash
+
+    def counting(data):
+        calls.append(len(data))
+        return real(data)
+
+    monkeypatch.setattr(store_module, "piece_hash", counting)
+    return calls
+
+
+@pytest.mark.parametrize("kind", ["memory", "file"])
+def test_whole_piece_frames_give_the_digest_without_a_second_pass(tmp_path, monkeypatch, kind):
+    """Frames that are whole digest pieces (what senders send, never crossing a multiple of
+    BLOCK) lend the digest their verified checksums: no byte is hashed twice."""
+    size = 3 * BLOCK + 777
+    message = generate(9, size)
+    wanted = [(0, size)]
+    store = Store.in_memory(size) if kind == "memory" else Store.in_file(size, tmp_path / "m.bin")
+    store.follow_digest(wanted)
+    calls = _count_piece_hashes(monkeypatch)
+    for a, b in reversed(digest_pieces(wanted)):  # any order
+        store.commit(a, memoryview(message)[a:b], digest=chunk_hash(memoryview(message)[a:b]))
+    assert store.digest(wanted) == digest_ranges(message, wanted)
+    assert calls == []
+
+
+def test_pieces_from_several_frames_are_hashed_once_each(monkeypatch):
+    size = 2 * BLOCK + 100
+    message = generate(5, size)
+    wanted = [(10, size - 10)]
+    store = Store.in_memory(size)
+    store.follow_digest(wanted)
+    calls = _count_piece_hashes(monkeypatch)
+    step = 64 * 1024 + 3  # chunk-sized frames that do not line up with the pieces
+    for a in range(0, size, step):
+        b = min(size, a + step)
+        store.commit(a, memoryview(message)[a:b], digest=chunk_hash(memoryview(message)[a:b]))
+    assert store.digest(wanted) == digest_ranges(message, wanted)
+    assert sorted(calls) == sorted(b - a for a, b in digest_pieces(wanted))
+
+
+def test_digest_pieces_follow_the_bytes_not_the_split():
+    assert digest_pieces([(0, 10), (10, 5)]) == [(0, 15)]
+    assert digest_pieces([(BLOCK - 4, 8)]) == [(BLOCK - 4, BLOCK), (BLOCK, BLOCK + 4)]
+    assert digest_pieces([(20, 5), (0, 5), (5, 0)]) == [(20, 25), (0, 5)]  # order kept, empty ranges dropped
+    message = generate(2, 3 * BLOCK)
+    assert digest_ranges(message, [(0, BLOCK + 5), (BLOCK + 5, BLOCK)]) == digest_ranges(message, [(0, 2 * BLOCK + 5)])
+    assert digest_ranges(message, [(0, 5), (5, 5)]) != digest_ranges(message, [(5, 5), (0, 5)])

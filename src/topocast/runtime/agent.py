@@ -50,7 +50,7 @@ from pathlib import Path
 
 from ..intervals import IntervalSet
 from ..memory import available_memory
-from .data import safe_destination
+from .data import piece_end, safe_destination
 from .pacing import HEADROOM, Pacer, TokenBucket, down_caps, pacer_burst
 from .protocol import T_DATA, T_END, T_HEARTBEAT, T_JSON, Conn, Msg, ProtocolError, connect, tune_tcp
 from .repair import Repair, serve_fetch
@@ -435,7 +435,10 @@ class Agent:
                     if self.gone(dst):
                         return False
                     conn.send_simple(T_HEARTBEAT)
-                b = self.store.frame_end(a, self.store.held_until(a, min(a + frame, end)))
+                # a frame never crosses a digest piece's end: the receiver's digest takes its
+                # checksum as the whole piece's hash (data.digest_pieces)
+                limit = min(a + frame, end, piece_end(a))
+                b = self.store.frame_end(a, self.store.held_until(a, limit))
                 bucket.take(b - a, self.stop)
                 if pacer is not None:
                     pacer.acquire(i, b - a, self.stop)

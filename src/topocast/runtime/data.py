@@ -22,6 +22,10 @@ __all__ = [
     "generate_into",
     "generate_range",
     "digest_ranges",
+    "digest_pieces",
+    "piece_end",
+    "piece_hash",
+    "combine_piece_hashes",
     "file_digest",
     "seeded_digest",
     "safe_destination",
@@ -89,28 +93,65 @@ def generate(seed: int, size: int) -> bytearray:
     return out
 
 
-def digest_ranges(read, ranges, window: int = 4 * BLOCK) -> str:
-    """Whole-message digest (xxh3, 128 bits, hex) over ``ranges`` in order.
+def piece_end(a: int) -> int:
+    """The first multiple of ``BLOCK`` after offset ``a``: where a digest piece, and any data
+    frame, starting at ``a`` must end at the latest."""
+    return (a // BLOCK + 1) * BLOCK
+
+
+def digest_pieces(ranges) -> list[tuple[int, int]]:
+    """The pieces a digest hashes: ``ranges`` in order (ranges that continue one another
+    joined, so the digest depends on the bytes, not on how the ranges were split), each cut
+    at every multiple of ``BLOCK``. Senders never let a data frame cross a multiple of ``BLOCK`` either, so a
+    receiver usually gets each piece as one frame whose checksum it has just verified: the
+    digest then costs no second pass over the bytes (``Store.follow_digest``)."""
+    spans: list[list[int]] = []  # ranges that continue one another are one span
+    for off, length in ranges:
+        if spans and spans[-1][1] == int(off):
+            spans[-1][1] += int(length)
+        elif length:
+            spans.append([int(off), int(off) + int(length)])
+    pieces = []
+    for a, end in spans:
+        while a < end:
+            b = min(end, piece_end(a))
+            pieces.append((a, b))
+            a = b
+    return pieces
+
+
+def piece_hash(data) -> int:
+    """A piece's hash: the same xxh3 (64 bits) that checks every data frame."""
+    return xxhash.xxh3_64_intdigest(data)
+
+
+def combine_piece_hashes(hashes) -> str:
+    """The whole-message digest (128 bits, hex) from the pieces' hashes, in order."""
+    h = xxhash.xxh3_128()
+    for x in hashes:
+        h.update(x.to_bytes(8, "little"))
+    return h.hexdigest()
+
+
+def digest_ranges(read, ranges) -> str:
+    """Whole-message digest over ``ranges`` in order: xxh3-128 of the pieces' hashes
+    (:func:`digest_pieces`).
 
     ``read`` is a buffer holding the message (hashed in place), or ``read(offset, view)``
-    filling ``view`` with the message bytes at ``offset``: then at most ``window`` bytes are
-    held at once, so a digest never needs the message in memory.
+    filling ``view`` with the message bytes at ``offset``: then one piece (at most ``BLOCK``
+    bytes) is held at a time, so a digest never needs the message in memory.
     """
-    h = xxhash.xxh3_128()
+    pieces = digest_pieces(ranges)
     if not callable(read):
         source = memoryview(read)
-        for off, length in ranges:
-            h.update(source[off : off + length])
-        return h.hexdigest()
-    buf = memoryview(bytearray(min(window, max((length for _, length in ranges), default=0))))
-    for off, length in ranges:
-        pos, end = off, off + length
-        while pos < end:
-            part = buf[: min(len(buf), end - pos)]
-            read(pos, part)
-            h.update(part)
-            pos += len(part)
-    return h.hexdigest()
+        return combine_piece_hashes(piece_hash(source[a:b]) for a, b in pieces)
+    buf = memoryview(bytearray(min(BLOCK, max((b - a for a, b in pieces), default=0))))
+
+    def hashed(a: int, b: int) -> int:
+        read(a, buf[: b - a])
+        return piece_hash(buf[: b - a])
+
+    return combine_piece_hashes(hashed(a, b) for a, b in pieces)
 
 
 def file_digest(path, ranges) -> str:

@@ -21,15 +21,16 @@ once) — only a source reads its bytes into memory to send them.
 
 from __future__ import annotations
 
+import bisect
 import errno
+import itertools
 import mmap
 import os
 import threading
 import time
-from typing import Any
 
 from ..intervals import IntervalSet
-from .data import generate_into
+from .data import combine_piece_hashes, digest_pieces, digest_ranges, generate_into, piece_hash
 from .protocol import Conn, ProtocolError, chunk_hash
 
 __all__ = ["Store", "StoreError", "SourceChanged", "peak_rss", "MEMORY_MARGIN", "TRIM_EVERY"]
@@ -85,10 +86,11 @@ class Store:
         self._written = 0  # bytes since the last release of a file store's pages
         self._source: tuple | None = None  # (kind, seed or fd, path, stat) for a source store
         self._read_lock = threading.Lock()
-        self._follow: list | None = None  # wanted ranges hashed as they fill (follow_digest)
-        self._follow_at = (0, 0)  # (range index, bytes of it hashed)
+        self._follow: list | None = None  # the wanted ranges whose digest is followed
+        self._pieces: list[tuple[int, int]] = []  # their digest pieces, sorted by start
+        self._piece_starts: list[int] = []
+        self._piece_hashes: dict[tuple[int, int], int] = {}  # piece -> its hash, once held
         self._follow_lock = threading.Lock()
-        self._hasher: Any = None
 
     # ------------------------------------------------------------------ backings
     @classmethod
@@ -252,8 +254,8 @@ class Store:
                 self.version += 1
                 self.last_new = time.monotonic()
                 self.cond.notify_all()
-        if new and self._follow is not None:
-            self._advance_digest()
+        if self._follow is not None:
+            self._hash_pieces(off, end, digest)
         if new and self.kind == "file":
             self._written += new
             if self._written >= TRIM_EVERY:
@@ -372,48 +374,45 @@ class Store:
         conn.send_data_from_fd(a, self.fd, b - a, digest)
 
     def follow_digest(self, ranges) -> None:
-        """Hash ``ranges`` in order as their bytes arrive (while they are in the cache), so
-        that :meth:`digest` of these ranges costs nothing at the end."""
-        import xxhash
-
+        """Hash the digest pieces of ``ranges`` (``data.digest_pieces``) as they fill, so that
+        :meth:`digest` of these ranges costs nothing at the end. A piece that arrives as one
+        frame takes the frame's verified checksum as its hash (no second pass); a piece
+        assembled from several frames is hashed once it is whole, while still in the cache."""
         self._follow = [tuple(r) for r in ranges]
-        self._hasher = xxhash.xxh3_128()
-        self._advance_digest()
+        self._pieces = sorted(set(digest_pieces(self._follow)))
+        self._piece_starts = [a for a, _ in self._pieces]
+        for a, b in self._pieces:
+            self._hash_pieces(a, b, None)
 
-    def _advance_digest(self) -> None:
-        assert self._follow is not None and self._hasher is not None
+    def _hash_pieces(self, off: int, end: int, frame_hash: int | None) -> None:
+        """Hash the followed pieces overlapping ``[off, end)`` that are now whole."""
+        i = max(0, bisect.bisect_right(self._piece_starts, off) - 1)
         with self._follow_lock:
-            i, done = self._follow_at
-            while i < len(self._follow):
-                off, length = self._follow[i]
-                end = self.held_until(off + done, off + length)
-                if end > off + done:
-                    self._hash_range(off + done, end)
-                    done = end - off
-                if done < length:
+            for a, b in itertools.islice(self._pieces, i, None):
+                if a >= end:
                     break
-                i, done = i + 1, 0
-            self._follow_at = (i, done)
+                if b <= off or (a, b) in self._piece_hashes:
+                    continue
+                if frame_hash is not None and (a, b) == (off, end):
+                    self._piece_hashes[a, b] = frame_hash  # the frame's verified checksum
+                elif self.covers(a, b):
+                    self._piece_hashes[a, b] = piece_hash(self._piece_bytes(a, b))
 
-    def _hash_range(self, a: int, b: int) -> None:
+    def _piece_bytes(self, a: int, b: int):
         if self.kind != "file":
-            self._hasher.update(self.view[a:b])
-            return
-        window = memoryview(bytearray(min(b - a, 4 << 20)))  # through the page cache, not the mapping
-        while a < b:
-            part = window[: min(len(window), b - a)]
-            self.read(a, part)
-            self._hasher.update(part)
-            a += len(part)
+            return self.view[a:b]
+        part = memoryview(bytearray(b - a))  # through the page cache, not the mapping
+        self.read(a, part)
+        return part
 
     def digest(self, ranges) -> str:
         """Whole-message digest of ``ranges`` from what is stored (bounded memory)."""
         if self._follow is not None and [tuple(r) for r in ranges] == self._follow:
-            self._advance_digest()
-            if self._follow_at[0] == len(self._follow):
-                return self._hasher.hexdigest()
-        from .data import digest_ranges
-
+            pieces = digest_pieces(self._follow)
+            for a, b in pieces:
+                self._hash_pieces(a, b, None)
+            if all(p in self._piece_hashes for p in pieces):
+                return combine_piece_hashes(self._piece_hashes[p] for p in pieces)
         return digest_ranges(self.view if self.kind == "memory" else self.read, ranges)
 
     def close(self) -> None:
