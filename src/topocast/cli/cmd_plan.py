@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from ..check import check_plan
 from ..plan import Broadcast
@@ -11,8 +13,11 @@ from ..planners import get_planner
 from .cmd_compare import plan_with
 from .common import add_rate_tolerance_arg, add_topology_args, check_output, load_topology_arg, resolve_source, size_arg
 
+if TYPE_CHECKING:
+    from ..planners.allreduce import Allreduce
 
-def register(sub) -> None:
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("plan", help="make a broadcast or allreduce plan with one algorithm and write it as JSON")
     add_topology_args(p)
     p.add_argument(
@@ -35,11 +40,12 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     check_output(args.output, "--output", (".json",))
     topology = load_topology_arg(args)
     dests = tuple(d.strip() for d in args.destinations.split(",")) if args.destinations else None
     info = get_planner(args.collective, args.algorithm)
+    request: Allreduce | Broadcast
     if args.collective == "allreduce":
         from ..planners.allreduce import Allreduce
 

@@ -9,7 +9,10 @@ planner that takes it (for example ``connections=1`` for ``gridmpi``).
 
 from __future__ import annotations
 
+import argparse
 import inspect
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, TypedDict
 
 from ..errors import InputError, TopocastError
 from ..plan import Broadcast
@@ -26,10 +29,33 @@ from .common import (
     size_arg,
 )
 
+if TYPE_CHECKING:
+    from ..topology import Topology
+
 COLLECTIVES = ("broadcast", "allreduce")
 
 
-def register(sub) -> None:
+class SweepRow(TypedDict):
+    """One planner's curve: predicted times (seconds) and throughputs (bytes/s) per size, or
+    ``None`` and the error when the planner failed at some size."""
+
+    algorithm: str
+    params: dict[str, object]
+    times: list[float] | None
+    throughput: list[float] | None
+    error: str | None
+
+
+class SweepResult(TypedDict):
+    topology: str
+    collective: str
+    source: str | None
+    hosts: int
+    sizes: list[int]
+    results: list[SweepRow]
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "sweep",
         help="predicted time vs message size for several planners (table, plot, JSON)",
@@ -70,24 +96,34 @@ def sizes_between(lo: int, hi: int, step: float) -> list[int]:
     return out
 
 
-def _parse_options(items) -> dict:
-    opts = {}
+def _parse_options(items: Iterable[str]) -> dict[str, object]:
+    opts: dict[str, object] = {}
     for item in items:
         if "=" not in item:
             raise InputError(f"expected NAME=VALUE, got {item!r}", element="--option")
-        k, v = item.split("=", 1)
-        k, v = k.strip(), v.strip()
+        k, text = item.split("=", 1)
+        k, text = k.strip(), text.strip()
+        value: int | float | str = text
         for conv in (int, float):
             try:
-                v = conv(v)
+                value = conv(text)
                 break
             except ValueError:
                 continue
-        opts[k] = v
+        opts[k] = value
     return opts
 
 
-def sweep(topology, collective: str, algorithms, sizes, *, source=None, options=None, on_step=None):
+def sweep(
+    topology: Topology,
+    collective: str,
+    algorithms: Iterable[str],
+    sizes: Sequence[int],
+    *,
+    source: str | None = None,
+    options: Mapping[str, object] | None = None,
+    on_step: Callable[[str], object] | None = None,
+) -> SweepResult:
     """``{"sizes", "hosts", "results": [{"algorithm", "times", "throughput", "error"}]}``;
     a planner that fails gets ``None`` times and the error. ``on_step(label)`` is called after
     each simulation (a progress display)."""
@@ -101,12 +137,14 @@ def sweep(topology, collective: str, algorithms, sizes, *, source=None, options=
     if not topology.is_host(source):
         raise InputError(f"{source!r} is not a host of {topology.name!r}", element="--source")
     hosts = len(topology.hosts)
-    rows = []
+    rows: list[SweepRow] = []
     for name in algorithms:
         info = get_planner(collective, name)
         accepted = inspect.signature(info.func).parameters
         kwargs = {k: v for k, v in options.items() if k in accepted}
-        times, thr, error = [], [], None
+        times: list[float] = []
+        thr: list[float] = []
+        error: str | None = None
         for size in sizes:
             req = Broadcast(source, size) if collective == "broadcast" else Allreduce(size)
             try:
@@ -117,13 +155,21 @@ def sweep(topology, collective: str, algorithms, sizes, *, source=None, options=
                     on_step(f"{name} {size} B")
             except TopocastError as exc:
                 error = str(exc)
-                times, thr = None, None
                 break
             times.append(t)
             thr.append(
                 bcast_throughput(size, hosts, t) if collective == "broadcast" else allreduce_throughput(size, hosts, t)
             )
-        rows.append({"algorithm": name, "params": kwargs, "times": times, "throughput": thr, "error": error})
+        failed = error is not None
+        rows.append(
+            {
+                "algorithm": name,
+                "params": kwargs,
+                "times": None if failed else times,
+                "throughput": None if failed else thr,
+                "error": error,
+            }
+        )
     return {
         "topology": topology.name,
         "collective": collective,
@@ -134,7 +180,7 @@ def sweep(topology, collective: str, algorithms, sizes, *, source=None, options=
     }
 
 
-def plot_sweep(data, path, *, throughput=False, title=None) -> None:
+def plot_sweep(data: SweepResult, path: str, *, throughput: bool = False, title: str | None = None) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -144,7 +190,7 @@ def plot_sweep(data, path, *, throughput=False, title=None) -> None:
     sizes = data["sizes"]
     markers = "os^vD<>px*h"
     for k, row in enumerate(data["results"]):
-        if row["times"] is None:
+        if row["times"] is None or row["throughput"] is None:  # the planner failed: no curve
             continue
         ys = [y / 1e6 for y in row["throughput"]] if throughput else row["times"]
         label = row["algorithm"] + "".join(
@@ -167,7 +213,7 @@ def plot_sweep(data, path, *, throughput=False, title=None) -> None:
     plt.close(fig)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     check_output(args.plot, "--plot", PLOT_SUFFIXES)
     topology = load_topology_arg(args)
     algorithms = [a.strip() for a in args.algorithms.split(",") if a.strip()]
@@ -203,7 +249,7 @@ def run(args) -> int:
     for k, size in enumerate(sizes):
         cells = [format_size(size)]
         for row in data["results"]:
-            if row["times"] is None:
+            if row["times"] is None or row["throughput"] is None:
                 cells.append("-")
             elif args.throughput:
                 cells.append(f"{row['throughput'][k] / 1e6:.1f}")

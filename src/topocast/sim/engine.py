@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -36,6 +37,9 @@ from ..plan import Plan
 from ..plan_graph import find_upstream
 from ..results import Result, aggregate_from_times
 from .maxmin import progressive_filling
+
+if TYPE_CHECKING:
+    from ..topology import Topology
 
 __all__ = ["simulate"]
 
@@ -48,7 +52,7 @@ _REL = 1e-12
 
 
 class _Sim:
-    def __init__(self, plan: Plan, topology, chunk_size: int | None):
+    def __init__(self, plan: Plan, topology: Topology, chunk_size: int | None) -> None:
         self.plan = plan
         self.topo = topology
         self.chunk = float(plan.chunk_size if chunk_size is None else chunk_size)
@@ -129,14 +133,14 @@ class _Sim:
         self.wanted_bytes = {h: sum(l for _, l in rs) for h, rs in plan.wanted.items()}
         self.host_done: dict[str, float] = {}
         self.allreduce = plan.collective == "allreduce"
-        incoming_bytes = defaultdict(float)
+        incoming_bytes: dict[str, float] = defaultdict(float)
         incoming_set: dict[str, IntervalSet] = defaultdict(IntervalSet)
         for i, t in enumerate(tr):
             incoming_bytes[t.dst] += self.size[i]
             if t.dst in self.wanted:
                 incoming_set[t.dst].add_ranges(t.ranges)
 
-        def exact_once(h) -> bool:
+        def exact_once(h: str) -> bool:
             # every byte h receives is wanted, arrives once and is not held from the start:
             # then h completes exactly when its last incoming transfer does
             inc = incoming_set[h]
@@ -153,7 +157,7 @@ class _Sim:
         self.waiting_data: dict[str, set[int]] = defaultdict(set)
         self.queue: dict[str, list[int]] = defaultdict(list)
         self.busy_senders: set[str] = set()  # senders with a non-empty queue
-        self.sender_free = defaultdict(float)
+        self.sender_free: dict[str, float] = defaultdict(float)
         self.waiting_upstream: set[int] = set()
         self.t = 0.0
         self.to_check: list[int] = []
@@ -379,6 +383,7 @@ class _Sim:
             if self.redundant:
                 # before completions are processed, so a host covered mid-interval gets
                 # its exact time rather than the time of the event
+                assert sent0 is not None  # copied above whenever self.redundant
                 self._redundant_check(t0, sent0)
             self._settle(flowing, hits)
         return self._result()
@@ -474,7 +479,7 @@ class _Sim:
         else:
             parents = pos[u[k_c]]
             targets = flowing
-        children = None
+        children: list[list[int]] | None = None
         if len(k_c):
             children = [[] for _ in range(len(caps))]
             for p, k in zip(parents.tolist(), k_c.tolist()):
@@ -624,7 +629,7 @@ class _Sim:
         )
 
 
-def simulate(plan: Plan, topology, *, chunk_size: int | None = None) -> Result:
+def simulate(plan: Plan, topology: Topology, *, chunk_size: int | None = None) -> Result:
     """Predict how ``plan`` runs on ``topology`` (fluid max-min model; docs/design.md "Simulator").
 
     Parameters

@@ -83,6 +83,7 @@ def progressive_filling(
             if not newly.any():
                 newly[act] = True
         if has_children:
+            assert children is not None  # has_children
             stack = [int(f) for f in np.flatnonzero(newly)]
             while stack:
                 f = stack.pop()

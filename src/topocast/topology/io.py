@@ -38,8 +38,11 @@ from __future__ import annotations
 import functools
 import json
 import math
+import os
 from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import yaml
 
@@ -52,6 +55,8 @@ __all__ = ["load_file", "save_file", "loads", "dumps", "format_bandwidth_exact",
 TOP_KEYS = ("name", "hosts", "switches", "links", "routes", "injection", "reduction", "attrs", "measured")
 LINK_KEYS = ("a", "b", "bandwidth", "latency", "bandwidth_ba", "sharing", "name", "directed")
 ROUTE_KEYS = ("src", "dst", "path")
+
+_T = TypeVar("_T")
 
 
 # ---------------------------------------------------------------------- YAML with line marks
@@ -67,7 +72,7 @@ class _MarkLoader(yaml.SafeLoader):
     """SafeLoader that remembers the line of every mapping and sequence (1-based)."""
 
 
-def _construct_mapping(loader, node):
+def _construct_mapping(loader: _MarkLoader, node: yaml.MappingNode) -> _MDict:
     loader.flatten_mapping(node)
     d = _MDict()
     for k_node, v_node in node.value:
@@ -84,7 +89,7 @@ def _construct_mapping(loader, node):
     return d
 
 
-def _construct_sequence(loader, node):
+def _construct_sequence(loader: _MarkLoader, node: yaml.SequenceNode) -> _MList:
     out = _MList(loader.construct_object(c, deep=True) for c in node.value)
     out.line = node.start_mark.line + 1
     return out
@@ -94,7 +99,7 @@ _MarkLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _con
 _MarkLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
 
 
-def _where(source: str | None, obj=None) -> str | None:
+def _where(source: str | None, obj: object = None) -> str | None:
     line = getattr(obj, "line", None)
     if source and line:
         return f"{source}:{line}"
@@ -104,7 +109,7 @@ def _where(source: str | None, obj=None) -> str | None:
 
 
 # ---------------------------------------------------------------------- parsing
-def _parse_text(text: str, source: str | None, fmt: str | None):
+def _parse_text(text: str, source: str | None, fmt: str | None) -> object:
     """YAML or JSON text -> Python objects (mappings/sequences carry their line)."""
     if fmt == "json":
         try:
@@ -128,11 +133,18 @@ def _parse_text(text: str, source: str | None, fmt: str | None):
         raise TopologyError(msg, source=source) from None
 
 
-def _fail(source, obj, element, message) -> TopologyError:
+def _fail(source: str | None, obj: object, element: str | None, message: str) -> TopologyError:
     return TopologyError(message, source=_where(source, obj), element=element)
 
 
-def _expect(value, types, source, obj, element, what):
+def _expect(
+    value: object,
+    types: type[_T] | tuple[type[_T], ...],
+    source: str | None,
+    obj: object,
+    element: str | None,
+    what: str,
+) -> _T:
     if isinstance(value, bool) and bool not in (types if isinstance(types, tuple) else (types,)):
         raise _fail(source, obj, element, f"expected {what}, got {value!r}")
     if not isinstance(value, types):
@@ -140,51 +152,51 @@ def _expect(value, types, source, obj, element, what):
     return value
 
 
-def _name(value, source, obj, element) -> str:
+def _name(value: object, source: str | None, obj: object, element: str) -> str:
     if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
         raise _fail(source, obj, element, f"expected a node name (string), got {value!r}")
     return str(value)
 
 
-def _unit(parser, value, source, obj, element):
+def _unit(parser: Callable[..., float], value: object, source: str | None, obj: object, element: str) -> float:
     try:
         return parser(value, field=None)
     except InputError as exc:
         raise _fail(source, obj, element, exc.message) from None
 
 
-def _bandwidth(value, source, obj, element) -> float:
+def _bandwidth(value: object, source: str | None, obj: object, element: str) -> float:
     bw = _unit(parse_bandwidth, value, source, obj, element)
     if not bw > 0:
         raise _fail(source, obj, element, f"bandwidth must be positive, got {value!r}")
     return bw
 
 
-def _time(value, source, obj, element) -> float:
+def _time(value: object, source: str | None, obj: object, element: str) -> float:
     t = _unit(parse_time, value, source, obj, element)
     if t < 0:
         raise _fail(source, obj, element, f"time must be >= 0, got {value!r}")
     return t
 
 
-def _check_keys(d, allowed, source, element):
+def _check_keys(d: Mapping[object, object], allowed: Sequence[str], source: str | None, element: str) -> None:
     for k in d:
         if k not in allowed:
             raise _fail(source, d, element, f"unknown key {k!r} (expected one of: {', '.join(allowed)})")
 
 
-def _names(value, source, obj, element) -> list[str]:
+def _names(value: object, source: str | None, obj: object, element: str) -> list[str]:
     if value is None:
         return []
-    _expect(value, list, source, obj, element, "a list of names")
+    value = _expect(value, list, source, obj, element, "a list of names")
     return [_name(v, source, value, f"{element}[{i}]") for i, v in enumerate(value)]
 
 
-def from_data(data, source: str | None = None, *, default_name: str = "topology") -> Topology:
+def from_data(data: object, source: str | None = None, *, default_name: str = "topology") -> Topology:
     """Build a :class:`Topology` from already-parsed YAML/JSON data."""
     if data is None:
         raise TopologyError("the file is empty (expected a mapping with hosts and links)", source=source)
-    _expect(data, dict, source, data, None, "a mapping with keys name, hosts, switches, links, ...")
+    data = _expect(data, dict, source, data, None, "a mapping with keys name, hosts, switches, links, ...")
     _check_keys(data, TOP_KEYS, source, "top level")
     name = data.get("name", default_name)
     if isinstance(name, bool) or not isinstance(name, (str, int, float)):
@@ -205,10 +217,10 @@ def from_data(data, source: str | None = None, *, default_name: str = "topology"
     links: list[PhysicalLink] = []
     pairs_seen: dict[tuple[str, str], str] = {}
     raw_links = data.get("links") or []
-    _expect(raw_links, list, source, data, "links", "a list of links")
+    raw_links = _expect(raw_links, list, source, data, "links", "a list of links")
     for i, ld in enumerate(raw_links):
         el = f"links[{i}]"
-        _expect(ld, dict, source, raw_links, el, "a mapping {a, b, bandwidth, ...}")
+        ld = _expect(ld, dict, source, raw_links, el, "a mapping {a, b, bandwidth, ...}")
         if "a" in ld and "b" in ld:
             el = f"links[{i}] ({ld['a']}-{ld['b']})"
         _check_keys(ld, LINK_KEYS, source, el)
@@ -256,10 +268,10 @@ def from_data(data, source: str | None = None, *, default_name: str = "topology"
 
     routes: dict[tuple[str, str], tuple[str, ...]] = {}
     raw_routes = data.get("routes") or []
-    _expect(raw_routes, list, source, data, "routes", "a list of {src, dst, path}")
+    raw_routes = _expect(raw_routes, list, source, data, "routes", "a list of {src, dst, path}")
     for i, rd in enumerate(raw_routes):
         el = f"routes[{i}]"
-        _expect(rd, dict, source, raw_routes, el, "a mapping {src, dst, path}")
+        rd = _expect(rd, dict, source, raw_routes, el, "a mapping {src, dst, path}")
         _check_keys(rd, ROUTE_KEYS, source, el)
         for k in ROUTE_KEYS:
             if k not in rd:
@@ -279,23 +291,23 @@ def from_data(data, source: str | None = None, *, default_name: str = "topology"
     injection_pair: dict[tuple[str, str], float] = {}
     inj = data.get("injection")
     if inj is not None:
-        _expect(inj, dict, source, data, "injection", "a mapping {default, hosts, pairs}")
+        inj = _expect(inj, dict, source, data, "injection", "a mapping {default, hosts, pairs}")
         _check_keys(inj, ("default", "hosts", "pairs"), source, "injection")
         if inj.get("default") is not None:
             t = _time(inj["default"], source, inj, "injection: default")
             injection_time = {h: t for h in hosts}
         hd = inj.get("hosts") or {}
-        _expect(hd, dict, source, inj, "injection: hosts", "a mapping host -> time")
+        hd = _expect(hd, dict, source, inj, "injection: hosts", "a mapping host -> time")
         for h, v in hd.items():
             h = _name(h, source, hd, "injection: hosts")
             if h not in hosts:
                 raise _fail(source, hd, f"injection: hosts: {h}", f"{h!r} is not a declared host")
             injection_time[h] = _time(v, source, hd, f"injection: hosts: {h}")
         pl = inj.get("pairs") or []
-        _expect(pl, list, source, inj, "injection: pairs", "a list of {src, dst, time}")
+        pl = _expect(pl, list, source, inj, "injection: pairs", "a list of {src, dst, time}")
         for i, pd in enumerate(pl):
             el = f"injection: pairs[{i}]"
-            _expect(pd, dict, source, pl, el, "a mapping {src, dst, time}")
+            pd = _expect(pd, dict, source, pl, el, "a mapping {src, dst, time}")
             _check_keys(pd, ("src", "dst", "time"), source, el)
             for k in ("src", "dst", "time"):
                 if k not in pd:
@@ -310,13 +322,13 @@ def from_data(data, source: str | None = None, *, default_name: str = "topology"
     reduction: dict[str, float] = {}
     red = data.get("reduction")
     if red is not None:
-        _expect(red, dict, source, data, "reduction", "a mapping {default, hosts} of reduction speeds")
+        red = _expect(red, dict, source, data, "reduction", "a mapping {default, hosts} of reduction speeds")
         _check_keys(red, ("default", "hosts"), source, "reduction")
         if red.get("default") is not None:
             g = _gamma(red["default"], source, red, "reduction: default")
             reduction = {h: g for h in hosts}
         hd = red.get("hosts") or {}
-        _expect(hd, dict, source, red, "reduction: hosts", "a mapping host -> speed (e.g. 1GB/s)")
+        hd = _expect(hd, dict, source, red, "reduction: hosts", "a mapping host -> speed (e.g. 1GB/s)")
         for h, v in hd.items():
             h = _name(h, source, hd, "reduction: hosts")
             if h not in hosts:
@@ -324,7 +336,7 @@ def from_data(data, source: str | None = None, *, default_name: str = "topology"
             reduction[h] = _gamma(v, source, hd, f"reduction: hosts: {h}")
 
     attrs = data.get("attrs") or {}
-    _expect(attrs, dict, source, data, "attrs", "a mapping node -> mapping")
+    attrs = _expect(attrs, dict, source, data, "attrs", "a mapping node -> mapping")
     for n, a in attrs.items():
         if str(n) not in seen:
             raise _fail(source, attrs, f"attrs: {n}", f"{n!r} is not a declared host or switch")
@@ -355,13 +367,13 @@ MEASURED_KEYS = ("by", "launcher", "measurements", "duration", "goodput", "estim
 ESTIMATE_KEYS = ("a", "b", "direction", "samples", "spread", "at_least", "uncertain")
 
 
-def _measured(m, links, source, data) -> dict:
+def _measured(m: object, links: Sequence[PhysicalLink], source: str | None, data: object) -> dict:
     """The ``measured:`` section a probe writes: how many measurements, how long, and per
     link direction the number of samples, their spread (a fraction) and flags."""
     if m is None:
         return {}
     el = "measured"
-    _expect(m, dict, source, data, el, "a mapping with keys " + ", ".join(MEASURED_KEYS))
+    m = _expect(m, dict, source, data, el, "a mapping with keys " + ", ".join(MEASURED_KEYS))
     _check_keys(m, MEASURED_KEYS, source, el)
     out: dict = {}
     for k in ("by", "launcher"):
@@ -383,7 +395,7 @@ def _measured(m, links, source, data) -> dict:
     estimates = []
     for i, e in enumerate(_expect(m.get("estimates") or [], list, source, m, f"{el}: estimates", "a list")):
         where = f"{el}: estimates[{i}]"
-        _expect(e, dict, source, m, where, "a mapping with keys " + ", ".join(ESTIMATE_KEYS))
+        e = _expect(e, dict, source, m, where, "a mapping with keys " + ", ".join(ESTIMATE_KEYS))
         _check_keys(e, ESTIMATE_KEYS, source, where)
         a, b = _name(e.get("a"), source, e, f"{where}: a"), _name(e.get("b"), source, e, f"{where}: b")
         if frozenset((a, b)) not in ends:
@@ -411,7 +423,7 @@ def _measured(m, links, source, data) -> dict:
     return out
 
 
-def measured_notes(measured) -> list[str]:
+def measured_notes(measured: Mapping | None) -> list[str]:
     """The probe's flags, in words (``topology show`` prints a topology's notes)."""
     out = []
     for e in (measured or {}).get("estimates", ()):
@@ -423,7 +435,7 @@ def measured_notes(measured) -> list[str]:
     return out
 
 
-def _gamma(value, source, obj, element) -> float:
+def _gamma(value: object, source: str | None, obj: object, element: str) -> float:
     """A reduction speed (bytes/s, or 'inf' for free) or {seconds_per_byte: x} -> γ (s/byte)."""
     if isinstance(value, dict):
         _check_keys(value, ("seconds_per_byte",), source, element)
@@ -436,7 +448,7 @@ def _gamma(value, source, obj, element) -> float:
     return 1.0 / _bandwidth(value, source, obj, element)
 
 
-def _plain(x):
+def _plain(x: object) -> object:
     if isinstance(x, dict):
         return {str(k): _plain(v) for k, v in x.items()}
     if isinstance(x, list):
@@ -471,7 +483,7 @@ def loads(text: str, source: str | None = None, *, fmt: str | None = None) -> To
         return from_data(marked, source, default_name=default_name)  # same error, with the line
 
 
-def load_file(path) -> Topology:
+def load_file(path: str | os.PathLike[str]) -> Topology:
     """Read a topology file (``.yaml``, ``.yml`` or ``.json``)."""
     path = str(path)
     try:
@@ -484,7 +496,7 @@ def load_file(path) -> Topology:
 
 
 # ---------------------------------------------------------------------- writing
-def _num(x: float):
+def _num(x: float) -> int | float:
     """A float as the shortest exact YAML/JSON number (int when integral)."""
     if float(x).is_integer() and abs(x) < 2**53:
         return int(x)
@@ -505,13 +517,13 @@ _BW_BYTE_UNITS = (("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3))
 _TIME_UNITS = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9))
 
 
-def _key(text: str, bytes_first: bool = False):
+def _key(text: str, bytes_first: bool = False) -> tuple[bool, bool, int]:
     """Prefer integral values (100Mbps over 0.1Gbps), then the preferred unit kind, then shorter."""
     return ("." in text, text.endswith("B/s") != bytes_first, len(text))
 
 
 @functools.lru_cache(maxsize=4096)
-def format_bandwidth_exact(bw: float, *, bytes_first: bool = False):
+def format_bandwidth_exact(bw: float, *, bytes_first: bool = False) -> str | int | float:
     """``'1Gbps'``-style text when it parses back to exactly ``bw``, else the bare number.
 
     ``bytes_first`` prefers ``GB/s``-style units when both read back exactly.
@@ -534,7 +546,7 @@ def format_bandwidth_exact(bw: float, *, bytes_first: bool = False):
 
 
 @functools.lru_cache(maxsize=4096)
-def format_time_exact(t: float):
+def format_time_exact(t: float) -> str | int | float:
     """``'50us'``-style text when it parses back to exactly ``t``, else the bare number."""
     if t == 0:
         return 0
@@ -548,7 +560,7 @@ def format_time_exact(t: float):
     return best if best is not None and len(best) <= 12 else _num(t)
 
 
-def _rate_for_gamma(g: float):
+def _rate_for_gamma(g: float) -> str | int | float | dict[str, float]:
     """A reduction-speed value that reads back to exactly γ = ``g``."""
     if g == 0:
         return "inf"
@@ -621,16 +633,22 @@ def to_data(t: Topology) -> dict:
     return data
 
 
-class _FlowDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):
+try:  # libyaml's emitter when PyYAML was built with it
+    from yaml import CSafeDumper as _BaseDumper
+except ImportError:
+    from yaml import SafeDumper as _BaseDumper
+
+
+class _FlowDumper(_BaseDumper):
     """Block style at the top, flow style for each link/route/host list (like docs/design.md)."""
 
 
-def _represent_list(dumper, data):
+def _represent_list(dumper: yaml.SafeDumper, data: list) -> yaml.SequenceNode:
     flow = all(not isinstance(x, (dict, list)) for x in data)
     return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=flow)
 
 
-def _represent_dict(dumper, data):
+def _represent_dict(dumper: yaml.SafeDumper, data: dict) -> yaml.MappingNode:
     flow = all(
         not isinstance(x, (dict, list)) or (isinstance(x, list) and all(not isinstance(y, (dict, list)) for y in x))
         for x in data.values()
@@ -654,7 +672,7 @@ def dumps(t: Topology, fmt: str = "yaml") -> str:
     return yaml.dump(top, Dumper=_FlowDumper, sort_keys=False, width=100, allow_unicode=True)
 
 
-def save_file(t: Topology, path) -> None:
+def save_file(t: Topology, path: str | os.PathLike[str]) -> None:
     """Write ``t`` to ``path`` (JSON for ``.json``, else YAML)."""
     path = str(path)
     try:

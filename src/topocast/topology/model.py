@@ -19,10 +19,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 import numpy as np
 
 from ..errors import TopologyError
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 __all__ = ["PhysicalLink", "Link", "Topology", "SHARING_POLICIES"]
 
@@ -62,6 +66,28 @@ class Link:
     latency: float
     sharing: str
     physical: int
+
+
+# The tree rooted at node 0 (parent, depth, up link, down link per node), see Topology._rooted_tree.
+_RootedTree = tuple[list[int], list[int], list[int], list[int]]
+
+
+class TopologyFields(TypedDict, total=False):
+    """The constructor arguments of a :class:`Topology`, for :meth:`Topology.replace`."""
+
+    name: str
+    hosts: Iterable[str]
+    switches: Iterable[str]
+    links: Iterable[PhysicalLink]
+    routes: Mapping[tuple[str, str], Sequence[str]] | None
+    injection_time: Mapping[str, float] | None
+    injection_pair: Mapping[tuple[str, str], float] | None
+    reduction_cost: Mapping[str, float] | None
+    attrs: Mapping[str, Mapping] | None
+    source: str | None
+    notes: Iterable[str]
+    measured: Mapping | None
+    check_connected: bool
 
 
 @dataclass(frozen=True, eq=False)
@@ -107,10 +133,25 @@ class Topology:
     notes: tuple[str, ...] = ()
     measured: Mapping = field(default_factory=dict)
     # derived in __init__ (not arguments, not compared): every node, every directed link, and
-    # the directed links' bandwidths as an array
+    # per directed link (index = link id) its end nodes' indices, bandwidth, latency and the
+    # shared resources it draws on (-1: none), with each resource's capacity
     nodes: tuple[str, ...] = field(init=False, repr=False, compare=False)
     links: tuple[Link, ...] = field(init=False, repr=False, compare=False)
+    link_src: np.ndarray = field(init=False, repr=False, compare=False)
+    link_dst: np.ndarray = field(init=False, repr=False, compare=False)
     link_bandwidth: np.ndarray = field(init=False, repr=False, compare=False)
+    link_latency: np.ndarray = field(init=False, repr=False, compare=False)
+    link_resource: np.ndarray = field(init=False, repr=False, compare=False)
+    link_direction_resource: np.ndarray = field(init=False, repr=False, compare=False)
+    resource_capacity: np.ndarray = field(init=False, repr=False, compare=False)
+    # lookups and caches for the queries below
+    _index: dict[str, int] = field(init=False, repr=False, compare=False)
+    _host_set: frozenset[str] = field(init=False, repr=False, compare=False)
+    _pair_to_link: dict[tuple[str, str], int] = field(init=False, repr=False, compare=False)
+    _out: tuple[tuple[int, ...], ...] = field(init=False, repr=False, compare=False)
+    _route_cache: dict[tuple[str, str], tuple[int, ...]] = field(init=False, repr=False, compare=False)
+    _bfs_cache: dict[int, tuple[np.ndarray, np.ndarray]] = field(init=False, repr=False, compare=False)
+    _rooted: _RootedTree | None = field(init=False, repr=False, compare=False)
 
     # ------------------------------------------------------------------ construction
     def __init__(
@@ -129,7 +170,7 @@ class Topology:
         notes: Iterable[str] = (),
         measured: Mapping | None = None,
         check_connected: bool = True,
-    ):
+    ) -> None:
         s = object.__setattr__
         s(self, "name", str(name))
         s(self, "hosts", tuple(hosts))
@@ -382,7 +423,7 @@ class Topology:
         self._bfs_cache[src] = result
         return result
 
-    def _rooted_tree(self) -> tuple[list[int], list[int], list[int], list[int]]:
+    def _rooted_tree(self) -> _RootedTree:
         """The tree rooted at node 0, for :meth:`_tree_route`: (parent, depth, up link,
         down link) per node; -1 where none (the root, an unreached node, a one-way cable)."""
         cached = self._rooted
@@ -411,7 +452,7 @@ class Topology:
                         down[y] = pair.get((names[p], names[y]), -1)
                         nxt.append(y)
             frontier = nxt
-        result = (parent, depth, up, down)
+        result: _RootedTree = (parent, depth, up, down)
         object.__setattr__(self, "_rooted", result)
         return result
 
@@ -498,7 +539,7 @@ class Topology:
         """True when every cable has the same bandwidth in both directions."""
         return all(pl.bandwidth_ba is None or pl.bandwidth_ba == pl.bandwidth for pl in self.physical_links)
 
-    def to_networkx(self):
+    def to_networkx(self) -> nx.DiGraph:
         """A ``networkx.DiGraph`` with ``capacity`` (bytes/s) and ``latency`` (s) on edges."""
         import networkx as nx
 
@@ -511,22 +552,22 @@ class Topology:
             g.add_edge(l.src, l.dst, capacity=l.bandwidth, latency=l.latency, sharing=l.sharing)
         return g
 
-    def replace(self, **changes) -> Topology:
+    def replace(self, **changes: Unpack[TopologyFields]) -> Topology:
         """A copy with some constructor arguments changed."""
-        kwargs = dict(
-            name=self.name,
-            hosts=self.hosts,
-            switches=self.switches,
-            links=self.physical_links,
-            routes=dict(self.routes),
-            injection_time=dict(self.injection_time),
-            injection_pair=dict(self.injection_pair),
-            reduction_cost=dict(self.reduction_cost),
-            attrs={k: dict(v) for k, v in self.attrs.items()},
-            source=self.source,
-            notes=self.notes,
-            measured=dict(self.measured),
-        )
+        kwargs: TopologyFields = {
+            "name": self.name,
+            "hosts": self.hosts,
+            "switches": self.switches,
+            "links": self.physical_links,
+            "routes": dict(self.routes),
+            "injection_time": dict(self.injection_time),
+            "injection_pair": dict(self.injection_pair),
+            "reduction_cost": dict(self.reduction_cost),
+            "attrs": {k: dict(v) for k, v in self.attrs.items()},
+            "source": self.source,
+            "notes": self.notes,
+            "measured": dict(self.measured),
+        }
         kwargs.update(changes)
         return Topology(**kwargs)
 

@@ -19,13 +19,20 @@ exhausted up-links, the epsilon, the integer byte layout and the pacing are our 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
+from ...errors import PlanError
 from ...memory import BYTES_PER_RANGE, BYTES_PER_TRANSFER, check_fits
 from ...plan import Transfer
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsRichComparison
+
+    from ...topology import Topology
 
 __all__ = [
     "Arborescence",
@@ -39,26 +46,25 @@ __all__ = [
     "resource_arrays",
     "pipeline_over",
     "undirected_tree",
+    "PipelineInfo",
 ]
 
 EPS_REL = 1e-9
 
 
-def undirected_tree(topology) -> bool:
+def undirected_tree(topology: Topology) -> bool:
     """True for a tree of two-way links (then every host pair has one route: the tree path)."""
     return topology.is_tree() and not any(getattr(pl, "directed", False) for pl in topology.physical_links)
 
 
-def has_reverse(topology) -> np.ndarray:
+def has_reverse(topology: Topology) -> np.ndarray:
     """Bool per directed link: the opposite direction exists (false only for one-way links)."""
     pair = topology._pair_to_link
     return np.array([(l.dst, l.src) in pair for l in topology.links], dtype=bool)
 
 
-def unreachable_error(planner, info, dests):
+def unreachable_error(planner: str, info: PipelineInfo, dests: Sequence[str]) -> PlanError:
     """PlanError for destinations no depth-first pipeline can reach (one-way links only)."""
-    from ...errors import PlanError
-
     missing = info.get("unreachable") or list(dests)
     return PlanError(
         f"{planner}: no depth-first pipeline reaches {', '.join(missing[:5])}"
@@ -67,7 +73,7 @@ def unreachable_error(planner, info, dests):
     )
 
 
-def resource_arrays(topology) -> tuple[np.ndarray, np.ndarray]:
+def resource_arrays(topology: Topology) -> tuple[np.ndarray, np.ndarray]:
     """(resource id per directed link, capacity per resource in bytes/s).
 
     [I, ours] A fatpipe link (SimGrid's FATPIPE: every flow may use its full bandwidth, no
@@ -104,8 +110,16 @@ class Arborescence:
     """
 
     __slots__ = ("topology", "node", "parent", "end", "down", "up", "depth", "pos", "_by_depth")
+    _by_depth: list[np.ndarray] | None
 
-    def __init__(self, topology, node, parent, down, up):
+    def __init__(
+        self,
+        topology: Topology,
+        node: Sequence[int] | np.ndarray,
+        parent: Sequence[int] | np.ndarray,
+        down: Sequence[int] | np.ndarray,
+        up: Sequence[int] | np.ndarray,
+    ) -> None:
         self.topology = topology
         self.node = np.asarray(node, dtype=np.int64)
         self.parent = np.asarray(parent, dtype=np.int64)
@@ -131,7 +145,14 @@ class Arborescence:
         self._by_depth = None
 
     @classmethod
-    def dfs(cls, topology, root: str, *, usable=None, key=None) -> Arborescence:
+    def dfs(
+        cls,
+        topology: Topology,
+        root: str,
+        *,
+        usable: np.ndarray | None = None,
+        key: Callable[[int], SupportsRichComparison] | None = None,
+    ) -> Arborescence:
         """DFS from ``root`` over directed links with ``usable[link]`` (default: all).
 
         Neighbours are visited by ``key(link)`` ascending (default: node index), so the result
@@ -143,7 +164,10 @@ class Arborescence:
         pair = topology._pair_to_link
         names = topology.nodes
         seen = np.zeros(topology.n_nodes, dtype=bool)
-        node, parent, down, up = [], [], [], []
+        node: list[int] = []
+        parent: list[int] = []
+        down: list[int] = []
+        up: list[int] = []
         # stack of (node index, parent position, down link)
         stack = [(r, -1, -1)]
         while stack:
@@ -169,7 +193,14 @@ class Arborescence:
         return cls(topology, node, parent, down, up)
 
     @classmethod
-    def from_parent_links(cls, topology, root: str, plink: np.ndarray, *, child_key=None) -> Arborescence:
+    def from_parent_links(
+        cls,
+        topology: Topology,
+        root: str,
+        plink: np.ndarray,
+        *,
+        child_key: Callable[[int], SupportsRichComparison] | None = None,
+    ) -> Arborescence:
         """Arborescence from ``plink[node]`` = directed link into the node (-1: root/unreached).
 
         Children are visited by ``child_key(link into child)`` ascending (default: node index).
@@ -181,7 +212,10 @@ class Arborescence:
             children.setdefault(int(link_src[plink[x]]), []).append(x)
         names = topology.nodes
         pair = topology._pair_to_link
-        node, parent, down, up = [], [], [], []
+        node: list[int] = []
+        parent: list[int] = []
+        down: list[int] = []
+        up: list[int] = []
         stack = [(r, -1)]
         while stack:
             x, p = stack.pop()
@@ -204,7 +238,7 @@ class Arborescence:
     def size(self) -> int:
         return len(self.node)
 
-    def by_depth(self):
+    def by_depth(self) -> list[np.ndarray]:
         if self._by_depth is None:
             order = np.argsort(self.depth, kind="stable")
             d = self.depth[order]
@@ -283,7 +317,7 @@ def pipeline_over(arb: Arborescence, active: np.ndarray, rate: float = 0.0) -> P
 
 
 def _pipeline_from(
-    arb: Arborescence, active: np.ndarray, rate: float, explicit_paths: bool, down_used, up_used
+    arb: Arborescence, active: np.ndarray, rate: float, explicit_paths: bool, down_used: np.ndarray, up_used: np.ndarray
 ) -> Pipeline:
     topo = arb.topology
     names = topo.nodes
@@ -301,9 +335,17 @@ def _pipeline_from(
     return Pipeline(members, rate, paths, uses)
 
 
+class PipelineInfo(TypedDict):
+    """What :func:`residual_pipelines` reports beside its pipelines."""
+
+    dropped: list[str]  # destinations removed by the exhausted-up-link rule
+    unreachable: list[str]  # destinations the first tree does not reach
+    tree_topology: bool
+
+
 def residual_pipelines(
-    topology, source: str, destinations: Sequence[str], *, partial: bool, max_trees: int | None = None
-) -> tuple[list[Pipeline], dict]:
+    topology: Topology, source: str, destinations: Sequence[str], *, partial: bool, max_trees: int | None = None
+) -> tuple[list[Pipeline], PipelineInfo]:
     """The capacity-subtraction loop of FPFR (``partial=False``) / Stable Broadcast (``partial=True``).
 
     step 1: trace every still-included destination depth-first over links with positive
@@ -328,7 +370,7 @@ def residual_pipelines(
     dest_idx = np.array([topology.index(d) for d in destinations], dtype=np.int64)
     want = np.zeros(topology.n_nodes, dtype=bool)
     want[dest_idx] = True
-    info = {"dropped": [], "unreachable": [], "tree_topology": bool(is_tree)}
+    info: PipelineInfo = {"dropped": [], "unreachable": [], "tree_topology": bool(is_tree)}
     pipelines: list[Pipeline] = []
     n_res = len(cap)
     arb = Arborescence.dfs(topology, source) if is_tree else None
@@ -340,6 +382,7 @@ def residual_pipelines(
             arb = Arborescence.dfs(
                 topology, source, usable=link_ok & two_way, key=lambda l: (-resid[l], int(topology.link_dst[l]))
             )
+        assert arb is not None  # built before the loop on a tree, just above otherwise
         # step 1: the destinations still included (positive down path), in DFS preorder
         active = want[arb.node] & arb.path_ok(link_ok)
         active[0] = False
@@ -353,8 +396,9 @@ def residual_pipelines(
         # drop rule for exhausted up-links (asymmetric capacities), docs/algorithms.md 1.3
         while True:
             down_used, up_used = arb.chain_usage(active)
-            uses = np.bincount(res_of[arb.down[down_used]], minlength=n_res) + np.bincount(
-                res_of[arb.up[up_used]], minlength=n_res
+            uses = np.add(
+                np.bincount(res_of[arb.down[down_used]], minlength=n_res),
+                np.bincount(res_of[arb.up[up_used]], minlength=n_res),
             )
             over = (uses > 0) & (res <= eps)
             if not over.any():
@@ -441,7 +485,7 @@ def contiguous_layout(size: int, rates: Sequence[float]) -> list[tuple[tuple[int
     (T1 the former part, T2 the latter part, [S:SB-slides 18]), so all trees end together."""
     size = int(size)
     total = float(sum(rates))
-    out = []
+    out: list[tuple[tuple[int, int], ...]] = []
     start = 0
     acc = 0.0
     for n, v in enumerate(rates):
@@ -454,7 +498,12 @@ def contiguous_layout(size: int, rates: Sequence[float]) -> list[tuple[tuple[int
 
 # --------------------------------------------------------------------------- transfers
 def pipeline_transfers(
-    source: str, pipelines: Sequence[Pipeline], sequences, *, capped: bool = True, label: str = "tree"
+    source: str,
+    pipelines: Sequence[Pipeline],
+    sequences: Sequence[tuple[tuple[int, int], ...]],
+    *,
+    capped: bool = True,
+    label: str = "tree",
 ) -> list[Transfer]:
     """One paced, pipelined transfer per hop of every pipeline, carrying that tree's sequence.
 
@@ -498,7 +547,7 @@ def e1_rates(pipelines: Sequence[Pipeline], destinations: Sequence[str]) -> dict
     return r
 
 
-def e2_rates(topology, hops: Sequence[tuple[str, str]], source: str) -> dict[str, float]:
+def e2_rates(topology: Topology, hops: Sequence[tuple[str, str]], source: str) -> dict[str, float]:
     """E2 (unrated single structure): equal split of every link among the hops crossing it;
     ``r(v) = min(r(parent), hop rate)`` (docs/algorithms.md 0.2). ``hops`` in parent-first order."""
     load: dict[int, int] = {}

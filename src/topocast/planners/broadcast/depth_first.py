@@ -15,20 +15,26 @@ the minimum of the hop rates up to it, and every host behind a slow hop inherits
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
 from ...plan import Broadcast, Plan, Transfer
 from ..registry import register_planner
+
+if TYPE_CHECKING:
+    from ...topology import Topology
 
 __all__ = ["plan_depth_first", "dfs_order"]
 
 
-def dfs_order(topology, source: str) -> tuple[list[str], dict[str, str | None], dict[str, int]]:
+def dfs_order(topology: Topology, source: str) -> tuple[list[str], dict[str, str | None], dict[str, int]]:
     """Preorder of all nodes reachable from ``source`` (neighbours by decreasing link
     bandwidth, ties by node order), with the DFS tree's parent and depth of every node."""
     bw = topology.link_bandwidth
     links = topology.links
     index = topology.index
 
-    def neighbours(x):
+    def neighbours(x: str) -> Iterator[str]:
         out = sorted(topology.out_links(x), key=lambda lid: (-bw[lid], index(links[lid].dst)))
         return iter([links[lid].dst for lid in out])
 
@@ -74,7 +80,7 @@ def _tree_path(u: str, v: str, parent, depth) -> tuple[str, ...]:
     reference="Shirai, Saito, Taura, A Fast Topology Inference, HPDC 2007 (as used by Takahashi et al., CCGrid 2008)",
     aliases=("depth-first", "dfs"),
 )
-def plan_depth_first(topology, request: Broadcast) -> Plan:
+def plan_depth_first(topology: Topology, request: Broadcast) -> Plan:
     """A pipelined chain ``source -> d1 -> d2 -> ...`` in DFS preorder."""
     dests = request.resolve(topology)
     wanted = set(dests)
@@ -82,11 +88,11 @@ def plan_depth_first(topology, request: Broadcast) -> Plan:
     chain = [request.source] + [x for x in order if x in wanted]
     transfers = []
     for k, (u, v) in enumerate(zip(chain, chain[1:])):
-        path = _tree_path(u, v, parent, depth)
-        if not all(topology.has_link(x, y) for x, y in zip(path, path[1:])):
-            # one-way links (imported SimGrid route graphs): the way back up the DFS tree may
-            # not exist; fall back to the topology's route for this hop
-            path = None
+        tree_path = _tree_path(u, v, parent, depth)
+        # one-way links (imported SimGrid route graphs): the way back up the DFS tree may
+        # not exist; fall back to the topology's route for this hop (path None)
+        usable = all(topology.has_link(x, y) for x, y in zip(tree_path, tree_path[1:]))
+        path = tree_path if usable else None
         transfers.append(
             Transfer(
                 u,

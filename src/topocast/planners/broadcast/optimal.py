@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -54,6 +55,9 @@ from ..registry import register_planner
 from ._compact import DEFAULT_RATE_TOLERANCE, check_rate_tolerance
 from ._trees import Arborescence, e1_rates, has_reverse, pipeline_over, resource_arrays, undirected_tree
 from .stable import plan_from_nested, stable_pipelines
+
+if TYPE_CHECKING:
+    from ...topology import Topology
 
 __all__ = ["plan_optimal"]
 
@@ -151,10 +155,10 @@ def _price(topology, source, arb_fixed, level_sets, y, mu, dests, res_of, rev):
     reference="Ours; extends Takahashi et al. CCGrid 2008 (future work) with an LP as in den Burger et al. SC 2005",
 )
 def plan_optimal(
-    topology,
+    topology: Topology,
     request: Broadcast,
     *,
-    seed=None,
+    seed: int | None = None,
     max_rounds: int = 30,
     max_sets: int = 40,
     rate_tolerance: float = DEFAULT_RATE_TOLERANCE,
@@ -227,7 +231,7 @@ def _transfer_time(plan: Plan) -> float:
     return plan.size / mean if mean > 0 else math.inf
 
 
-def shallower_if_better(topology, request: Broadcast, plan: Plan) -> Plan:
+def shallower_if_better(topology: Topology, request: Broadcast, plan: Plan) -> Plan:
     """Step 4: another structure (``two_tree``, ``dijkstra``, ``depth_first``) instead of
     ``plan`` when the simulator predicts it more aggregate bandwidth (long pipelines pay
     their fill time, docs/algorithms.md 11). Ties keep ``plan``."""
@@ -273,7 +277,10 @@ def _plan_pipelines(topology, request: Broadcast, *, max_rounds: int, max_sets: 
     r_stable = e1_rates(pipes, dests)
     agg_stable = float(sum(r_stable.values()))
     params = {"max_rounds": max_rounds, "max_sets": max_sets, "rate_tolerance": rate_tolerance}
-    notes = {"bound_aggregate_bandwidth": bound.aggregate_bandwidth, "stable_aggregate_bandwidth": agg_stable}
+    notes: dict[str, object] = {
+        "bound_aggregate_bandwidth": bound.aggregate_bandwidth,
+        "stable_aggregate_bandwidth": agg_stable,
+    }
     reaches_bound = not math.isfinite(bound.aggregate_bandwidth) or agg_stable >= bound.aggregate_bandwidth * (1 - 1e-9)
     if pipes and reaches_bound:
         notes.update(

@@ -14,11 +14,16 @@ choice of judge because it is cheap, the simulator then predicts the kept chain.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ...plan import Broadcast, Plan, Transfer
 from ..registry import register_planner
 from ._trees import e2_rates
+
+if TYPE_CHECKING:
+    from ...topology import Topology
 
 __all__ = ["plan_random_pipeline"]
 
@@ -29,7 +34,7 @@ __all__ = ["plan_random_pipeline"]
     summary="Random pipeline: a chain through the destinations in random (seeded) order; best of N draws",
     reference="Baseline of Takahashi et al., A Stable Broadcast Algorithm, CCGrid 2008",
 )
-def plan_random_pipeline(topology, request: Broadcast, *, seed=None, trials: int = 1) -> Plan:
+def plan_random_pipeline(topology: Topology, request: Broadcast, *, seed: int | None = None, trials: int = 1) -> Plan:
     """Chain in random order. ``trials``: draws to try, keeping the best by the E2 evaluator."""
     dests = list(request.resolve(topology))
     if trials < 1:
@@ -37,7 +42,7 @@ def plan_random_pipeline(topology, request: Broadcast, *, seed=None, trials: int
 
         raise InputError(f"trials must be >= 1, got {trials}", element="trials")
     rng = np.random.default_rng(seed)
-    best = None
+    best: tuple[float, list[str]] | None = None
     for _ in range(int(trials)):
         order = [dests[i] for i in rng.permutation(len(dests))]
         if trials == 1:
@@ -48,6 +53,7 @@ def plan_random_pipeline(topology, request: Broadcast, *, seed=None, trials: int
         score = sum(rates.values())
         if best is None or score > best[0]:
             best = (score, order)
+    assert best is not None  # trials >= 1: the loop ran at least once
     order = best[1]
     whole = ((0, int(request.size)),)
     transfers = []
