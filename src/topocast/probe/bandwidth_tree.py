@@ -46,10 +46,11 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-__all__ = ["BandwidthTree", "infer_bandwidth_tree", "levels"]
+__all__ = ["BandwidthTree", "Estimate", "host_link_estimate", "infer_bandwidth_tree", "levels"]
 
 SLOWDOWN = 0.15  # a transfer this much slower with company than alone shares a link with it
 FLOWS_PER_PAIR = 3
+NEAR_TOP = 0.06  # a host link's samples this close to its fastest are all its own link's rate
 UNCERTAIN_SPREAD = 0.25
 LEVEL_GAP = 0.1
 
@@ -247,21 +248,22 @@ def _between_groups(groups: list, pr: _Prober) -> dict:
 
 
 # ---------------------------------------------------------------- step 4: the switch tree
-def _host_link(samples: list) -> Estimate:
+def host_link_estimate(samples: list) -> Estimate:
     """A host link's rate: every transfer it carried ran at most this fast; the samples
-    within ``SLOWDOWN`` of the fastest are the ones its own link limited (the others met a
-    slower link or company), their median the estimate. One such sample alone is uncertain."""
+    within ``NEAR_TOP`` of the fastest are the ones its own link limited (the others met a
+    slower link, a slower partner or company), their median the estimate. A link that only
+    ever carried one transfer is uncertain."""
     top = max(samples, default=0.0)
-    near = sorted(r for r in samples if r >= (1 - SLOWDOWN) * top) or [0.0]
-    return Estimate(statistics.median(near), near, single=len(near) < 2)
+    near = sorted(r for r in samples if r >= (1 - NEAR_TOP) * top) or [0.0]
+    return Estimate(statistics.median(near), near, single=len(samples) < 2)
 
 
 def _up(pr: _Prober, h: str) -> Estimate:
-    return _host_link(pr.best_up.get(h, []))
+    return host_link_estimate(pr.best_up.get(h, []))
 
 
 def _down(pr: _Prober, h: str) -> Estimate:
-    return _host_link(pr.best_down.get(h, []))
+    return host_link_estimate(pr.best_down.get(h, []))
 
 
 def _link_tree(groups: list, pr: _Prober, pair_rates: dict) -> BandwidthTree:
@@ -336,11 +338,12 @@ def _across(side: list, other: list, pair_rates: dict, pr: _Prober) -> tuple:
 
 def levels(values: list[float], gap: float = LEVEL_GAP) -> dict[float, float]:
     """Map every value to its level: values sorted and cut where the next one is more than
-    ``gap`` (relative) above the previous; each level is its members' median."""
+    ``gap`` (relative) above the level's smallest (so a level never spans more than ``gap``,
+    however evenly the values are spread); each level is its members' median."""
     out: dict[float, float] = {}
     run: list[float] = []
     for v in sorted(values):
-        if run and v > run[-1] * (1 + gap):
+        if run and v > run[0] * (1 + gap):
             m = statistics.median(run)
             out.update({x: m for x in run})
             run = []

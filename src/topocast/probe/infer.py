@@ -1,9 +1,10 @@
 """From measurements to a topology file: the probe's steps, in order (docs/experiments/probe.md).
 
-1. round-trip times: the latency tree (``latency_tree``), for the links' latencies and, when
-   the latencies tell switches apart, for reporting;
-2. timed transfers: hosts grouped under switches and every link's bandwidth per direction
-   (``bandwidth_tree``);
+1. round-trip times: the latency tree (``latency_tree``): the links' latencies and, when
+   the latencies tell switches apart, the tree's shape;
+2. timed transfers: every link's bandwidth per direction, on the latency tree's links
+   (``link_rates``), or, when the latencies show no switches, with the hosts grouped under
+   switches by contention (``bandwidth_tree``);
 3. the topology: the bandwidth tree's switches and links; bandwidths grouped into levels and
    divided by the goodput factor (TCP carries about 95 % of a link's rate: the file holds
    link rates, as every other topology file); each link's latency is half the round-trip
@@ -16,11 +17,12 @@ from __future__ import annotations
 
 from ..topology.io import measured_notes
 from ..topology.model import PhysicalLink, Topology
-from .bandwidth_tree import BandwidthTree, levels
-from .latency_tree import LatencyTree
+from .bandwidth_tree import BandwidthTree, infer_bandwidth_tree, levels
+from .latency_tree import LatencyTree, infer_latency_tree
+from .link_rates import measure_links
 from .session import robust_rtt
 
-__all__ = ["build_topology", "probe_network"]
+__all__ = ["build_topology", "infer_trees", "probe_network"]
 
 
 def _round(x: float, digits: int = 3) -> float:
@@ -28,14 +30,21 @@ def _round(x: float, digits: int = 3) -> float:
     return float(f"{x:.{digits}g}")
 
 
-def probe_network(session, hosts: list, *, duration: float = 0.5, pings: int = 10, rtt_threshold: float = 50e-6):
-    """Measure (RTT tree, then bandwidth tree) with a started ``ProbeSession``."""
-    from .bandwidth_tree import infer_bandwidth_tree
-    from .latency_tree import infer_latency_tree
+def probe_network(session, hosts: list, *, duration: float = 0.3, pings: int = 10, rtt_threshold: float = 50e-6):
+    """Measure with a started ``ProbeSession``: ``infer_trees`` on its round-trip times and
+    timed transfers."""
+    return infer_trees(hosts, lambda a, b: robust_rtt(session.rtt(a, b, pings)), session.bulk, duration, rtt_threshold)
 
-    lat = infer_latency_tree(hosts, lambda a, b: robust_rtt(session.rtt(a, b, pings)), rtt_threshold)
-    bw = infer_bandwidth_tree(hosts, session.bulk, duration)
-    return lat, bw
+
+def infer_trees(hosts: list, rtt, bulk, duration: float, rtt_threshold: float) -> tuple[LatencyTree, BandwidthTree]:
+    """The latency tree from ``rtt(a, b)`` (seconds); then, when it shows switches (two or
+    more: the latencies tell places apart), that tree's links measured by ``bulk`` transfers
+    (``link_rates``); else (one switch: no latency evidence, as on the emulated network) the
+    switches found by contention (``bandwidth_tree``)."""
+    lat = infer_latency_tree(hosts, rtt, rtt_threshold)
+    if len(lat.switches) >= 2:
+        return lat, measure_links(lat.adj, hosts, lat.switches, bulk, duration)
+    return lat, infer_bandwidth_tree(hosts, bulk, duration)
 
 
 def host_latency(lat: LatencyTree | None, host: str) -> float:
