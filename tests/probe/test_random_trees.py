@@ -65,3 +65,15 @@ def test_latency_tree_and_link_rates_recover_random_trees(seed):
     assert len(lat.switches) >= 2
     check(truth, tree, list(truth.hosts))
     assert tree.measurements < n * n  # rounds pack many links; far from all pairs
+
+
+def test_link_measurements_run_in_parallel():
+    """Measurements that share no link run in one round: far fewer rounds than measurements."""
+    truth = with_latencies(random_tree(20, 5, min_mbit=20, max_mbit=200, seed=3), 3)
+    truth = bandwidth_equivalent(truth).replace(name=truth.name)
+    net = FakeNetwork(truth, noise=0.0, seed=3)
+    _, tree = infer_trees(list(truth.hosts), net.rtt, net.bulk, 0.3, 60e-6)
+    biggest = max(len(g) for g in tree.groups)
+    # the round robins of all switches run together (biggest - 1 rounds), then the rest
+    assert net.rounds <= biggest - 1 + len(truth.physical_links) // 2, (net.rounds, biggest)
+    assert tree.measurements >= 3 * net.rounds
