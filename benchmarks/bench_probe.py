@@ -3,14 +3,15 @@
 For every network: bring a testbed up, run ``topocast probe --launcher testbed``, and compare
 the inferred topology with the truth (docs/experiments/probe.md):
 
-* structure: the hosts grouped under each switch, inferred vs true (hosts under a switch
-  with no other host are compared as alone);
+* structure: the hosts grouped under each switch, inferred vs true, both in their
+  bandwidth-equivalent form (``probe.equivalent``: switches no transfer can tell apart merged);
 * bandwidth: every host's max-flow from every source, inferred / true - 1 (worst, in %; the
   inferred file holds measured rates / goodput, so it compares with the true link rates);
 * stable plan: the ``stable`` plan made from the inferred topology, simulated on the truth,
   / the ``stable`` plan made from the truth (aggregate bandwidth);
 * with ``--real``: both plans performed on the testbed ``--repeats`` times, alternating,
-  median inferred / median truth.
+  median inferred / median truth, and each plan's spread ((max - min) / median); whether the
+  two plans are the same transfers, rate caps aside.
 
 Prints per network the measurement count, the probe time and these errors. Needs root
 (network namespaces); run under the shared lock::
@@ -37,6 +38,7 @@ import time
 from topocast.bounds import maxflow_from
 from topocast.plan import Broadcast
 from topocast.planners import get_planner
+from topocast.probe.equivalent import bandwidth_equivalent, host_groups
 from topocast.sim import simulate
 from topocast.topology import load_topology
 from topocast.topology.generators import random_tree
@@ -74,19 +76,6 @@ def truth_of(spec: str):
         # bandwidths the emulated network carries on this machine; every switch observable
         return random_tree(int(n), max(2, int(n) // 4), min_mbit=20, max_mbit=200, seed=int(seed), name=f"rt{n}s{seed}")
     return load_topology(spec)
-
-
-def host_groups(topo) -> set:
-    """Sets of hosts hanging off one switch (a host alone under a switch counts alone)."""
-    hosts = set(topo.hosts)
-    out = set()
-    for sw in topo.switches:
-        g = frozenset(pl.a if pl.b == sw else pl.b for pl in topo.physical_links if sw in (pl.a, pl.b)) & hosts
-        if g:
-            out.add(g)
-    grouped = set().union(*out) if out else set()
-    out |= {frozenset([h]) for h in hosts - grouped}
-    return out
 
 
 def maxflow_error(truth, inferred) -> float:
@@ -157,13 +146,21 @@ def bench(spec: str, real: bool, size: int, repeats: int) -> dict:
             summary = json.loads(res.stdout)
             inferred = load_topology(out)
             row["measurements"], row["probe_s"] = summary["measurements"], summary["seconds"]
-            row["structure_ok"] = host_groups(inferred) == host_groups(truth)
+            for key in ("rounds", "structure_from", "noise", "contention_threshold"):
+                row[key] = summary[key]
+            groups_inferred = host_groups(bandwidth_equivalent(inferred))
+            groups_true = host_groups(bandwidth_equivalent(truth))
+            row["structure_ok"] = groups_inferred == groups_true
             if not row["structure_ok"]:
-                row["groups_inferred"] = sorted(sorted(g) for g in host_groups(inferred) if len(g) > 1)
-                row["groups_true"] = sorted(sorted(g) for g in host_groups(truth) if len(g) > 1)
+                row["groups_inferred"] = sorted(sorted(g) for g in groups_inferred if len(g) > 1)
+                row["groups_true"] = sorted(sorted(g) for g in groups_true if len(g) > 1)
             row["maxflow_err_pct"] = round(100 * maxflow_error(truth, inferred), 1)
             ratio, p_true, p_inf = stable_ratio(truth, inferred, size)
             row["stable_sim_ratio"] = round(ratio, 3)
+            # the same transfers (who sends which bytes to whom), rate caps aside
+            row["same_transfers"] = [(t.src, t.dst, t.ranges) for t in p_true.transfers] == [
+                (t.src, t.dst, t.ranges) for t in p_inf.transfers
+            ]
             row["flags"] = len(inferred.notes)
             if real:  # alternating, so that the machine's load falls on both alike
                 r_true, r_inf = [], []
@@ -171,6 +168,8 @@ def bench(spec: str, real: bool, size: int, repeats: int) -> dict:
                     r_true.append(real_run(p_true, name, tmp))
                     r_inf.append(real_run(p_inf, name, tmp))
                 row["stable_real_ratio"] = round(statistics.median(r_inf) / statistics.median(r_true), 3)
+                for key, runs in (("spread_true", r_true), ("spread_inferred", r_inf)):
+                    row[key] = round((max(runs) - min(runs)) / statistics.median(runs), 3)
                 row["real_mbit_true"] = [round(x * 8e-6, 1) for x in r_true]
                 row["real_mbit_inferred"] = [round(x * 8e-6, 1) for x in r_inf]
         finally:

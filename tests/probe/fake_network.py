@@ -1,5 +1,7 @@
-"""A stand-in for the agents' bulk transfers: max-min fair rates on a known topology (the
-simulator's progressive filling), times a goodput factor, with multiplicative noise."""
+"""A stand-in for the agents' measurements on a known topology: bulk transfers get max-min
+fair rates (the simulator's progressive filling) times a goodput factor, with multiplicative
+noise; round-trip times are twice the route's latency plus a per-host stack delay, with
+noise."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ class FakeNetwork:
         self.topo, self.goodput, self.noise = topology, goodput, noise
         self.rng = np.random.default_rng(seed)
         self.rounds = 0
+        self.stack_delay = {h: float(self.rng.uniform(10e-6, 40e-6)) for h in topology.hosts}
 
     def bulk(self, flows, duration):
         self.rounds += 1
@@ -26,3 +29,7 @@ class FakeNetwork:
             np.array(pf, dtype=np.int64), np.array(pr, dtype=np.int64), cap, np.full(len(flows), np.inf)
         )
         return [float(r) * (1 + self.rng.normal(0, self.noise)) for r in rates]
+
+    def rtt(self, a, b):
+        rtt = 2 * self.topo.route_latency(a, b) + self.stack_delay[a] + self.stack_delay[b]
+        return rtt * (1 + self.rng.normal(0, 0.001)) + abs(self.rng.normal(0, 5e-6))

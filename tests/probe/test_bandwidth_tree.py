@@ -75,3 +75,21 @@ def test_levels_group_nearly_equal_rates():
     assert lv[100.0] == lv[103.0] == lv[98.0] == 100.0
     assert lv[40.0] == lv[41.0] == 40.5
     assert lv[10.0] == 10.0
+
+
+def test_contention_threshold_follows_the_measured_noise():
+    """16 hosts under 4 leaf switches (uplinks 1.5 x a host): recovered with 3 % and with 8 %
+    noise; the threshold taken as contention grows with the noise measured."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
+    from bench_probe import clusters
+
+    truth = clusters(16, 4)
+    thresholds = []
+    for noise in (0.03, 0.08):
+        net = FakeNetwork(truth, noise=noise, seed=1)
+        tree = infer_bandwidth_tree(list(truth.hosts), net.bulk, 0.3)
+        assert {frozenset(g) for g in tree.groups} == host_groups(truth)
+        thresholds.append(tree.threshold)
+    assert thresholds[0] < thresholds[1]

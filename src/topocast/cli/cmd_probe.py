@@ -55,7 +55,8 @@ def add_probe_options(p) -> None:
         type=float,
         default=0.3,
         metavar="SECONDS",
-        help="length of each timed transfer (default 0.3; longer for steadier rates on noisy networks)",
+        help="longest timed transfer (default 0.3): each stops earlier, together with the others "
+        "started with it, once every receiver's rate estimate has converged",
     )
     p.add_argument("--pings", type=int, default=10, help="round trips per pair of hosts measured (default 10)")
     p.add_argument(
@@ -154,6 +155,9 @@ def probe_to_file(args, output: str, goodput: float):
         "measurements": session.measurements,
         "rounds": session.rounds,
         "seconds": round(elapsed, 2),
+        "structure_from": "latency" if len(lat.switches) >= 2 else "contention",
+        "noise": round(bw.noise, 4),
+        "contention_threshold": round(bw.threshold, 4),
         "goodput_factor": goodput,
         "notes": list(topo.notes),
     }

@@ -46,12 +46,18 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-__all__ = ["BandwidthTree", "infer_bandwidth_tree", "levels"]
+__all__ = ["BandwidthTree", "Estimate", "host_link_estimate", "infer_bandwidth_tree", "levels"]
 
-SLOWDOWN = 0.15  # a transfer this much slower with company than alone shares a link with it
+SLOWDOWN = 0.15  # transfers this close to their hosts' rates were not limited by the path
+NOISE_PRIOR = 0.05  # the relative run-to-run spread assumed before any was measured
+NOISE_FACTOR = 3.0  # a slowdown this many times the spread is contention, not noise
+MIN_THRESHOLD, MAX_THRESHOLD = 0.08, 0.35
+REPEATS = 2  # extra measurements of a borderline contention test
 FLOWS_PER_PAIR = 3
+NEAR_TOP = 0.06  # a host link's samples this close to its fastest are all its own link's rate
 UNCERTAIN_SPREAD = 0.25
-LEVEL_GAP = 0.1
+LEVEL_GAP = 0.1  # clusters of groups joined at rates this close go under one switch
+LEVEL_WIDTH = 0.06  # a level of link rates spans at most this much (relative)
 
 Bulk = Callable[[list, float], list]  # (flows [(src, dst)], duration) -> rates in bytes/s
 
@@ -84,6 +90,8 @@ class BandwidthTree:
     switches: list = field(default_factory=list)
     links: dict = field(default_factory=dict)
     measurements: int = 0
+    noise: float = 0.0  # measured relative run-to-run spread of a transfer's rate
+    threshold: float = 0.0  # the slowdown taken as contention (from the noise)
 
 
 class _Prober:
@@ -94,6 +102,7 @@ class _Prober:
         self.best_down: dict[str, list] = {}
         self.alone: dict[tuple, float] = {}
         self.together: dict[tuple, list] = {}
+        self.differences: list[float] = []  # |r1 / r2 - 1| of one transfer measured twice alike
 
     def run(self, flows: list) -> list[float]:
         rates = self.bulk(flows, self.duration)
@@ -113,16 +122,41 @@ class _Prober:
             self.alone[flow] = self.run([flow])[0]
         return self.alone[flow]
 
+    def repeat(self, flows: list, before: list[float]) -> list[float]:
+        """Measure ``flows`` again; their differences to ``before`` feed the noise estimate."""
+        again = self.run(flows)
+        self.differences += [abs(a / b - 1) for a, b in zip(again, before) if a > 0 and b > 0]
+        return again
+
+    def calibrate(self, hosts: list) -> None:
+        """The run-to-run noise: disjoint pairs of hosts (both directions) measured twice."""
+        flows = [(hosts[i], hosts[i + 1]) for i in range(0, len(hosts) - 1, 2)]
+        flows += [(d, s) for s, d in flows]
+        self.repeat(flows, self.run(flows))
+
+    @property
+    def noise(self) -> float:
+        """A transfer's relative spread from one measurement to the next: the median of the
+        differences seen (for two measurements with relative spread s each, about s)."""
+        return statistics.median(self.differences) if self.differences else NOISE_PRIOR
+
+    @property
+    def threshold(self) -> float:
+        """The slowdown taken as contention: ``NOISE_FACTOR`` times the noise, within bounds."""
+        return min(MAX_THRESHOLD, max(MIN_THRESHOLD, NOISE_FACTOR * self.noise))
+
 
 def infer_bandwidth_tree(hosts: list, bulk: Bulk, duration: float = 0.5) -> BandwidthTree:
     """Steps 1-4 of the module comment; ``bulk(flows, duration)`` starts the transfers
     together and returns each one's rate."""
     pr = _Prober(bulk, duration)
+    pr.calibrate(hosts)
     groups = _group(hosts, pr)
     _rings(groups, pr)
     pair_rates = _between_groups(groups, pr)
     tree = _link_tree(groups, pr, pair_rates)
     tree.measurements = pr.count
+    tree.noise, tree.threshold = pr.noise, pr.threshold
     return tree
 
 
@@ -130,21 +164,30 @@ def infer_bandwidth_tree(hosts: list, bulk: Bulk, duration: float = 0.5) -> Band
 def _contend(pr: _Prober, probe: tuple, *load: tuple) -> bool:
     """Does ``probe`` started together with the ``load`` transfers slow down, or slow them
     down (against the probe alone and the load without it: a shared link that limits)?
-    A slowdown near the threshold (within a factor 2 either way) is measured once more,
-    with fresh baselines, and the two ratios averaged: one noisy round must not decide."""
+    "Slow" is relative to the measured noise (``_Prober.threshold``). A slowdown near the
+    threshold (within a factor 2 either way) is measured up to ``REPEATS`` times more, with
+    fresh baselines, and the ratios averaged: one noisy round must not decide."""
     flows = [probe, *load]
-    ratio = _slowest_ratio(pr.run(flows), _baseline(pr, probe, load))
-    if SLOWDOWN / 2 < 1 - ratio < 2 * SLOWDOWN:
-        again = _slowest_ratio(pr.run(flows), _baseline(pr, probe, load, fresh=True))
-        ratio = (ratio + again) / 2
-    return 1 - ratio > SLOWDOWN
+    together = pr.run(flows)
+    base = _baseline(pr, probe, load)
+    ratios = [_slowest_ratio(together, base)]
+    for _ in range(REPEATS):
+        theta = pr.threshold
+        slowdown = 1 - statistics.fmean(ratios)
+        if not theta / 2 < slowdown < 2 * theta:
+            break
+        together = pr.repeat(flows, together)
+        base = _baseline(pr, probe, load, fresh=True)
+        ratios.append(_slowest_ratio(together, base))
+    return 1 - statistics.fmean(ratios) > pr.threshold
 
 
 def _baseline(pr: _Prober, probe: tuple, load: tuple, fresh: bool = False) -> list[float]:
-    if fresh:
-        pr.alone.pop(probe, None)
-        pr.together.pop(load, None)
-        pr.alone.pop(load[0], None)
+    if fresh:  # measured again alike: the differences feed the noise estimate
+        old = [pr.alone.pop(probe, None), *(pr.together.pop(load, None) or [pr.alone.pop(load[0], None)])]
+        new = _baseline(pr, probe, load)
+        pr.differences += [abs(a / b - 1) for a, b in zip(new, old) if a and b]
+        return new
     return [pr.alone_rate(probe)] + (pr.together_rates(load) if len(load) > 1 else [pr.alone_rate(load[0])])
 
 
@@ -247,21 +290,22 @@ def _between_groups(groups: list, pr: _Prober) -> dict:
 
 
 # ---------------------------------------------------------------- step 4: the switch tree
-def _host_link(samples: list) -> Estimate:
+def host_link_estimate(samples: list) -> Estimate:
     """A host link's rate: every transfer it carried ran at most this fast; the samples
-    within ``SLOWDOWN`` of the fastest are the ones its own link limited (the others met a
-    slower link or company), their median the estimate. One such sample alone is uncertain."""
+    within ``NEAR_TOP`` of the fastest are the ones its own link limited (the others met a
+    slower link, a slower partner or company), their median the estimate. A link that only
+    ever carried one transfer is uncertain."""
     top = max(samples, default=0.0)
-    near = sorted(r for r in samples if r >= (1 - SLOWDOWN) * top) or [0.0]
-    return Estimate(statistics.median(near), near, single=len(near) < 2)
+    near = sorted(r for r in samples if r >= (1 - NEAR_TOP) * top) or [0.0]
+    return Estimate(statistics.median(near), near, single=len(samples) < 2)
 
 
 def _up(pr: _Prober, h: str) -> Estimate:
-    return _host_link(pr.best_up.get(h, []))
+    return host_link_estimate(pr.best_up.get(h, []))
 
 
 def _down(pr: _Prober, h: str) -> Estimate:
-    return _host_link(pr.best_down.get(h, []))
+    return host_link_estimate(pr.best_down.get(h, []))
 
 
 def _link_tree(groups: list, pr: _Prober, pair_rates: dict) -> BandwidthTree:
@@ -334,13 +378,14 @@ def _across(side: list, other: list, pair_rates: dict, pr: _Prober) -> tuple:
     return est(side, other), est(other, side)
 
 
-def levels(values: list[float], gap: float = LEVEL_GAP) -> dict[float, float]:
+def levels(values: list[float], gap: float = LEVEL_WIDTH) -> dict[float, float]:
     """Map every value to its level: values sorted and cut where the next one is more than
-    ``gap`` (relative) above the previous; each level is its members' median."""
+    ``gap`` (relative) above the level's smallest (so a level never spans more than ``gap``,
+    however evenly the values are spread); each level is its members' median."""
     out: dict[float, float] = {}
     run: list[float] = []
     for v in sorted(values):
-        if run and v > run[-1] * (1 + gap):
+        if run and v > run[0] * (1 + gap):
             m = statistics.median(run)
             out.update({x: m for x in run})
             run = []

@@ -1,9 +1,10 @@
 """From measurements to a topology file: the probe's steps, in order (docs/experiments/probe.md).
 
-1. round-trip times: the latency tree (``latency_tree``), for the links' latencies and, when
-   the latencies tell switches apart, for reporting;
-2. timed transfers: hosts grouped under switches and every link's bandwidth per direction
-   (``bandwidth_tree``);
+1. round-trip times: the latency tree (``latency_tree``): the links' latencies and, when
+   the latencies tell switches apart, the tree's shape;
+2. timed transfers: every link's bandwidth per direction, on the latency tree's links
+   (``link_rates``), or, when the latencies show no switches, with the hosts grouped under
+   switches by contention (``bandwidth_tree``);
 3. the topology: the bandwidth tree's switches and links; bandwidths grouped into levels and
    divided by the goodput factor (TCP carries about 95 % of a link's rate: the file holds
    link rates, as every other topology file); each link's latency is half the round-trip
@@ -14,13 +15,19 @@
 
 from __future__ import annotations
 
+import statistics
+
 from ..topology.io import measured_notes
 from ..topology.model import PhysicalLink, Topology
-from .bandwidth_tree import BandwidthTree, levels
-from .latency_tree import LatencyTree
+from .bandwidth_tree import BandwidthTree, infer_bandwidth_tree, levels
+from .latency_tree import LatencyTree, infer_latency_tree, merge_short_links
+from .link_rates import measure_links
 from .session import robust_rtt
 
-__all__ = ["build_topology", "probe_network"]
+__all__ = ["build_topology", "infer_trees", "probe_network"]
+
+
+RTT_NOISE_FACTOR = 3.0
 
 
 def _round(x: float, digits: int = 3) -> float:
@@ -28,14 +35,43 @@ def _round(x: float, digits: int = 3) -> float:
     return float(f"{x:.{digits}g}")
 
 
-def probe_network(session, hosts: list, *, duration: float = 0.5, pings: int = 10, rtt_threshold: float = 50e-6):
-    """Measure (RTT tree, then bandwidth tree) with a started ``ProbeSession``."""
-    from .bandwidth_tree import infer_bandwidth_tree
-    from .latency_tree import infer_latency_tree
+def probe_network(session, hosts: list, *, duration: float = 0.3, pings: int = 10, rtt_threshold: float = 50e-6):
+    """Measure with a started ``ProbeSession``: ``infer_trees`` on its round-trip times and
+    timed transfers."""
+    spreads: list[float] = []
 
-    lat = infer_latency_tree(hosts, lambda a, b: robust_rtt(session.rtt(a, b, pings)), rtt_threshold)
-    bw = infer_bandwidth_tree(hosts, session.bulk, duration)
-    return lat, bw
+    def rtt(a: str, b: str) -> float:
+        samples = session.rtt(a, b, pings)
+        spreads.append(rtt_spread(samples))
+        return robust_rtt(samples)
+
+    return infer_trees(hosts, rtt, session.bulk, duration, rtt_threshold, spreads)
+
+
+def infer_trees(
+    hosts: list, rtt, bulk, duration: float, rtt_threshold: float, rtt_spreads: list | None = None
+) -> tuple[LatencyTree, BandwidthTree]:
+    """The latency tree from ``rtt(a, b)`` (seconds); then, when it shows switches (two or
+    more: the latencies tell places apart), that tree's links measured by ``bulk`` transfers
+    (``link_rates``); else (one switch: no latency evidence, as on the emulated network) the
+    switches found by contention (``bandwidth_tree``).
+
+    ``rtt_spreads``: the spread of each round-trip estimate (filled while ``rtt`` measures):
+    switch-to-switch links shorter than ``RTT_NOISE_FACTOR`` times their median are merged
+    (noise, not structure), so a loaded machine's jitter never passes for switches."""
+    lat = infer_latency_tree(hosts, rtt, rtt_threshold)
+    if rtt_spreads:
+        merge_short_links(lat, max(rtt_threshold, RTT_NOISE_FACTOR * statistics.median(rtt_spreads)))
+    if len(lat.switches) >= 2:
+        return lat, measure_links(lat.adj, hosts, lat.switches, bulk, duration)
+    return lat, infer_bandwidth_tree(hosts, bulk, duration)
+
+
+def rtt_spread(samples: list[float]) -> float:
+    """How far apart the samples behind one round-trip estimate lie (the lower half's range,
+    the half ``robust_rtt`` takes its median of)."""
+    low = sorted(samples)[: max(1, len(samples) // 2)]
+    return low[-1] - low[0]
 
 
 def host_latency(lat: LatencyTree | None, host: str) -> float:

@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-__all__ = ["LatencyTree", "infer_latency_tree"]
+__all__ = ["LatencyTree", "infer_latency_tree", "merge_short_links"]
 
 
 @dataclass
@@ -139,7 +139,7 @@ def infer_latency_tree(hosts: list, measure: Callable[[str, str], float], thresh
         if first:  # the first split point is only known once a third host is placed
             first = False
             _respread_first(tree, a, b, hub, d)
-    _merge_short_links(tree, threshold)
+    merge_short_links(tree, threshold)
     return tree
 
 
@@ -216,7 +216,7 @@ def _point_on_path(path: list, dist: dict, t: float, threshold: float):
     return path[-1], None
 
 
-def _merge_short_links(tree: LatencyTree, threshold: float) -> None:
+def merge_short_links(tree: LatencyTree, threshold: float) -> None:
     """Contract switch-switch links shorter than ``threshold`` (noise, not a real link)."""
     changed = True
     while changed:

@@ -17,12 +17,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import TopocastError
-from ..runtime.coordinator import _connect, _describe_exit, _reader, _send, _stderr_tail, _stop, _wait
+from ..runtime.agents import (
+    connect_agents,
+    describe_exit,
+    read_messages,
+    send_quietly,
+    stderr_tail,
+    stop_agent,
+    wait_exit,
+)
 from ..runtime.protocol import Msg
 
 __all__ = ["ProbeSession", "ProbeError", "Flow"]
 
-START_DELAY = 0.05  # s: transfers started together begin this long after the request (time to reach every agent)
+START_DELAY = 0.03  # s: transfers started together begin this long after the request (time to reach every agent)
+STOP_DELAY = 0.015  # s: and stop this long after the coordinator decided to stop them
 
 
 class ProbeError(TopocastError):
@@ -48,7 +57,7 @@ class ProbeSession:
 
     hosts: list
     launcher: Any
-    bulk_warmup: float = 0.3
+    bulk_settings: dict = field(default_factory=dict)  # warmup, min_window, tolerance (runtime.probing)
     measurements: int = 0
     rounds: int = 0
     log: list = field(default_factory=list)
@@ -60,11 +69,12 @@ class ProbeSession:
         self._conns: dict = {}
         self._dead: dict[str, str] = {}
         self._next_id = 0
+        self._early: dict[int, dict] = {}
         secret = secrets.token_bytes(32)
         self._listener, control_addr = self.launcher.control_listen()
         self._listener.settimeout(1.0)
         try:
-            hello = _connect(
+            hello = connect_agents(
                 self.launcher, self.hosts, self._procs, self._conns, self._listener, control_addr, secret, None
             )
         except TopocastError as exc:
@@ -77,7 +87,7 @@ class ProbeSession:
         peers = {h: [m["address"], int(m["port"])] for h, m in hello.items()}
         for h in self.hosts:
             self._conns[h].send_json({"type": Msg.PROBE, "peers": peers, "shared_clock": self.shared_clock})
-            threading.Thread(target=_reader, args=(h, self._conns[h], self._events), daemon=True).start()
+            threading.Thread(target=read_messages, args=(h, self._conns[h], self._events), daemon=True).start()
         ready: set = set()
         deadline = time.monotonic() + 30
         while len(ready) < len(self.hosts):
@@ -101,70 +111,91 @@ class ProbeSession:
         return res["rtts"]
 
     def bulk(self, flows: list, duration: float) -> list[float]:
-        """Start the timed transfers ``flows`` (``Flow`` or (src, dst)) together; each one's
-        steady rate in bytes/s, in order."""
+        """Start the timed transfers ``flows`` (``Flow`` or (src, dst)) together and stop them
+        together once every receiver's rate estimate has converged, ``duration`` seconds at
+        most; each one's rate in bytes/s, in order."""
         flows = [Flow(*f) if not isinstance(f, Flow) else f for f in flows]
         at = time.monotonic() + START_DELAY
-        ops = [
-            (
-                f.src,
-                {
-                    "op": "bulk",
-                    "peer": f.dst,
-                    "duration": duration,
-                    "at": at,
-                    "delay": START_DELAY,
-                    "warmup": self.bulk_warmup,
-                },
-            )
-            for f in flows
-        ]
-        results = self._run(ops, duration + 15)
+        common = {"op": "bulk", "at": at, "delay": START_DELAY, "max": duration, **self.bulk_settings}
+        ids = self._send_all([(f.src, {**common, "peer": f.dst}) for f in flows])
+        self._await_convergence(ids, at + duration + START_DELAY)
+        stop = {"op": "stop", "at": time.monotonic() + STOP_DELAY, "delay": STOP_DELAY}
+        for mid, f in zip(ids, flows):
+            send_quietly(self._conns[f.src], {"type": Msg.MEASURE, "id": mid, **stop})
+        results = self._collect(ids, [(f.src, f.dst, "bulk") for f in flows], duration + 15)
         rates = [float(r["rate"]) for r in results]
         self.log.append(
             {"kind": "bulk", "duration": duration, "flows": [[f.src, f.dst] for f in flows], "rates": rates}
         )
         return rates
 
-    def _run(self, ops: list, timeout: float) -> list[dict]:
-        """Send every (host, request) at once; wait for all answers (in order)."""
-        ids: dict[int, int] = {}
+    def _send_all(self, ops: list) -> list[int]:
+        """Send every (host, request) at once; their ids, in order."""
+        ids = []
         for h, req in ops:
             self._alive(h)
             self._next_id += 1
-            ids[self._next_id] = len(ids)
-            _send(self._conns[h], {"type": Msg.MEASURE, "id": self._next_id, **req})
-        out: list = [None] * len(ops)
+            ids.append(self._next_id)
+            send_quietly(self._conns[h], {"type": Msg.MEASURE, "id": self._next_id, **req})
+        return ids
+
+    def _await_convergence(self, ids: list[int], deadline: float) -> None:
+        """Wait until every transfer's receiver said ``converged``, or ``deadline``, or one
+        transfer has ended (at its longest, or failed: its result is kept for ``_collect``)."""
+        waiting, mine = set(ids), set(ids)
+        while waiting and time.monotonic() < deadline:
+            got = self._next_event(deadline, "measuring (bulk)", allow_timeout=True)
+            if got is None:
+                return
+            _, msg = got
+            if msg.get("type") == Msg.CONVERGED:
+                waiting.discard(msg.get("id"))
+            elif msg.get("type") == Msg.MEASURED and msg.get("id") in mine:
+                # a transfer that ended at its longest (or failed): the others need not go on
+                self._early[msg["id"]] = msg
+                return
+
+    def _run(self, ops: list, timeout: float) -> list[dict]:
+        """Send every (host, request) at once; wait for all answers (in order)."""
+        ids = self._send_all(ops)
+        return self._collect(ids, [(h, req["peer"], req["op"]) for h, req in ops], timeout)
+
+    def _collect(self, ids: list[int], what: list, timeout: float) -> list[dict]:
+        """Wait for the ``measured`` answer of every id; ``what``: (src, dst, op) of each."""
+        index = {mid: k for k, mid in enumerate(ids)}
+        out: list = [self._early.pop(mid, None) for mid in ids]
         deadline = time.monotonic() + timeout
-        while any(r is None for r in out):
-            h, msg = self._next_event(deadline, f"measuring ({ops[0][1]['op']})")
-            if msg.get("type") != Msg.MEASURED or msg.get("id") not in ids:
-                continue
-            k = ids[msg["id"]]
-            if msg.get("error"):
-                peer = ops[k][1]["peer"]
-                raise ProbeError(
-                    f"measurement {ops[k][1]['op']} from {ops[k][0]} to {peer} failed: {msg['error']} "
-                    f"(is {peer} reachable from {ops[k][0]}?)",
-                    self.log,
-                )
-            out[k] = msg
-        self.measurements += len(ops)
+        while True:
+            for k, msg in enumerate(out):
+                if msg is not None and msg.get("error"):
+                    src, peer, op = what[k]
+                    raise ProbeError(
+                        f"measurement {op} from {src} to {peer} failed: {msg['error']} (is {peer} reachable from {src}?)",
+                        self.log,
+                    )
+            if all(r is not None for r in out):
+                break
+            h, msg = self._next_event(deadline, f"measuring ({what[0][2]})")
+            if msg.get("type") == Msg.MEASURED and msg.get("id") in index:
+                out[index[msg["id"]]] = msg
+        self.measurements += len(ids)
         self.rounds += 1
         return out
 
-    def _next_event(self, deadline: float, doing: str):
+    def _next_event(self, deadline: float, doing: str, allow_timeout: bool = False):
         while True:
             try:
-                h, msg = self._events.get(timeout=max(0.01, deadline - time.monotonic()))
+                h, msg = self._events.get(timeout=max(0.001, deadline - time.monotonic()))
             except queue.Empty:
+                if allow_timeout:
+                    return None
                 raise ProbeError(f"the agents did not answer within the time allowed ({doing})", self.log) from None
             if msg is None:
                 p = self._procs[h]
-                why = _describe_exit(p.returncode if _wait(p) else None)
+                why = describe_exit(p.returncode if wait_exit(p) else None)
                 self._dead[h] = why
                 raise ProbeError(
-                    f"the agent on {h} stopped while {doing}: {why}{_stderr_tail(self._procs, [h])}", self.log
+                    f"the agent on {h} stopped while {doing}: {why}{stderr_tail(self._procs, [h])}", self.log
                 )
             if msg.get("type") == Msg.FAILED:
                 raise ProbeError(f"the agent on {h} failed: {msg.get('reason')}", self.log)
@@ -177,11 +208,11 @@ class ProbeSession:
     def _close(self) -> None:
         for h, c in self._conns.items():
             if h not in self._dead:
-                _send(c, {"type": Msg.SHUTDOWN})
+                send_quietly(c, {"type": Msg.SHUTDOWN})
             c.close()
         self._listener.close()
         for p in self._procs.values():
-            _stop(p, 3.0)
+            stop_agent(p, 3.0)
         self.launcher.close()
 
 

@@ -21,26 +21,30 @@ import math
 import os
 import queue
 import secrets
-import signal
 import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
 
-from ..errors import TopocastError
 from ..intervals import IntervalSet
 from ..plan import Plan
 from ..results import Result, aggregate_from_times
-from .protocol import Conn, Msg, ProtocolError
+from .agents import (
+    RunError,
+    connect_agents,
+    describe_exit,
+    read_messages,
+    send_quietly,
+    stderr_tail,
+    stop_agent,
+    wait_exit,
+)
+from .protocol import Conn, Msg
 from .store import peak_rss
 
 __all__ = ["perform", "RunOutcome", "RunError", "DEFAULT_CHUNK"]
 
 DEFAULT_CHUNK = 64 * 1024
-
-
-class RunError(TopocastError):
-    """The run could not be performed at all (agents did not start, bad input file, ...)."""
 
 
 @dataclass
@@ -69,17 +73,6 @@ class RunOutcome:
 
 def _wanted_total(ranges) -> int:
     return sum(length for _, length in ranges)
-
-
-def _describe_exit(code) -> str:
-    if code is None:
-        return "lost contact with the agent (process still running)"
-    if code < 0:
-        try:
-            return f"agent died (killed by {signal.Signals(-code).name})"
-        except ValueError:
-            return f"agent died (signal {-code})"
-    return f"agent exited with status {code}"
 
 
 def perform(
@@ -159,7 +152,7 @@ def perform(
     watch = None
     try:
         # step 2: start the agents and let them connect back
-        hello = _connect(launcher, hosts, procs, conns, listener, control_addr, secret, dest_dir)
+        hello = connect_agents(launcher, hosts, procs, conns, listener, control_addr, secret, dest_dir)
         peers = {h: [m["address"], int(m["port"])] for h, m in hello.items()}
 
         # step 3: configuration (each agent learns only its own transfers)
@@ -216,9 +209,9 @@ def perform(
         stopped = set(watch.cpu) if watch is not None else set()
         for h, p in procs.items():
             if h in stopped:  # it reported its statistics and is exiting: do not wait for it
-                threading.Thread(target=_stop, args=(p, 10.0), daemon=True).start()
+                threading.Thread(target=stop_agent, args=(p, 10.0), daemon=True).start()
             else:
-                _stop(p)
+                stop_agent(p)
         launcher.close()
 
     # step 6: the result, in the shape of a prediction
@@ -432,45 +425,6 @@ def _check_room(plan: Plan, dest_dir: str | None) -> None:
         )
 
 
-def _connect(launcher, hosts, procs, conns, listener, control_addr, secret: bytes, dest_dir) -> dict[str, dict]:
-    """Start one agent per host and wait (30 s at most) until each has connected back and
-    proved it knows the run's secret; returns each host's hello (address, data port)."""
-    for h in hosts:
-        boot = dict(launcher.boot(h), host=h, secret=secret.hex(), control=control_addr, dest_dir=dest_dir)
-        procs[h] = launcher.start(h, boot)
-    hello: dict[str, dict] = {}
-    deadline = time.monotonic() + 30
-    while len(hello) < len(hosts):
-        if time.monotonic() > deadline:
-            missing = [h for h in hosts if h not in hello]
-            raise RunError(f"agents did not connect within 30 s: {', '.join(missing)}{_stderr_tail(procs, missing)}")
-        for h, p in procs.items():
-            if h not in hello and p.poll() is not None:
-                raise RunError(
-                    f"agent for {h} exited before connecting ({_describe_exit(p.returncode)}){_stderr_tail(procs, [h])}"
-                )
-        try:
-            sock, _ = listener.accept()
-        except TimeoutError:
-            continue
-        sock.settimeout(10)
-        conn = Conn(sock)
-        try:
-            conn.auth_server(secret)
-            msg = conn.recv_json()
-        except (OSError, ProtocolError):
-            conn.close()
-            continue
-        h = str(msg.get("host"))
-        if msg.get("type") != Msg.HELLO or h not in procs or h in hello:
-            conn.close()
-            continue
-        sock.settimeout(None)
-        conns[h] = conn
-        hello[h] = msg
-    return hello
-
-
 def _configure(plan: Plan, hosts, conns, procs, events, digests, pacing, settings: dict) -> None:
     """Send each agent its own transfers and settings, then wait (60 s at most) until every
     agent reports ready."""
@@ -505,7 +459,7 @@ def _configure(plan: Plan, hosts, conns, procs, events, digests, pacing, setting
             }
         )
     for h in hosts:
-        threading.Thread(target=_reader, args=(h, conns[h], events), daemon=True).start()
+        threading.Thread(target=read_messages, args=(h, conns[h], events), daemon=True).start()
     ready: set[str] = set()
     deadline = time.monotonic() + 60
     while len(ready) < len(hosts):
@@ -514,8 +468,8 @@ def _configure(plan: Plan, hosts, conns, procs, events, digests, pacing, setting
         except queue.Empty:
             raise RunError(f"agents not ready within 60 s: {', '.join(sorted(set(hosts) - ready))}") from None
         if msg is None or msg.get("type") == Msg.FAILED:
-            why = msg.get("reason") if msg else _describe_exit(procs[h].wait(timeout=5) if _wait(procs[h]) else None)
-            raise RunError(f"agent for {h} failed before the start: {why}{_stderr_tail(procs, [h])}")
+            why = msg.get("reason") if msg else describe_exit(procs[h].wait(timeout=5) if wait_exit(procs[h]) else None)
+            raise RunError(f"agent for {h} failed before the start: {why}{stderr_tail(procs, [h])}")
         if msg.get("type") == Msg.READY:
             ready.add(h)
 
@@ -580,7 +534,7 @@ class _Watch:
         after its receiver's completion, since each agent has its own connection."""
         for h in self.hosts:
             if h not in self.dead:
-                _send(self.conns[h], {"type": Msg.SHUTDOWN})
+                send_quietly(self.conns[h], {"type": Msg.SHUTDOWN})
         end = time.monotonic() + 3
         while time.monotonic() < end and len(set(self.cpu) | self.dead) < len(self.hosts):
             try:
@@ -610,11 +564,11 @@ class _Watch:
     def _to_live(self, msg: dict, *, skip: str | None = None) -> None:
         for o in self.hosts:
             if o not in self.dead and o != skip:
-                _send(self.conns[o], msg)
+                send_quietly(self.conns[o], msg)
 
     def _on_gone(self, h: str) -> None:
         self.dead.add(h)
-        reason = _describe_exit(self.procs[h].returncode if _wait(self.procs[h]) else None)
+        reason = describe_exit(self.procs[h].returncode if wait_exit(self.procs[h]) else None)
         if h in self.wanted and h not in self.done and h not in self.failed:
             self.failed[h] = reason
         self.warnings.append(f"{h}: {reason} at t={time.monotonic() - self.t0:.2f} s")
@@ -660,7 +614,7 @@ class _Watch:
 
     def _on_need(self, h: str, msg: dict) -> None:
         holders = _holders(msg, self.holdings, self.dead, h)
-        _send(self.conns[h], {"type": Msg.HOLDERS, "req": msg.get("req"), "hosts": holders})
+        send_quietly(self.conns[h], {"type": Msg.HOLDERS, "req": msg.get("req"), "hosts": holders})
 
     def _on_broken(self, h: str, msg: dict) -> None:
         self.broken_notes.setdefault(h, []).append(str(msg.get("reason")))
@@ -689,61 +643,3 @@ def _holders(msg: dict, holdings: dict, dead: set, me: str) -> list[str]:
         if have > 0:
             score[h] = have
     return sorted(score, key=lambda h: (-score[h], h))
-
-
-def _reader(host: str, conn: Conn, events: queue.Queue) -> None:
-    try:
-        while True:
-            events.put((host, conn.recv_json()))
-    except (OSError, ProtocolError):
-        events.put((host, None))
-
-
-def _send(conn: Conn, msg: dict) -> None:
-    try:
-        conn.send_json(msg)
-    except OSError:
-        pass
-
-
-def _wait(proc, timeout: float = 2.0) -> bool:
-    try:
-        proc.wait(timeout=timeout)
-        return True
-    except Exception:
-        return False
-
-
-def _stop(proc, grace: float = 2.0) -> None:
-    """Wait ``grace`` seconds for an agent to exit, then kill it."""
-    if proc.poll() is None:
-        try:
-            proc.wait(timeout=grace)
-        except Exception:
-            pass
-    if proc.poll() is None:
-        try:
-            proc.kill()
-            proc.wait(timeout=2)
-        except Exception:
-            pass
-    for f in (proc.stdin, proc.stderr):
-        try:
-            if f:
-                f.close()
-        except Exception:
-            pass
-
-
-def _stderr_tail(procs, hosts) -> str:
-    out = []
-    for h in hosts:
-        p = procs[h]
-        if p.poll() is not None and p.stderr:
-            try:
-                tail = p.stderr.read().decode(errors="replace").strip().splitlines()[-3:]
-            except Exception:
-                tail = []
-            if tail:
-                out.append(f"{h}: " + " | ".join(tail))
-    return (" [" + "; ".join(out) + "]") if out else ""

@@ -78,6 +78,7 @@ class Msg(StrEnum):
     MEASURE = "measure"  # probing: run one measurement (rtt or bulk) towards a peer
     # agent -> coordinator, probing
     MEASURED = "measured"  # a measurement's result (or its error)
+    CONVERGED = "converged"  # probing: a bulk transfer's rate estimate has settled (its receiver says)
     # agent -> agent, on a data connection
     PUSH = "push"  # the sender opens a planned transfer
     FETCH = "fetch"  # a repairing receiver asks for ranges

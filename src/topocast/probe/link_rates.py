@@ -1,0 +1,216 @@
+"""Every link's bandwidth, each direction, on a tree whose shape is known (the latency tree).
+
+Shirai, Saito, Taura, "A Fast Topology Inference" (HPDC 2007), the bandwidth-map step: once
+the tree is known, each link is measured by transfers across it, and measurements that do
+not share a link run at the same time. Our reading of what to measure
+(docs/experiments/probe.md):
+
+* **host links**: every pair of hosts under one switch, both directions, in a round-robin
+  tournament (n - 1 rounds of disjoint pairs; all switches at once); then the fastest host
+  under each switch (or its only host) with a fast host nearby in every other branch. A host
+  link's rate in a direction is read from the fastest transfers it carried
+  (``bandwidth_tree.host_link_estimate``): every host met the fastest one it can reach.
+* **switch-to-switch links**: for a link with sides A and B, ``k`` transfers from distinct
+  hosts of A to distinct hosts of B started together, and ``k`` the other way, from the hosts
+  nearest the link (``k`` = the smaller side's host count, at most ``MAX_FLOWS``). Their sum is
+  the link's rate, unless every transfer ran as fast as its own hosts allow: then the link
+  never limited them and the estimate is a lower bound (``at_least``), written as the most
+  its hosts can ever send across it (so that the planners never see it as a bottleneck).
+* **packing**: the measurements are packed first-fit into rounds in which no two use the
+  same link in the same direction (they cannot slow each other down).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .bandwidth_tree import SLOWDOWN, BandwidthTree, Estimate, host_link_estimate
+
+__all__ = ["measure_links"]
+
+MAX_FLOWS = 4  # transfers each way across a switch-to-switch link
+
+Bulk = Callable[[list, float], list]
+
+
+def measure_links(adj: dict, hosts: list, switches: list, bulk: Bulk, duration: float) -> BandwidthTree:
+    """Measure every link of the tree ``adj`` (node -> neighbours) between ``hosts`` and
+    ``switches``; ``bulk(flows, duration)`` starts transfers together and returns their rates."""
+    run = _Runner(adj, hosts, bulk, duration)
+    run.tasks(_round_robin_tasks(adj, hosts, switches))
+    run.tasks(_branch_tasks(adj, hosts, switches, run.speed()))
+    host_up = {h: host_link_estimate(run.up[h]) for h in hosts}
+    host_down = {h: host_link_estimate(run.down[h]) for h in hosts}
+    edges = _edge_tasks(adj, hosts, switches, run.speed())
+    results = run.tasks(edges)
+    tree = BandwidthTree(groups=_groups(adj, hosts, switches), switches=list(switches), measurements=run.count)
+    for h in hosts:
+        (sw,) = adj[h]
+        tree.links[(h, sw)] = (host_up[h], host_down[h])
+    for (_, flows, (a, b)), rates in zip(edges, results):
+        n = len(flows) // 2
+        ab = _edge_estimate(flows[:n], rates[:n], host_up, host_down, adj, a, b)
+        ba = _edge_estimate(flows[n:], rates[n:], host_up, host_down, adj, b, a)
+        tree.links[(a, b)] = (ab, ba)
+    return tree
+
+
+class _Runner:
+    """Runs measurement tasks packed into rounds; keeps every host's send/receive samples."""
+
+    def __init__(self, adj: dict, hosts: list, bulk: Bulk, duration: float):
+        self.adj, self.bulk, self.duration = adj, bulk, duration
+        self.up: dict[str, list] = {h: [] for h in hosts}
+        self.down: dict[str, list] = {h: [] for h in hosts}
+        self.count = 0
+
+    def speed(self) -> dict[str, float]:
+        """Each host's fastest transfer so far, either way."""
+        return {h: max(self.up[h] + self.down[h], default=0.0) for h in self.up}
+
+    def tasks(self, tasks: list) -> list[list[float]]:
+        """Each task's rates, in order."""
+        results: list = [None] * len(tasks)
+        for round_ in _pack(self.adj, tasks):
+            flows = [f for k in round_ for f in tasks[k][1]]
+            rates = self.bulk(flows, self.duration)
+            self.count += len(flows)
+            pos = 0
+            for k in round_:
+                results[k] = rates[pos : pos + len(tasks[k][1])]
+                pos += len(tasks[k][1])
+            for (s, d), r in zip(flows, rates):
+                self.up[s].append(r)
+                self.down[d].append(r)
+        return results
+
+
+# ---------------------------------------------------------------- the tree
+def _path(adj: dict, u: str, v: str) -> list[str]:
+    parent: dict[str, str | None] = {u: None}
+    stack = [u]
+    while stack:
+        x = stack.pop()
+        for y in adj[x]:
+            if y not in parent:
+                parent[y] = x
+                stack.append(y)
+    out = [v]
+    while out[-1] != u:
+        out.append(parent[out[-1]])  # type: ignore[arg-type]
+    return out[::-1]
+
+
+def _side(adj: dict, a: str, b: str, hosts: set, speed: dict | None = None) -> list[str]:
+    """Hosts on a's side of the link a-b, nearest (fewest hops from a) first; among equally
+    near ones the fastest first when ``speed`` is given."""
+    seen, order, frontier = {a, b}, [], [a]
+    while frontier:
+        here = [x for x in frontier if x in hosts]
+        order += sorted(here, key=lambda h: -speed[h]) if speed is not None else here
+        nxt = []
+        for x in frontier:
+            for y in adj[x]:
+                if y not in seen:
+                    seen.add(y)
+                    nxt.append(y)
+        frontier = nxt
+    return order
+
+
+def _groups(adj: dict, hosts: list, switches: list) -> list[list]:
+    hs = set(hosts)
+    return [sorted(n for n in adj[s] if n in hs) for s in switches if any(n in hs for n in adj[s])]
+
+
+def _links_of(adj: dict, flows: list) -> set:
+    out = set()
+    for s, d in flows:
+        p = _path(adj, s, d)
+        out |= set(zip(p, p[1:]))
+    return out
+
+
+# ---------------------------------------------------------------- the measurements
+def _round_robin_tasks(adj: dict, hosts: list, switches: list) -> list:
+    """Per switch: every pair of its hosts, both directions, as a round-robin tournament
+    (the circle method: n - 1 rounds of n / 2 disjoint pairs), so every host meets the
+    fastest of the others and its own link is what limits one of its transfers."""
+    hs = set(hosts)
+    tasks: list = []
+    for s in switches:
+        members = [n for n in adj[s] if n in hs]
+        if len(members) < 2:
+            continue
+        circle = members + ([None] if len(members) % 2 else [])
+        n = len(circle)
+        for _ in range(n - 1):
+            pairs = [(circle[i], circle[n - 1 - i]) for i in range(n // 2)]
+            pairs = [(a, b) for a, b in pairs if a is not None and b is not None]
+            tasks.append(("pairs", pairs + [(b, a) for a, b in pairs], None))
+            circle = [circle[0], circle[-1], *circle[1:-1]]
+    return tasks
+
+
+def _branch_tasks(adj: dict, hosts: list, switches: list, speed: dict) -> list:
+    """The fastest hosts under each switch (within ``SLOWDOWN`` of the fastest: nobody under
+    their switch may be as fast, so the round robin may not have shown their own link's
+    rate) with the fastest of the nearest
+    hosts of every other branch of its switch, both directions."""
+    hs = set(hosts)
+    tasks: list = []
+    for s in switches:
+        members = [n for n in adj[s] if n in hs]
+        if not members:
+            continue
+        top = max(speed[h] for h in members)
+        for fastest in [h for h in members if speed[h] >= (1 - SLOWDOWN) * top]:
+            for branch in adj[s]:
+                if branch not in hs:
+                    near = _side(adj, branch, s, hs, speed)[0]
+                    tasks.append(("pair", [(fastest, near), (near, fastest)], None))
+    return tasks
+
+
+def _edge_tasks(adj: dict, hosts: list, switches: list, speed: dict) -> list:
+    hs, sw = set(hosts), set(switches)
+    tasks = []
+    for a in switches:
+        for b in adj[a]:
+            if b in sw and a < b:
+                side_a, side_b = _side(adj, a, b, hs, speed), _side(adj, b, a, hs, speed)
+                k = min(len(side_a), len(side_b), MAX_FLOWS)
+                there = [(side_a[i], side_b[i]) for i in range(k)]
+                back = [(side_b[i], side_a[(i + 1) % k]) for i in range(k)]
+                tasks.append(("edge", there + back, (a, b)))
+    return tasks
+
+
+def _pack(adj: dict, tasks: list) -> list[list[int]]:
+    """First-fit: task indices per round, no directed link used twice in a round."""
+    rounds: list[tuple[list[int], set]] = []
+    for k, (_, flows, _) in enumerate(tasks):
+        links = _links_of(adj, flows)
+        for members, used in rounds:
+            if not used & links:
+                members.append(k)
+                used |= links
+                break
+        else:
+            rounds.append(([k], set(links)))
+    return [m for m, _ in rounds]
+
+
+def _edge_estimate(flows, rates, host_up, host_down, adj, a, b) -> Estimate:
+    """a->b: the transfers' sum, or (when the hosts limited every one of them) a lower bound
+    raised to the most a's side can ever send across (the link never limits anything)."""
+    total = sum(rates)
+    hosts_limit = sum(min(host_up[s].value, host_down[d].value) for s, d in flows)
+    if total < (1 - SLOWDOWN) * hosts_limit:
+        return Estimate(total, [total])
+    hs = set(host_up)
+    most = min(
+        sum(host_up[h].value for h in _side(adj, a, b, hs)),
+        sum(host_down[h].value for h in _side(adj, b, a, hs)),
+    )
+    return Estimate(max(total, most), [total], at_least=True)

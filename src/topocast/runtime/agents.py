@@ -1,0 +1,155 @@
+"""Starting, reaching and stopping the agents: what ``topocast run`` (``coordinator``) and
+``topocast probe`` (``topocast.probe.session``) share.
+
+The launcher starts one agent process per host; each connects back to the control listener
+and proves it knows the session's secret (``connect_agents``). Each control connection is
+then read by one thread (``read_messages``) into a queue of ``(host, message)`` events, a
+``None`` message meaning the agent is gone (``describe_exit`` says why, ``stderr_tail``
+shows its last words). ``stop_agent`` waits for an agent to exit and kills it after a grace
+period.
+"""
+
+from __future__ import annotations
+
+import queue
+import signal
+import time
+
+from ..errors import TopocastError
+from .protocol import Conn, Msg, ProtocolError
+
+__all__ = [
+    "RunError",
+    "connect_agents",
+    "describe_exit",
+    "read_messages",
+    "send_quietly",
+    "stderr_tail",
+    "stop_agent",
+    "wait_exit",
+]
+
+CONNECT_TIMEOUT = 30.0  # s: every agent must have connected back by then
+
+
+class RunError(TopocastError):
+    """The run could not be performed at all (agents did not start, bad input file, ...)."""
+
+
+def connect_agents(
+    launcher, hosts, procs: dict, conns: dict, listener, control_addr, secret: bytes, dest_dir
+) -> dict[str, dict]:
+    """Start one agent per host (``procs[host]``) and wait (30 s at most) until each has
+    connected back (``conns[host]``) and proved it knows ``secret``; returns each host's hello
+    (address, data port)."""
+    for h in hosts:
+        boot = dict(launcher.boot(h), host=h, secret=secret.hex(), control=control_addr, dest_dir=dest_dir)
+        procs[h] = launcher.start(h, boot)
+    hello: dict[str, dict] = {}
+    deadline = time.monotonic() + CONNECT_TIMEOUT
+    while len(hello) < len(hosts):
+        if time.monotonic() > deadline:
+            missing = [h for h in hosts if h not in hello]
+            raise RunError(
+                f"agents did not connect within {CONNECT_TIMEOUT:.0f} s: {', '.join(missing)}"
+                f"{stderr_tail(procs, missing)}"
+            )
+        for h, p in procs.items():
+            if h not in hello and p.poll() is not None:
+                raise RunError(
+                    f"agent for {h} exited before connecting ({describe_exit(p.returncode)}){stderr_tail(procs, [h])}"
+                )
+        try:
+            sock, _ = listener.accept()
+        except TimeoutError:
+            continue
+        sock.settimeout(10)
+        conn = Conn(sock)
+        try:
+            conn.auth_server(secret)
+            msg = conn.recv_json()
+        except (OSError, ProtocolError):
+            conn.close()
+            continue
+        h = str(msg.get("host"))
+        if msg.get("type") != Msg.HELLO or h not in procs or h in hello:
+            conn.close()
+            continue
+        sock.settimeout(None)
+        conns[h] = conn
+        hello[h] = msg
+    return hello
+
+
+def read_messages(host: str, conn: Conn, events: queue.Queue) -> None:
+    """Put every control message from ``host`` on ``events``; ``(host, None)`` when it is gone."""
+    try:
+        while True:
+            events.put((host, conn.recv_json()))
+    except (OSError, ProtocolError):
+        events.put((host, None))
+
+
+def send_quietly(conn: Conn, msg: dict) -> None:
+    """Send a control message; an agent already gone is noticed by its reader, not here."""
+    try:
+        conn.send_json(msg)
+    except OSError:
+        pass
+
+
+def describe_exit(code) -> str:
+    """Why an agent stopped, from its exit status (None: still running)."""
+    if code is None:
+        return "lost contact with the agent (process still running)"
+    if code < 0:
+        try:
+            return f"agent died (killed by {signal.Signals(-code).name})"
+        except ValueError:
+            return f"agent died (signal {-code})"
+    return f"agent exited with status {code}"
+
+
+def wait_exit(proc, timeout: float = 2.0) -> bool:
+    """Has ``proc`` exited within ``timeout`` seconds?"""
+    try:
+        proc.wait(timeout=timeout)
+        return True
+    except Exception:
+        return False
+
+
+def stop_agent(proc, grace: float = 2.0) -> None:
+    """Wait ``grace`` seconds for an agent to exit, then kill it."""
+    if proc.poll() is None:
+        try:
+            proc.wait(timeout=grace)
+        except Exception:
+            pass
+    if proc.poll() is None:
+        try:
+            proc.kill()
+            proc.wait(timeout=2)
+        except Exception:
+            pass
+    for f in (proc.stdin, proc.stderr):
+        try:
+            if f:
+                f.close()
+        except Exception:
+            pass
+
+
+def stderr_tail(procs: dict, hosts) -> str:
+    """The last lines each exited agent of ``hosts`` wrote to its stderr, for error messages."""
+    out = []
+    for h in hosts:
+        p = procs[h]
+        if p.poll() is not None and p.stderr:
+            try:
+                tail = p.stderr.read().decode(errors="replace").strip().splitlines()[-3:]
+            except Exception:
+                tail = []
+            if tail:
+                out.append(f"{h}: " + " | ".join(tail))
+    return (" [" + "; ".join(out) + "]") if out else ""

@@ -1,0 +1,79 @@
+"""The whole inference (probe.infer.infer_trees) on seeded random trees whose hosts hang off
+inner switches too, against the fake max-min network (tests/probe/fake_network.py): the
+same host groups as the truth's bandwidth-equivalent form (probe.equivalent), every max-flow
+within 10 %, the stable plan within 5 %."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from topocast.bounds import maxflow_from
+from topocast.plan import Broadcast
+from topocast.planners import get_planner
+from topocast.probe.equivalent import bandwidth_equivalent, host_groups
+from topocast.probe.infer import build_topology, infer_trees
+from topocast.sim import simulate
+from topocast.topology.generators import random_tree
+
+from .fake_network import FakeNetwork
+
+
+def with_latencies(topo, seed: int, switch_links=(100e-6, 2e-3), host_links=(20e-6, 500e-6)):
+    """``topo`` with random one-way latencies (switch links longer than host links)."""
+    rng = np.random.default_rng(seed)
+    hosts = set(topo.hosts)
+    links = [
+        type(pl)(
+            pl.a,
+            pl.b,
+            pl.bandwidth,
+            float(rng.uniform(*(host_links if hosts & {pl.a, pl.b} else switch_links))),
+            pl.bandwidth_ba,
+        )
+        for pl in topo.physical_links
+    ]
+    return topo.replace(links=links)
+
+
+def check(truth, tree, lat_inferred_hosts, goodput=0.955):
+    inferred = build_topology(tree, lat_inferred_hosts, goodput=goodput, measurements=tree.measurements)
+    assert host_groups(bandwidth_equivalent(inferred)) == host_groups(bandwidth_equivalent(truth))
+    for s in truth.hosts:
+        a, b = maxflow_from(truth, s), maxflow_from(inferred, s)
+        for h in truth.hosts:
+            if h != s:
+                assert b[h] == pytest.approx(a[h], rel=0.10), (s, h)
+    stable = get_planner("broadcast", "stable")
+    src = truth.hosts[0]
+    mine = simulate(stable(inferred, Broadcast(src, 1 << 26)), truth).aggregate_bandwidth
+    best = simulate(stable(truth, Broadcast(src, 1 << 26)), truth).aggregate_bandwidth
+    assert mine >= 0.95 * best
+    return inferred
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_latency_tree_and_link_rates_recover_random_trees(seed):
+    """Latencies tell the switches apart: the latency tree is the structure, every link
+    measured across it (hosts under inner switches included)."""
+    rng = np.random.default_rng(100 + seed)
+    n = int(rng.integers(8, 25))
+    truth = with_latencies(random_tree(n, max(2, n // 4), min_mbit=20, max_mbit=200, seed=seed), seed)
+    truth = bandwidth_equivalent(truth).replace(name=truth.name)
+    net = FakeNetwork(truth, noise=0.03, seed=seed)
+    lat, tree = infer_trees(list(truth.hosts), net.rtt, net.bulk, 0.3, 60e-6)
+    assert len(lat.switches) >= 2
+    check(truth, tree, list(truth.hosts))
+    assert tree.measurements < n * n  # rounds pack many links; far from all pairs
+
+
+def test_link_measurements_run_in_parallel():
+    """Measurements that share no link run in one round: far fewer rounds than measurements."""
+    truth = with_latencies(random_tree(20, 5, min_mbit=20, max_mbit=200, seed=3), 3)
+    truth = bandwidth_equivalent(truth).replace(name=truth.name)
+    net = FakeNetwork(truth, noise=0.0, seed=3)
+    _, tree = infer_trees(list(truth.hosts), net.rtt, net.bulk, 0.3, 60e-6)
+    biggest = max(len(g) for g in tree.groups)
+    # the round robins of all switches run together (biggest - 1 rounds), then the rest
+    assert net.rounds <= biggest - 1 + len(truth.physical_links) // 2, (net.rounds, biggest)
+    assert tree.measurements >= 3 * net.rounds
