@@ -75,3 +75,21 @@ def test_a_run_after_the_server_died_starts_a_new_one():
     out = perform(chain_plan(1 << 20), launcher=make_launcher("local"))
     assert out.failed == {}
     assert fork_server(_agent_env()) is not server
+
+
+def test_a_server_that_cannot_start_falls_back_to_plain_agent_processes(monkeypatch):
+    """A fork server that dies at once (here: its interpreter is ``false``) is noticed at
+    once, not after the start timeout, and the launcher starts each agent as ``python -m
+    topocast.runtime.agent`` instead."""
+    import topocast.runtime.forkserver as fs
+
+    with monkeypatch.context() as m:
+        m.setattr(fs.sys, "executable", "/bin/false")
+        broken = fs.ForkServerClient(_agent_env())
+    t = time.monotonic()
+    with pytest.raises(OSError):
+        broken.start({"host": "x"})
+    assert time.monotonic() - t < fs.START_TIMEOUT / 2
+    monkeypatch.setattr(fs, "fork_server", lambda env: broken)
+    out = perform(chain_plan(1 << 20), launcher=make_launcher("local"))
+    assert out.failed == {}

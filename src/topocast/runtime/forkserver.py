@@ -169,10 +169,11 @@ class ForkServerClient:
         self._reply_ready = threading.Condition(self._lock)
         self._agents: dict[int, ForkedAgent] = {}
         self._early_exits: dict[int, int] = {}
+        self._gone = False  # the server's replies ended
         threading.Thread(target=self._read, daemon=True, name="forkserver-replies").start()
 
     def alive(self) -> bool:
-        return self.proc.poll() is None
+        return not self._gone and self.proc.poll() is None
 
     def start(self, boot: dict) -> ForkedAgent:
         n = next(self._ids)
@@ -209,6 +210,7 @@ class ForkServerClient:
                     self._replies[message["id"]] = message["pid"]
                 self._reply_ready.notify_all()
         with self._lock:  # the server is gone: no exit status will come for its agents
+            self._gone = True
             self._reply_ready.notify_all()
 
     def close(self) -> None:
