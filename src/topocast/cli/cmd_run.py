@@ -410,9 +410,12 @@ def print_table(console, plan, algorithm, measured, predicted, bound, outcome, l
     from rich.table import Table
 
     t = Table(title=f"{algorithm}: {plan.size} bytes from {plan.source}: measured, predicted, bound")
-    for c in ("host", "meas s", "pred s", "m/p", "meas Mb/s", "pred Mb/s", "bound Mb/s", "status"):
-        width = {"host": max(len(h) for h in [*plan.wanted, "total"]), "status": 8}.get(c)
-        t.add_column(c, justify="left" if c in ("host", "status") else "right", no_wrap=c != "status", min_width=width)
+    # Two-line headers keep the table within 80 columns; a host name or a status too long
+    # for its column folds onto the next line rather than being cut.
+    t.add_column("host", overflow="fold")
+    for c in ("meas\ns", "pred\ns", "m/p", "meas\nMb/s", "pred\nMb/s", "bound\nMb/s"):
+        t.add_column(c, justify="right", no_wrap=True)
+    t.add_column("status", min_width=8, overflow="fold")
     for h in plan.wanted:
         m = measured.per_host[h]
         p = predicted.per_host.get(h) if predicted else None
