@@ -288,7 +288,7 @@ def _hopcroft_karp(N: int, idx: np.ndarray) -> np.ndarray:
     """Maximum matching (column of each row, -1 if free) of the edges of flat indices ``idx``
     (ascending) of an ``N x N`` matrix: scipy's Hopcroft-Karp on a reused CSR object (its
     constructor's validation costs more than the matching itself on these small graphs)."""
-    from scipy.sparse import csr_matrix  # here, not at import: scipy costs every command 0.4 s
+    from scipy.sparse import csr_matrix  # here, not at import: scipy is slow to import and most commands never need it
     from scipy.sparse.csgraph import maximum_bipartite_matching
 
     if N not in _HK_GRAPH:
