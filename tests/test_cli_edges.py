@@ -161,6 +161,7 @@ def test_names_are_never_cut_at_80_columns():
 
     for name in builtin_names():
         assert f"builtin:{name}" in r.stdout, name
+    assert "…" not in r.stdout  # nor is a word of a summary
     r = subprocess.run(
         [sys.executable, "-m", "topocast", "compare", "builtin:two-clusters", "--size", "1MB"],
         capture_output=True,
