@@ -282,7 +282,8 @@ def report(topo_name, size, bound, runs, out=sys.stdout):
 
 
 def _testbed_note(everything) -> str:
-    """How the testbed was shaped (recorded since 2026-11-23; older files: FIFO, tc's bucket)."""
+    """How the testbed was shaped (files without this record were made with a FIFO per link and
+    tc's own HTB bucket)."""
     if "ack_priority" not in everything:
         return "; testbed: ACKs behind data, tc's default HTB bucket"
     acks = "small packets first" if everything["ack_priority"] else "ACKs behind data"
@@ -378,14 +379,14 @@ def main(argv=None) -> int:
         "--no-ack-priority",
         dest="ack_priority",
         action="store_false",
-        help="testbed: TCP ACKs wait behind data in each link's FIFO (before 2026-11-23)",
+        help="testbed: TCP ACKs wait behind data in each link's FIFO (how older result files were made)",
     )
     ap.add_argument(
         "--htb-burst",
         type=float,
         default=None,
         metavar="SECONDS",
-        help="testbed: HTB token bucket in seconds of the rate (default 0.005; tc's own default was one MTU before 2026-11-23)",
+        help="testbed: HTB token bucket in seconds of the rate (default 0.005; tc's own default, one MTU, made the older result files)",
     )
     ap.add_argument(
         "--no-fair-uplink",

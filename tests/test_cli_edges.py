@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from topocast.cli.cmd_sweep import sizes_between
 from topocast.cli.main import build_parser, main
 from topocast.units import format_size, parse_bandwidth
 
@@ -160,6 +161,7 @@ def test_names_are_never_cut_at_80_columns():
 
     for name in builtin_names():
         assert f"builtin:{name}" in r.stdout, name
+    assert "…" not in r.stdout  # nor is a word of a summary
     r = subprocess.run(
         [sys.executable, "-m", "topocast", "compare", "builtin:two-clusters", "--size", "1MB"],
         capture_output=True,
@@ -232,3 +234,93 @@ def test_compare_says_which_bound_a_fraction_refers_to(tmp_path, capsys):
     assert stable["of_ceiling"] > stable["of_bound"]
     code, text = _run_cli(capsys, "compare", str(topo), "--size", "100MB", "-a", "stable,flat")
     assert "relay ceiling" in text and "of Σ" in text
+
+
+SWEEP_PLANNERS = "stable,scatter_allgather_rdb,scatter_allgather_ring,depth_first,balanced_multicast,two_tree,binomial"
+
+
+def test_sweep_table_keeps_every_name_and_figure_at_80_columns(monkeypatch, capsys):
+    """Many planners and sizes: rows are planners (whole names), the sizes spread over as many
+    tables as it takes; nothing is cut and no line is wider than the terminal."""
+    monkeypatch.setenv("COLUMNS", "80")
+    code, text = _run_cli(capsys, "sweep", "builtin:two-clusters", "-a", SWEEP_PLANNERS, "--max", "16MB")
+    assert code == 0
+    lines = text.splitlines()
+    assert lines and max(len(line) for line in lines) <= 80
+    assert "…" not in text
+    for name in SWEEP_PLANNERS.split(","):
+        assert any(line.startswith(f"│ {name} ") for line in lines), name
+    for size in sizes_between(1000, 16 * 10**6, 4.0):
+        assert f" {format_size(size)} ┃" in text, size
+    # every planner's row holds one figure per size, over all the tables
+    figures = sum(len(line.split("│")) - 3 for line in lines if line.startswith("│ stable "))
+    assert figures == len(sizes_between(1000, 16 * 10**6, 4.0))
+
+
+def test_run_table_fits_80_columns_with_a_failed_host():
+    """The run table (measured, predicted, bound, status) is at most 80 columns wide: no column
+    is cropped at the right, and a long failure reason folds inside the status column."""
+    import io
+
+    from rich.console import Console
+
+    from topocast import Broadcast, broadcast_bounds, get_planner, load_topology, simulate
+    from topocast.cli.cmd_run import print_table
+    from topocast.results import HostResult, Result
+    from topocast.runtime import RunOutcome
+
+    topo = load_topology("builtin:two-clusters")
+    plan = get_planner("broadcast", "stable")(topo, Broadcast("s", 16 * 10**6))
+    predicted = simulate(plan, topo)
+    reason = "timed out: no byte moved anywhere for 30 s, holding 7549748 of 16000000 bytes"
+    per_host = dict(predicted.per_host)
+    per_host["b3"] = HostResult(float("inf"), 0.0, completed=False, reason=reason)
+    measured = Result("stable", per_host, float("inf"), predicted.aggregate_bandwidth, kind="measured")
+    outcome = RunOutcome(measured, failed={"b3": reason})
+    out = io.StringIO()
+    print_table(Console(file=out, width=80), plan, "stable", measured, predicted, broadcast_bounds(topo, "s"), outcome)
+    lines = out.getvalue().splitlines()
+    table = [line for line in lines if line[:1] in "┏┃┡│└"]
+    assert len(table) >= len(plan.wanted) + 5
+    assert max(len(line) for line in lines) <= 80
+    assert all(line.rstrip()[-1] in "┓┃┩│┘" for line in table), "a column was cropped"
+    below = " ".join(line.strip() for line in lines[len(table) :])
+    assert f"b3: {reason}" in below  # the whole reason, under the table
+
+
+def test_compare_plot_stays_readable_with_every_planner(tmp_path, monkeypatch):
+    """Every registered planner gets its own labelled bar, best first; the per-host panel shows
+    only the best few, each in its own colour, with its legend inside that panel."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    from topocast import load_topology
+    from topocast.cli.cmd_compare import PLOT_BEST, compare, plot_compare
+
+    saved = []
+    real_savefig = Figure.savefig
+
+    def keep(fig, *args, **kwargs):
+        saved.append(fig)
+        return real_savefig(fig, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", keep)
+    topo = load_topology("builtin:two-clusters")
+    bound, results = compare(topo, "s", 10**6)
+    ok = [(n, r) for n, r in results if not isinstance(r, str)]
+    assert len(ok) > 10
+    plot_compare(tmp_path / "c.png", topo, "s", bound, ok)
+    assert (tmp_path / "c.png").stat().st_size > 10_000
+    (fig,) = saved
+    bars, hosts = fig.axes[:2]
+    labels = [t.get_text() for t in bars.get_yticklabels()]
+    assert labels == [n for n, r in sorted(ok, key=lambda nr: -nr[1].aggregate_bandwidth)]
+    lines = [line for line in hosts.get_lines() if line.get_label() in labels]
+    assert len(lines) == min(PLOT_BEST, len(ok))
+    assert len({matplotlib.colors.to_hex(line.get_color()) for line in lines}) == len(lines)
+    fig.canvas.draw()
+    inside = hosts.get_window_extent()
+    legend = hosts.get_legend().get_window_extent()
+    assert inside.x0 <= legend.x0 and legend.x1 <= inside.x1, "the legend lies outside its panel"

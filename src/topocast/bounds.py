@@ -21,8 +21,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .errors import PlanError
+
+if TYPE_CHECKING:
+    from .topology import Topology
 
 __all__ = ["Bound", "broadcast_bounds", "maxflow_from"]
 
@@ -44,7 +48,7 @@ class Bound:
         return {"aggregate_bandwidth": self.aggregate_bandwidth, "per_host_rate": dict(self.per_host_rate)}
 
 
-def maxflow_from(topology, source: str, targets: Iterable[str] | None = None) -> dict[str, float]:
+def maxflow_from(topology: Topology, source: str, targets: Iterable[str] | None = None) -> dict[str, float]:
     """``maxflow(source -> v)`` in bytes/s for every node ``v`` in ``targets`` (default: all hosts)."""
     topo = topology
     targets = list(topo.hosts if targets is None else targets)
@@ -113,7 +117,7 @@ def maxflow_from(topology, source: str, targets: Iterable[str] | None = None) ->
     return {t: value[topo.index(t)] for t in targets}
 
 
-def broadcast_bounds(topology, source: str, destinations: Iterable[str] | None = None) -> Bound:
+def broadcast_bounds(topology: Topology, source: str, destinations: Iterable[str] | None = None) -> Bound:
     """Per-destination max-flow bound and its sum for a broadcast from ``source``."""
     if not topology.is_host(source):
         raise PlanError(f"source {source!r} is not a host of topology {topology.name!r}", element="source")

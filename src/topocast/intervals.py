@@ -27,7 +27,7 @@ class IntervalSet:
         c.total = self.total
         return c
 
-    def add(self, start, end) -> None:
+    def add(self, start: float, end: float) -> None:
         """Add ``[start, end)``, merging with touching or overlapping intervals."""
         if end <= start:
             return
@@ -72,7 +72,7 @@ class IntervalSet:
         self.starts, self.ends = starts, ends
         self.total = sum(e - s for s, e in zip(starts, ends))
 
-    def covers(self, start, end) -> bool:
+    def covers(self, start: float, end: float) -> bool:
         """True when ``[start, end)`` lies inside the set."""
         if end <= start:
             return True
@@ -82,7 +82,7 @@ class IntervalSet:
     def covers_ranges(self, ranges: Iterable[tuple[float, float]]) -> bool:
         return all(self.covers(off, off + length) for off, length in ranges)
 
-    def missing(self, start, end) -> list[tuple]:
+    def missing(self, start: float, end: float) -> list[tuple]:
         """Sub-intervals of ``[start, end)`` not in the set, as (start, end) pairs."""
         out = []
         pos = start

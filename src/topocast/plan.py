@@ -27,12 +27,16 @@ Collectives:
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from .errors import PlanError
+
+if TYPE_CHECKING:
+    from .topology import Topology
 
 __all__ = [
     "Ranges",
@@ -63,6 +67,18 @@ def normalize_ranges(ranges: Iterable[Sequence[int]]) -> Ranges:
 def ranges_length(ranges: Ranges) -> int:
     """Total number of bytes in ``ranges`` (duplicates counted)."""
     return sum(length for _, length in ranges)
+
+
+class TransferOptions(TypedDict, total=False):
+    """The optional fields of a :class:`Transfer`, for :meth:`Transfer.of`."""
+
+    pipelined: bool
+    upstream: int | None
+    after: tuple[int, ...]
+    rate_cap: float | None
+    path: tuple[str, ...] | None
+    reduce: bool
+    label: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +122,7 @@ class Transfer:
     label: str = ""
 
     @classmethod
-    def of(cls, src: str, dst: str, offset: int, length: int, **kw) -> Transfer:
+    def of(cls, src: str, dst: str, offset: int, length: int, **kw: Unpack[TransferOptions]) -> Transfer:
         """A transfer of one contiguous range ``[offset, offset + length)``."""
         return cls(src, dst, ((int(offset), int(length)),), **kw)
 
@@ -162,7 +178,7 @@ class Broadcast:
     size: int
     destinations: tuple[str, ...] | None = None
 
-    def resolve(self, topology) -> tuple[str, ...]:
+    def resolve(self, topology: Topology) -> tuple[str, ...]:
         """Destinations, checked against the topology (source excluded, order kept)."""
         if not topology.is_host(self.source):
             raise PlanError(f"source {self.source!r} is not a host of topology {topology.name!r}", element="source")
@@ -324,7 +340,7 @@ class Plan:
         return json.dumps(self.to_json(), indent=1)
 
     @classmethod
-    def load(cls, path) -> Plan:
+    def load(cls, path: str | os.PathLike[str]) -> Plan:
         """Read a plan written by ``topocast plan --output``."""
         try:
             with open(path) as fh:

@@ -8,14 +8,15 @@ dependency means the same thing, and a cycle is reported in the same words, ever
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable, Sequence
 
 from .intervals import IntervalSet
-from .plan import Plan
+from .plan import Plan, Ranges
 
 __all__ = ["contiguous_offset", "find_upstream", "topological_order"]
 
 
-def contiguous_offset(outer, inner) -> int | None:
+def contiguous_offset(outer: Ranges, inner: Ranges) -> int | None:
     """Position in the flattened byte sequence ``outer`` where ``inner`` starts as a
     contiguous run, or ``None`` when it does not occur."""
     if outer == inner:
@@ -81,7 +82,7 @@ def find_upstream(plan: Plan, index: int, incoming: dict | None = None) -> tuple
     return None, 0
 
 
-def topological_order(preds, fail) -> list[int]:
+def topological_order(preds: Sequence[Sequence[int]], fail: Callable[[int, str], Exception]) -> list[int]:
     """Transfers in an order that puts each after its predecessors (``preds[i]``: the indices
     transfer ``i`` waits for). A cycle raises ``fail(i, message)`` for a transfer on it."""
     n = len(preds)

@@ -25,8 +25,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from .topology import Topology
 
 __all__ = ["relay_ceiling"]
 
@@ -45,7 +49,7 @@ def _access(topology, host: str):
     return None
 
 
-def relay_ceiling(topology, source: str, per_host_maxflow: Mapping[str, float]) -> float:
+def relay_ceiling(topology: Topology, source: str, per_host_maxflow: Mapping[str, float]) -> float:
     """The relay ceiling (bytes/s) for a broadcast from ``source`` to the hosts of
     ``per_host_maxflow`` (each host's max-flow bound, as :func:`topocast.bounds.broadcast_bounds`
     gives it). Never above Σ max-flow."""

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
+
 from ..bounds import broadcast_bounds
 from ..units import format_bandwidth
 from .common import add_topology_args, load_topology_arg, print_json, resolve_source
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("bounds", help="per-host max-flow bound of a broadcast and their sum")
     add_topology_args(p)
     p.add_argument("-s", "--source", help="source host (default: the first host)")
@@ -16,7 +18,7 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     topology = load_topology_arg(args)
     source = resolve_source(topology, args.source)
     dests = [d.strip() for d in args.destinations.split(",")] if args.destinations else None

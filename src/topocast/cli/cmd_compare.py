@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
 import math
+import os
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from ..bounds import broadcast_bounds
 from ..check import check_plan
@@ -23,8 +27,15 @@ from .common import (
     size_arg,
 )
 
+if TYPE_CHECKING:
+    from ..bounds import Bound
+    from ..plan import Plan
+    from ..planners.registry import PlannerInfo
+    from ..results import Result
+    from ..topology import Topology
 
-def register(sub) -> None:
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "compare",
         help="plan, simulate and compare broadcast algorithms against the bound",
@@ -48,29 +59,31 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def plan_with(info, topology, request, seed, rate_tolerance=None):
+def plan_with(
+    info: PlannerInfo, topology: Topology, request: object, seed: int | None, rate_tolerance: float | None = None
+) -> Plan:
     """Run a planner with the CLI's ``--seed`` and ``--rate-tolerance``, where it takes them."""
     import inspect
 
     params = inspect.signature(info.func).parameters
-    kwargs = {"seed": seed} if "seed" in params else {}
+    kwargs: dict[str, object] = {"seed": seed} if "seed" in params else {}
     if rate_tolerance is not None and "rate_tolerance" in params:
         kwargs["rate_tolerance"] = rate_tolerance
     return info(topology, request, **kwargs)
 
 
 def compare(
-    topology,
-    source,
-    size,
-    algorithms=None,
-    destinations=None,
+    topology: Topology,
+    source: str,
+    size: int,
+    algorithms: Sequence[str] | None = None,
+    destinations: Sequence[str] | None = None,
     *,
-    chunk_size=0,
-    seed=0,
-    on_step=None,
-    rate_tolerance=None,
-):
+    chunk_size: int = 0,
+    seed: int | None = 0,
+    on_step: Callable[[str], object] | None = None,
+    rate_tolerance: float | None = None,
+) -> tuple[Bound, list[tuple[str, Result | str]]]:
     """Plan, check and simulate each algorithm; returns (bound, [(name, Result or error str)]).
     ``on_step(name)`` is called after each algorithm (a progress display)."""
     if algorithms is None:
@@ -80,7 +93,7 @@ def compare(
     request = Broadcast(source, size, tuple(destinations) if destinations else None)
     dests = request.resolve(topology)
     bound = broadcast_bounds(topology, source, dests)
-    results = []
+    results: list[tuple[str, Result | str]] = []
     for info in infos:
         try:
             plan = plan_with(info, topology, request, seed, rate_tolerance)
@@ -96,7 +109,7 @@ def compare(
     return bound, results
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     check_output(args.plot, "--plot", PLOT_SUFFIXES)
     topology = load_topology_arg(args)
     source = resolve_source(topology, args.source)
@@ -205,7 +218,9 @@ def _fraction(x: float, of: float) -> float:
 PLOT_BEST = 4
 
 
-def plot_compare(path, topology, source, bound, results) -> None:
+def plot_compare(
+    path: str | os.PathLike[str], topology: Topology, source: str, bound: Bound, results: Sequence[tuple[str, Result]]
+) -> None:
     """Two panels that stay readable with any number of algorithms: (left) every algorithm's
     aggregate bandwidth as a fraction of the bound, best first, one labelled bar each; (right)
     per-host receive rates of the best few beside each host's bound, hosts sorted by bound."""

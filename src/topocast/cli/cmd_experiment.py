@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from .common import bandwidth_arg, check_output, help_of
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "experiment",
         help="reproduce a published study (table + figures into a folder)",
@@ -53,7 +54,7 @@ def register(sub) -> None:
     p.set_defaults(func=help_of(p))
 
 
-def run_stable_broadcast(args) -> int:
+def run_stable_broadcast(args: argparse.Namespace) -> int:
     check_output(args.out, "--out", folder=True)
     from rich.console import Console
     from rich.progress import (

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import argparse
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
 from ..planners import available_planners
 from .common import print_json
 
+if TYPE_CHECKING:
+    from ..planners.registry import PlannerInfo
 
-def register(sub) -> None:
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("planners", help="list registered planners with summary and reference")
     p.add_argument("--collective", help="only this collective (broadcast, allreduce, redistribute)")
     p.add_argument("--json", action="store_true")
@@ -17,14 +24,14 @@ def register(sub) -> None:
 _COLLECTIVE_ORDER = {"broadcast": 0, "allreduce": 1, "redistribute": 2}
 
 
-def sorted_infos(infos):
+def sorted_infos(infos: Iterable[PlannerInfo]) -> list[PlannerInfo]:
     """Stable listing order (import order can differ): collective, algorithms by name, selectors last."""
     return sorted(
         infos, key=lambda i: (_COLLECTIVE_ORDER.get(i.collective, 9), i.collective, "selector" in i.tags, i.name)
     )
 
 
-def markdown_table(infos) -> str:
+def markdown_table(infos: Iterable[PlannerInfo]) -> str:
     """The planner table of docs/planners.md, generated from the registry."""
     lines = [
         "# Planners",
@@ -40,7 +47,7 @@ def markdown_table(infos) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     infos = sorted_infos(available_planners(args.collective))
     if args.markdown:
         print(markdown_table(infos), end="")

@@ -2,17 +2,37 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
 import tempfile
 import time
+from typing import TYPE_CHECKING, TypedDict
 
 from ..errors import InputError, TopocastError
 from .common import print_json
 
 
-def register(sub) -> None:
+class ProbeSummary(TypedDict):
+    """What ``topocast probe`` reports (``--json`` prints it as is)."""
+
+    output: str
+    hosts: int
+    switches: int
+    groups: list[list[str]]  # hosts found under one switch
+    measurements: int
+    rounds: int
+    seconds: float
+    goodput_factor: float
+    notes: list[str]
+
+
+if TYPE_CHECKING:
+    from ..topology import Topology
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "probe",
         help="infer a topology (switches, bandwidths, latencies) from measurements between the hosts",
@@ -40,7 +60,7 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def add_launcher_options(p) -> None:
+def add_launcher_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--launcher", choices=("local", "testbed", "ssh"), default="local")
     p.add_argument("--testbed", default=None, metavar="NAME", help="testbed name (default: the only one up)")
     p.add_argument("--ssh-hosts", default=None, help="YAML/JSON: host -> '[user@]address[:port]'")
@@ -49,7 +69,7 @@ def add_launcher_options(p) -> None:
     p.add_argument("--control-host", default=None, help="address of this machine the ssh hosts can reach")
 
 
-def add_probe_options(p) -> None:
+def add_probe_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--probe-duration",
         type=float,
@@ -68,7 +88,7 @@ def add_probe_options(p) -> None:
     )
 
 
-def probe_hosts(args) -> list[str]:
+def probe_hosts(args: argparse.Namespace) -> list[str]:
     """The hosts to probe, from TARGETS and the launcher (a host named twice is an error)."""
     seen: set = set()
     for h in args.targets:
@@ -98,7 +118,7 @@ def probe_hosts(args) -> list[str]:
     return hosts
 
 
-def probe_to_file(args, output: str, goodput: float):
+def probe_to_file(args: argparse.Namespace, output: str, goodput: float) -> tuple[Topology, ProbeSummary]:
     """Probe, write ``output`` atomically, return (topology, summary dict). On failure the
     measurements made so far go to OUTPUT.partial.json and the error says so."""
     from ..probe import ProbeError, ProbeSession
@@ -147,7 +167,7 @@ def probe_to_file(args, output: str, goodput: float):
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
-    summary = {
+    summary: ProbeSummary = {
         "output": output,
         "hosts": len(hosts),
         "switches": len(topo.switches),
@@ -164,7 +184,7 @@ def probe_to_file(args, output: str, goodput: float):
     return topo, summary
 
 
-def probe_goodput(args) -> float:
+def probe_goodput(args: argparse.Namespace) -> float:
     from .cmd_run import GOODPUT_TESTBED
 
     g = getattr(args, "goodput", None)
@@ -174,7 +194,7 @@ def probe_goodput(args) -> float:
     return goodput
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     from .cmd_run import GOODPUT_TESTBED
 
     _, summary = probe_to_file(args, args.output, probe_goodput(args))

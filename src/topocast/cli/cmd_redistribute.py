@@ -8,8 +8,13 @@ two-cluster platform (``--nic``, ``--backbone``; k = backbone / NIC unless ``--k
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from .common import PLOT_SUFFIXES, bandwidth_arg, check_output, help_of, print_json, size_arg, time_arg
+
+if TYPE_CHECKING:
+    from ..redistribution import Redistribution
+    from ..topology import Topology
 
 HELP = "redistribute data between two clusters (KPBS: brute force, GGP, OGGP)"
 
@@ -71,7 +76,7 @@ def _common(p) -> None:
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
         "redistribute", help=HELP, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -115,7 +120,7 @@ def register(subparsers) -> None:
     p.set_defaults(func=help_of(p))
 
 
-def load_request(args):
+def load_request(args: argparse.Namespace) -> tuple[Redistribution, Topology]:
     """``(request, topology)`` from the arguments."""
     from ..errors import InputError
     from ..redistribution import matrix as mx
@@ -184,7 +189,7 @@ def _fmt(x):
     return "-" if x is None else format_time(x)
 
 
-def cmd_plan(args) -> int:
+def cmd_plan(args: argparse.Namespace) -> int:
     check_output(args.output, "--output", (".json",))
     check_output(args.plot, "--plot", PLOT_SUFFIXES)
     from ..planners.redistribute.brute_force import brute_force
@@ -284,7 +289,7 @@ def _plot(args, req, plat, plan) -> None:
     )
 
 
-def cmd_predict(args) -> int:
+def cmd_predict(args: argparse.Namespace) -> int:
     from ..planners.redistribute.decide import predict
 
     req, topo = load_request(args)
@@ -332,7 +337,7 @@ def cmd_predict(args) -> int:
     return 0
 
 
-def cmd_decide(args) -> int:
+def cmd_decide(args: argparse.Namespace) -> int:
     from ..planners.redistribute.decide import decide
 
     req, topo = load_request(args)

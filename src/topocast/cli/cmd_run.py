@@ -6,15 +6,25 @@ import argparse
 import json
 import math
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from .common import add_rate_tolerance_arg, print_json, size_arg
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ..bounds import Bound
+    from ..plan import Plan
+    from ..results import Result
+    from ..runtime import RunOutcome
+    from ..runtime.launchers import Launcher
+    from ..topology import Topology
+
 GOODPUT_TESTBED = 0.955  # TCP goodput / HTB rate measured on the emulated network (docs/experiments/runtime.md)
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "run",
         help="perform a plan for real (agents over TCP)",
@@ -175,7 +185,7 @@ def _plan_hosts_star(plan, target: str):
     return Topology("plan hosts", hosts, [hub], [PhysicalLink(h, hub, 1.0) for h in hosts], source=target)
 
 
-def scale_caps(plan, factor: float):
+def scale_caps(plan: Plan, factor: float) -> Plan:
     """The plan with every rate cap multiplied by ``factor`` (goodput of the real links)."""
     from dataclasses import replace
 
@@ -189,7 +199,7 @@ def scale_caps(plan, factor: float):
     )
 
 
-def scale_topology(topo, factor: float):
+def scale_topology(topo: Topology, factor: float) -> Topology:
     from dataclasses import replace
 
     if factor == 1.0:
@@ -205,7 +215,7 @@ def scale_topology(topo, factor: float):
     return topo.replace(links=links)
 
 
-def predict(plan, topo, chunk: int, goodput: float):
+def predict(plan: Plan, topo: Topology, chunk: int, goodput: float) -> Result | None:
     """Simulated result of ``plan`` on ``topo`` with bandwidths scaled by ``goodput`` (None if
     the simulator is not available)."""
     try:
@@ -241,7 +251,7 @@ def _ssh_hosts(path):
     return out
 
 
-def launcher_from_args(args):
+def launcher_from_args(args: argparse.Namespace) -> Launcher:
     """The launcher the command line asks for (``run`` and ``probe`` share its options)."""
     from ..runtime import make_launcher
 
@@ -255,7 +265,7 @@ def launcher_from_args(args):
     )
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     from ..runtime import DEFAULT_CHUNK, perform
 
     if args.probe:
@@ -408,13 +418,25 @@ def _sec(x):
     return f"{x:.3f}"
 
 
-def print_table(console, plan, algorithm, measured, predicted, bound, outcome, launcher_name="") -> None:
+def print_table(
+    console: Console,
+    plan: Plan,
+    algorithm: str,
+    measured: Result,
+    predicted: Result | None,
+    bound: Bound | None,
+    outcome: RunOutcome,
+    launcher_name: str = "",
+) -> None:
     from rich.table import Table
 
     t = Table(title=f"{algorithm}: {plan.size} bytes from {plan.source}: measured, predicted, bound")
-    for c in ("host", "meas s", "pred s", "m/p", "meas Mb/s", "pred Mb/s", "bound Mb/s", "status"):
-        width = {"host": max(len(h) for h in [*plan.wanted, "total"]), "status": 8}.get(c)
-        t.add_column(c, justify="left" if c in ("host", "status") else "right", no_wrap=c != "status", min_width=width)
+    # Two-line headers keep the table within 80 columns; a host name or a status too long
+    # for its column folds onto the next line rather than being cut.
+    t.add_column("host", overflow="fold")
+    for c in ("meas\ns", "pred\ns", "m/p", "meas\nMb/s", "pred\nMb/s", "bound\nMb/s"):
+        t.add_column(c, justify="right", no_wrap=True)
+    t.add_column("status", min_width=8, overflow="fold")
     for h in plan.wanted:
         m = measured.per_host[h]
         p = predicted.per_host.get(h) if predicted else None

@@ -30,6 +30,8 @@ from .common import (
 )
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from ..topology import Topology
 
 COLLECTIVES = ("broadcast", "allreduce")
@@ -213,6 +215,51 @@ def plot_sweep(data: SweepResult, path: str, *, throughput: bool = False, title:
     plt.close(fig)
 
 
+def _cells(row: SweepRow, n_sizes: int, throughput: bool) -> list[str]:
+    """A planner's figures per size: predicted time, or throughput in MB/s ("-": it failed)."""
+    if row["times"] is None or row["throughput"] is None:
+        return ["-"] * n_sizes
+    if throughput:
+        return [f"{x / 1e6:.1f}" for x in row["throughput"]]
+    return [format_time(t) for t in row["times"]]
+
+
+def sweep_tables(data: SweepResult, *, throughput: bool = False, width: int = 80) -> list[Table]:
+    """The sweep as tables of at most ``width`` columns: one row per planner (its whole
+    name), one column per size; the sizes are spread over as many tables as it takes, so
+    neither a name nor a figure is ever cut."""
+    from rich.table import Table
+
+    names = [row["algorithm"] for row in data["results"]]
+    sizes = [format_size(s) for s in data["sizes"]]
+    cells = [_cells(row, len(sizes), throughput) for row in data["results"]]
+    name_width = max(len("planner"), *(len(n) for n in names))
+    # a rich table with padding 1 and one border per column: 1 + sum(width + 3)
+    groups: list[list[int]] = [[]]
+    used = 1 + name_width + 3
+    for k, label in enumerate(sizes):
+        need = max(len(label), *(len(c[k]) for c in cells)) + 3
+        if groups[-1] and used + need > width:
+            groups.append([])
+            used = 1 + name_width + 3
+        groups[-1].append(k)
+        used += need
+    what = "throughput (MB/s)" if throughput else "predicted time"
+    tables = []
+    for g, cols in enumerate(groups):
+        title = f"{data['collective']} on {data['topology']}: {what}"
+        if len(groups) > 1:
+            title += f" ({g + 1}/{len(groups)})"
+        table = Table(title=title)
+        table.add_column("planner", no_wrap=True, min_width=name_width)
+        for k in cols:
+            table.add_column(sizes[k], justify="right", no_wrap=True)
+        for name, row_cells in zip(names, cells):
+            table.add_row(name, *(row_cells[k] for k in cols))
+        tables.append(table)
+    return tables
+
+
 def run(args: argparse.Namespace) -> int:
     check_output(args.plot, "--plot", PLOT_SUFFIXES)
     topology = load_topology_arg(args)
@@ -237,26 +284,10 @@ def run(args: argparse.Namespace) -> int:
         print_json(data)
         return 0
     from rich.console import Console
-    from rich.table import Table
 
-    table = Table(
-        title=f"{data['collective']} on {data['topology']}: predicted time"
-        + (" (throughput MB/s)" if args.throughput else "")
-    )
-    table.add_column("size", justify="right")
-    for row in data["results"]:
-        table.add_column(row["algorithm"], justify="right")
-    for k, size in enumerate(sizes):
-        cells = [format_size(size)]
-        for row in data["results"]:
-            if row["times"] is None or row["throughput"] is None:
-                cells.append("-")
-            elif args.throughput:
-                cells.append(f"{row['throughput'][k] / 1e6:.1f}")
-            else:
-                cells.append(format_time(row["times"][k]))
-        table.add_row(*cells)
-    Console().print(table)
+    console = Console()
+    for table in sweep_tables(data, throughput=args.throughput, width=console.width):
+        console.print(table)
     for row in data["results"]:
         if row["error"]:
             Console(stderr=True).print(f"{row['algorithm']}: skipped ({row['error']})")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 
@@ -9,7 +10,7 @@ from ..errors import InputError
 from .common import help_of, print_json
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "testbed",
         help="build or remove an emulated network (needs root)",

@@ -267,6 +267,8 @@ def _show_builtins(args: argparse.Namespace) -> int:
             justify="right" if col in ("hosts", "switches", "links") else "left",
             no_wrap=col == "name",
             min_width=max(len(r["name"]) for r in rows) if col == "name" else None,
+            # a word longer than the summary column (a dotted function name) folds, never cut
+            overflow="fold" if col == "summary" else "ellipsis",
         )
     for r in rows:
         table.add_row(r["name"], str(r["hosts"]), str(r["switches"]), str(r["links"]), r["summary"])

@@ -6,11 +6,18 @@ import argparse
 import contextlib
 import json
 import math
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 from ..errors import InputError
 from ..units import parse_bandwidth, parse_size, parse_time
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ..topology import Topology
 
 __all__ = [
     "size_arg",
@@ -30,7 +37,9 @@ __all__ = [
 PLOT_SUFFIXES = (".png", ".pdf", ".svg", ".jpg", ".jpeg", ".eps", ".ps", ".tif", ".tiff", ".webp")
 
 
-def check_output(path, option: str, suffixes: tuple[str, ...] | None = None, *, folder: bool = False) -> None:
+def check_output(
+    path: str | os.PathLike[str] | None, option: str, suffixes: tuple[str, ...] | None = None, *, folder: bool = False
+) -> None:
     """Refuse, before any work is done, an output that cannot be written.
 
     A file must sit in an existing folder and end in one of ``suffixes``; a folder
@@ -79,7 +88,7 @@ size_arg = _wrap(parse_size, "size")
 rate_tolerance_arg = _wrap(_rate_tolerance, "--rate-tolerance")
 
 
-def add_rate_tolerance_arg(p) -> None:
+def add_rate_tolerance_arg(p: argparse.ArgumentParser) -> None:
     """``--rate-tolerance``, passed to the planners that merge trees (stable, fpfr, ...)."""
     from ..planners.broadcast._compact import DEFAULT_RATE_TOLERANCE
 
@@ -98,7 +107,7 @@ bandwidth_arg = _wrap(parse_bandwidth, "bandwidth")
 time_arg = _wrap(parse_time, "time")
 
 
-def add_topology_args(p) -> None:
+def add_topology_args(p: argparse.ArgumentParser) -> None:
     """TOPOLOGY positional plus ``--default-bandwidth`` (for files whose links may lack one)."""
     p.add_argument("topology", help="topology file (.yaml/.json/.xml/.conf/.graphml) or builtin:NAME")
     p.add_argument(
@@ -122,7 +131,7 @@ class _Steps:
 
 
 @contextlib.contextmanager
-def progress(total: int, description: str, *, quiet: bool = False):
+def progress(total: int, description: str, *, quiet: bool = False) -> Iterator[_Steps]:
     """A progress bar on stderr for ``total`` steps, shown only on a terminal and not when
     ``quiet`` (``--json``): piped or scripted runs print nothing extra."""
     if quiet or total <= 1 or not sys.stderr.isatty():
@@ -136,7 +145,7 @@ def progress(total: int, description: str, *, quiet: bool = False):
         yield _Steps(bar, bar.add_task(description, total=total))
 
 
-def resolve_source(topology, source, option: str = "--source"):
+def resolve_source(topology: Topology, source: str | None, option: str = "--source") -> str:
     """The source host: ``source``, or the first host; an unknown name lists the hosts."""
     if source is None:
         return topology.hosts[0]
@@ -146,7 +155,7 @@ def resolve_source(topology, source, option: str = "--source"):
     return source
 
 
-def load_topology_arg(args):
+def load_topology_arg(args: argparse.Namespace) -> Topology:
     from ..topology import load_topology
 
     return load_topology(args.topology, default_bandwidth=getattr(args, "default_bandwidth", None))
@@ -162,12 +171,12 @@ def _jsonable(x):
     return x
 
 
-def print_json(data) -> None:
+def print_json(data: object) -> None:
     # one write: json.dump would write each token to the stream (seconds for 10,000 hosts)
     sys.stdout.write(json.dumps(_jsonable(data), indent=1) + "\n")
 
 
-def console():
+def console() -> Console:
     from rich.console import Console
 
     return Console()

@@ -12,8 +12,16 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypeVar
 
 from ..errors import UnknownPlanner
+
+if TYPE_CHECKING:
+    from ..plan import Plan
+    from ..topology import Topology
+
+#: A planner function: ``planner(topology, request, **params) -> Plan``.
+_Planner = TypeVar("_Planner", bound="Callable[..., Plan]")
 
 __all__ = ["PlannerInfo", "register_planner", "get_planner", "available_planners", "planner_info"]
 
@@ -22,13 +30,13 @@ __all__ = ["PlannerInfo", "register_planner", "get_planner", "available_planners
 class PlannerInfo:
     collective: str
     name: str
-    func: Callable
+    func: Callable[..., Plan]
     summary: str
     reference: str
     aliases: tuple[str, ...] = ()
     tags: frozenset[str] = field(default_factory=frozenset)
 
-    def __call__(self, topology, request, **params):
+    def __call__(self, topology: Topology, request: object, **params: object) -> Plan:
         return self.func(topology, request, **params)
 
 
@@ -44,14 +52,14 @@ def register_planner(
     reference: str,
     aliases: tuple[str, ...] = (),
     tags: tuple[str, ...] = (),
-):
+) -> Callable[[_Planner], _Planner]:
     """Decorator: register ``func`` as planner ``name`` for ``collective``.
 
     ``tags`` are free labels; ``"selector"`` marks planners such as ``auto`` that choose among
     the others (so ``auto`` does not recurse into itself).
     """
 
-    def deco(func):
+    def deco(func):  # unannotated: it sets func.planner_info, which no Callable type declares
         key = (collective, name)
         if key in _REGISTRY or key in _ALIASES:
             raise ValueError(f"planner {collective}/{name} registered twice")
@@ -80,7 +88,7 @@ def available_planners(collective: str | None = None, *, include_selectors: bool
     ]
 
 
-def get_planner(collective: str, name) -> PlannerInfo:
+def get_planner(collective: str, name: str | Callable[..., Plan]) -> PlannerInfo:
     """Look up a planner by name or alias; a callable is wrapped and returned as is.
 
     Raises :class:`~topocast.errors.UnknownPlanner` listing the valid names.

@@ -7,16 +7,23 @@ every block from 0 to its completion in the discrete-event estimate.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
+
 import numpy as np
+import numpy.typing as npt
 
 from .kpbs import Schedule, brute_force_time
 
 __all__ = ["schedule_bars", "brute_force_bars", "plot_gantt"]
 
 
-def schedule_bars(schedule: Schedule, beta: float, nic: float):
+def schedule_bars(
+    schedule: Schedule, beta: float, nic: float
+) -> tuple[list[tuple[int | None, int, int, float, float]], list[tuple[float, float]]]:
     """``[(step, i, j, start, end)]`` in seconds and the step boundaries ``[(start, end)]``."""
-    bars, steps = [], []
+    bars: list[tuple[int | None, int, int, float, float]] = []
+    steps: list[tuple[float, float]] = []
     t = 0.0
     for s, st in enumerate(schedule.steps):
         start = t + beta
@@ -30,13 +37,23 @@ def schedule_bars(schedule: Schedule, beta: float, nic: float):
     return bars, steps
 
 
-def brute_force_bars(matrix, backbone: float, nic: float):
+def brute_force_bars(
+    matrix: npt.ArrayLike, backbone: float, nic: float
+) -> tuple[list[tuple[int | None, int, int, float, float]], list[tuple[float, float]]]:
     """``[(None, i, j, 0, completion)]`` from the discrete-event estimate."""
     _, events = brute_force_time(matrix, backbone, nic=nic, return_events=True)
     return [(None, i, j, 0.0, t) for t, done in events for i, j in done], []
 
 
-def plot_gantt(bars, steps, senders, receivers, path, *, title: str = "") -> None:
+def plot_gantt(
+    bars: Sequence[tuple[int | None, int, int, float, float]],
+    steps: Sequence[tuple[float, float]],
+    senders: Sequence[str],
+    receivers: Sequence[str],
+    path: str | os.PathLike[str],
+    *,
+    title: str = "",
+) -> None:
     """Draw the chart (senders on top, receivers below) to ``path`` (png, pdf, svg)."""
     import matplotlib
 

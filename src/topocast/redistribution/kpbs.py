@@ -40,8 +40,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Literal, overload
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import InputError, PlanError
 from ..plan import Plan, Transfer
@@ -85,7 +87,7 @@ class Bounds:
         }
 
 
-def lower_bound(matrix, k: float, *, nic: float = 1.0, beta: float = 0.0) -> Bounds:
+def lower_bound(matrix: npt.ArrayLike, k: float, *, nic: float = 1.0, beta: float = 0.0) -> Bounds:
     """KPBS lower bounds for ``matrix`` (bytes) at ``nic`` bytes/s, ``k`` transfers, set-up ``beta`` s."""
     w = np.asarray(matrix, dtype=float) / nic
     if k <= 0:
@@ -99,7 +101,9 @@ def lower_bound(matrix, k: float, *, nic: float = 1.0, beta: float = 0.0) -> Bou
     return Bounds(eta=max(p / k, wmax), p_over_k=p / k, w=wmax, steps=int(steps), beta=float(beta))
 
 
-def fluid_lower_bound(matrix, backbone: float, send_nic, recv_nic) -> float:
+def fluid_lower_bound(
+    matrix: npt.ArrayLike, backbone: float, send_nic: npt.ArrayLike, recv_nic: npt.ArrayLike
+) -> float:
     """No transfer of ``matrix`` (bytes) finishes before this (s): the backbone (bytes/s) and
     every NIC (bytes/s per sender / receiver) must carry their bytes. Equals ``eta`` when all
     NICs are equal ([I] heterogeneous generalisation)."""
@@ -134,9 +138,39 @@ def _max_min_rates(
     return progressive_filling(pair_flow, pair_res, capacity, np.full(n, np.inf))
 
 
+@overload
 def brute_force_time(
-    matrix, backbone: float, *, nic: float = 1.0, send_cap=None, recv_cap=None, return_events: bool = False
-):
+    matrix: npt.ArrayLike,
+    backbone: float,
+    *,
+    nic: float = 1.0,
+    send_cap: npt.ArrayLike | None = None,
+    recv_cap: npt.ArrayLike | None = None,
+    return_events: Literal[False] = False,
+) -> float: ...
+
+
+@overload
+def brute_force_time(
+    matrix: npt.ArrayLike,
+    backbone: float,
+    *,
+    nic: float = 1.0,
+    send_cap: npt.ArrayLike | None = None,
+    recv_cap: npt.ArrayLike | None = None,
+    return_events: Literal[True],
+) -> tuple[float, list[tuple[float, list[tuple[int, int]]]]]: ...
+
+
+def brute_force_time(
+    matrix: npt.ArrayLike,
+    backbone: float,
+    *,
+    nic: float = 1.0,
+    send_cap: npt.ArrayLike | None = None,
+    recv_cap: npt.ArrayLike | None = None,
+    return_events: bool = False,
+) -> float | tuple[float, list[tuple[float, list[tuple[int, int]]]]]:
     """The paper's discrete-event estimate of the brute-force redistribution time (seconds).
 
     Every block starts at once; the transport shares the capacity max-min fairly (NIC
@@ -152,7 +186,7 @@ def brute_force_time(
     ii, jj = np.nonzero(m > 0)
     left = m[ii, jj].copy()
     t = 0.0
-    events = []
+    events: list[tuple[float, list[tuple[int, int]]]] = []
     while left.size:
         rate = _max_min_rates(ii, jj, n1, n2, backbone, send_cap, recv_cap)
         dt = float((left / rate).min())
@@ -205,7 +239,7 @@ class Schedule:
         }
 
 
-def validate_schedule(schedule: Schedule, matrix, k: int) -> None:
+def validate_schedule(schedule: Schedule, matrix: npt.ArrayLike, k: int) -> None:
     """Raise :class:`PlanError` unless every step is a matching of at most ``k`` positive
     slices and every block's slices add up to exactly its bytes."""
     m = np.asarray(matrix, dtype=np.int64)

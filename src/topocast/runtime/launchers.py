@@ -19,10 +19,14 @@ import socket
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
+
+if TYPE_CHECKING:
+    from ..testbed.state import TestbedState
 
 __all__ = ["LocalLauncher", "TestbedLauncher", "SSHLauncher", "make_launcher", "LAUNCHERS"]
 
@@ -110,11 +114,11 @@ class TestbedLauncher(Launcher):
 
     name = "testbed"
 
-    def __init__(self, state):
+    def __init__(self, state: TestbedState) -> None:
         self.state = state
         self._dir = tempfile.mkdtemp(prefix="topocast-ctl-")
 
-    def control_listen(self):
+    def control_listen(self) -> tuple[socket.socket, str]:
         path = os.path.join(self._dir, "control.sock")
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.bind(path)
@@ -122,14 +126,14 @@ class TestbedLauncher(Launcher):
         sock.listen(256)
         return sock, f"unix:{path}"
 
-    def boot(self, host):
+    def boot(self, host: str) -> dict:
         ip = self.state.host_ip(host)
         return {"bind": ip, "advertise": ip}
 
-    def command(self, host):
+    def command(self, host: str) -> list[str]:
         return ["ip", "netns", "exec", self.state.namespace(host), sys.executable, "-m", "topocast.runtime.agent"]
 
-    def close(self):
+    def close(self) -> None:
         try:
             os.unlink(os.path.join(self._dir, "control.sock"))
         except OSError:
@@ -154,8 +158,15 @@ class SSHLauncher(Launcher):
     shared_clock = False  # remote clocks: each agent times from its receipt of "start"
 
     def __init__(
-        self, hosts: dict, *, identity=None, control_host="127.0.0.1", python=None, pythonpath=None, options=()
-    ):
+        self,
+        hosts: dict,
+        *,
+        identity: str | os.PathLike[str] | None = None,
+        control_host: str = "127.0.0.1",
+        python: str | None = None,
+        pythonpath: str | None = None,
+        options: Sequence[str] = (),
+    ) -> None:
         self.hosts = hosts
         self.identity = identity
         self.control_host = control_host
@@ -163,7 +174,7 @@ class SSHLauncher(Launcher):
         self.pythonpath = pythonpath or _src_dir()
         self.options = list(options)
 
-    def control_listen(self):
+    def control_listen(self) -> tuple[socket.socket, str]:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((self.control_host, 0))
@@ -176,11 +187,11 @@ class SSHLauncher(Launcher):
         except KeyError:
             raise InputError(f"no SSH target for host {host!r}", element="--ssh-hosts") from None
 
-    def boot(self, host):
+    def boot(self, host: str) -> dict:
         addr = self._entry(host).get("address", "127.0.0.1")
         return {"bind": "0.0.0.0" if addr not in ("127.0.0.1", "localhost") else "127.0.0.1", "advertise": addr}
 
-    def command(self, host):
+    def command(self, host: str) -> list[str]:
         e = self._entry(host)
         cmd = ["ssh", "-T", "-o", "BatchMode=yes", "-p", str(e.get("port", 22))]
         if self.identity:
@@ -191,8 +202,14 @@ class SSHLauncher(Launcher):
 
 
 def make_launcher(
-    name: str, *, testbed_name: str | None = None, ssh_hosts=None, ssh_identity=None, ssh_options=(), control_host=None
-):
+    name: str,
+    *,
+    testbed_name: str | None = None,
+    ssh_hosts: dict | None = None,
+    ssh_identity: str | os.PathLike[str] | None = None,
+    ssh_options: Sequence[str] = (),
+    control_host: str | None = None,
+) -> Launcher:
     if name == "local":
         return LocalLauncher()
     if name == "testbed":

@@ -31,6 +31,12 @@ import math
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..plan import Plan
+    from ..topology import Topology
 
 HEADROOM = 0.98  # a link shared by several of an agent's transfers is paced this far below its goodput
 # A pacer's bucket holds at least this many seconds of its rate: with only a few milliseconds'
@@ -78,12 +84,12 @@ class RoundRobin:
         self.queue: deque = deque()  # (tid, nbytes), one entry per ready transfer
         self.granted_bytes: dict = {}
 
-    def ready(self, tid, nbytes: int) -> None:
+    def ready(self, tid: int, nbytes: int) -> None:
         if any(q[0] == tid for q in self.queue):
             raise ValueError(f"transfer {tid!r} already waits for a turn")
         self.queue.append((tid, int(nbytes)))
 
-    def withdraw(self, tid) -> None:
+    def withdraw(self, tid: int) -> None:
         self.queue = deque(q for q in self.queue if q[0] != tid)
 
     def _refill(self, now: float) -> None:
@@ -91,7 +97,7 @@ class RoundRobin:
             self.tokens = min(self.burst, self.tokens + (now - self.t) * self.rate)
             self.t = now
 
-    def poll(self, now: float):
+    def poll(self, now: float) -> tuple[int | None, float]:
         """``(tid, 0.0)`` when the head of the queue may send now (its bytes are taken from
         the bucket), else ``(None, seconds to wait)`` (``inf`` when nobody is ready)."""
         self._refill(now)
@@ -120,7 +126,9 @@ class Pacer:
     slack (the goodput factor varies by a few tenths of a percent) builds a standing queue,
     and the kernel FIFO decides the shares again."""
 
-    def __init__(self, capacity: float, burst: float, headroom: float = HEADROOM, clock=time.monotonic):
+    def __init__(
+        self, capacity: float, burst: float, headroom: float = HEADROOM, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.clock = clock
         self.capacity = float(capacity)
         self.core = RoundRobin(capacity * headroom, burst, clock())
@@ -128,12 +136,12 @@ class Pacer:
         self.granted: set = set()
         self.members: dict = {}  # transfers sending over this link now -> own cap or None
 
-    def join(self, tid, cap: float | None = None) -> None:
+    def join(self, tid: int, cap: float | None = None) -> None:
         with self.cond:
             self.members[tid] = cap
             self.cond.notify_all()
 
-    def leave(self, tid) -> None:
+    def leave(self, tid: int) -> None:
         with self.cond:
             self.members.pop(tid, None)
             self.core.withdraw(tid)
@@ -146,7 +154,7 @@ class Pacer:
         caps = list(self.members.values())
         return all(c is not None for c in caps) and sum(caps) <= self.capacity * (1 + 1e-9)
 
-    def acquire(self, tid, nbytes: int, stop: threading.Event) -> bool:
+    def acquire(self, tid: int, nbytes: int, stop: threading.Event) -> bool:
         """Wait for ``tid``'s turn (round-robin among the transfers waiting now)."""
         with self.cond:
             if self.free() and not self.core.queue:
@@ -229,7 +237,7 @@ def max_min(flows: dict, capacity: dict, caps: dict | None = None) -> dict:
     return rate
 
 
-def pacing_config(plan, topology, goodput: float, sndbuf: int, headroom: float = HEADROOM) -> dict:
+def pacing_config(plan: Plan, topology: Topology, goodput: float, sndbuf: int, headroom: float = HEADROOM) -> dict:
     """Per host, what its agent needs to pace its outgoing transfers: ``{host: {"sndbuf",
     "headroom", "capacity": {resource: bytes/s}, "transfers": {index: {"uplink", "down",
     "cap", "sndbuf"}}}}`` (a transfer's ``sndbuf`` is None when it shares no link with

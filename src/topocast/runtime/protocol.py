@@ -104,7 +104,7 @@ class AuthError(ProtocolError):
     """The peer does not know the run's secret."""
 
 
-def chunk_hash(data) -> int:
+def chunk_hash(data: bytes | memoryview) -> int:
     """Per-chunk checksum (xxh3, 64 bits)."""
     return xxhash.xxh3_64_intdigest(data)
 
@@ -168,14 +168,14 @@ class Conn:
             raise AuthError("server failed the HMAC challenge")
 
     # ----------------------------------------------------------- sending
-    def send_json(self, obj) -> None:
+    def send_json(self, obj: object) -> None:
         body = json.dumps(obj, separators=(",", ":")).encode()
         if len(body) > MAX_JSON:
             raise ProtocolError(f"control message too large ({len(body)} bytes)")
         with self._send_lock:
             _send_parts(self.sock, [_HDR.pack(T_JSON, len(body)), body])
 
-    def send_data(self, offset: int, payload, digest: int | None = None) -> None:
+    def send_data(self, offset: int, payload: bytes | memoryview, digest: int | None = None) -> None:
         """Send ``payload`` (a buffer) as message bytes at ``offset``, with its checksum
         (``digest`` when the caller knows it already)."""
         n = len(payload)
@@ -247,7 +247,7 @@ class Conn:
             raise ProtocolError(f"expected a control message, got frame type {ftype}")
         return obj
 
-    def settimeout(self, t) -> None:
+    def settimeout(self, t: float | None) -> None:
         self.sock.settimeout(t)
 
     def close(self) -> None:
@@ -261,7 +261,7 @@ class Conn:
             pass
 
 
-def parse_address(addr: str):
+def parse_address(addr: str) -> tuple[socket.AddressFamily, str | tuple[str, int]]:
     """``"tcp:HOST:PORT"`` or ``"unix:/path"`` -> (family, sockaddr)."""
     if addr.startswith("unix:"):
         return socket.AF_UNIX, addr[5:]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from ..intervals import IntervalSet
@@ -40,7 +41,7 @@ class Repair:
         threading.Thread(target=self.loop, daemon=True).start()
         threading.Thread(target=self.watchdog, daemon=True).start()
 
-    def need(self, ranges, reason: str) -> None:
+    def need(self, ranges: Iterable[Sequence[int]], reason: str) -> None:
         """Bytes ``ranges`` must be fetched again because of ``reason``."""
         with self.lock:
             for off, length in ranges:
@@ -67,7 +68,7 @@ class Repair:
                     self.need(missing, f"no progress for {a.stall:g} s after a failure")
                     a.store.last_new = time.monotonic()
 
-    def ask_holders(self, ranges) -> list[str]:
+    def ask_holders(self, ranges: Iterable[Sequence[int]]) -> list[str]:
         with self.replies_cond:
             self.req += 1
             req = self.req
@@ -76,7 +77,7 @@ class Repair:
             self.replies_cond.wait_for(lambda: req in self.replies or self.agent.stop.is_set(), timeout=10)
             return self.replies.pop(req, [])
 
-    def fetch(self, host: str, ranges) -> None:
+    def fetch(self, host: str, ranges: Iterable[Sequence[int]]) -> None:
         a = self.agent
         addr, port = a.peers[host]
         conn = connect(f"tcp:{addr}:{port}", a.secret, timeout=3, user_timeout=a.stall + 4)

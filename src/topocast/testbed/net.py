@@ -30,8 +30,12 @@ import os
 import secrets
 import subprocess
 import sys
+from typing import TYPE_CHECKING
 
 from .state import TestbedError, TestbedState, load_state, state_path
+
+if TYPE_CHECKING:
+    from ..topology import Topology
 
 __all__ = ["up", "down", "status", "exec_argv", "counters", "require_root", "netem_available"]
 
@@ -287,7 +291,7 @@ def _switch_forest_check(topo) -> None:
 
 
 def up(
-    topology,
+    topology: Topology,
     *,
     name: str | None = None,
     spec: str | None = None,

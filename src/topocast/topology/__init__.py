@@ -11,12 +11,14 @@
 
 from __future__ import annotations
 
+import os
+
 from .model import SHARING_POLICIES, Link, PhysicalLink, Topology
 
 __all__ = ["Topology", "PhysicalLink", "Link", "SHARING_POLICIES", "load_topology"]
 
 
-def load_topology(spec, *, default_bandwidth: float | None = None) -> Topology:
+def load_topology(spec: str | os.PathLike[str] | Topology, *, default_bandwidth: float | None = None) -> Topology:
     """Load a topology from a built-in name or a file (format chosen by extension).
 
     ``default_bandwidth`` (bytes/s) fills links without a speed in formats that may lack one

@@ -118,7 +118,7 @@ def multi_cluster_tree(
     n_clusters: int,
     bandwidth: str = "mixed",
     asymmetric: bool = False,
-    latency=0.0,
+    latency: str | float = 0.0,
     seed: int = 0,
     name: str | None = None,
 ) -> Topology:
@@ -185,12 +185,12 @@ def multi_cluster_tree(
 def two_cluster_grid(
     n_per_cluster: int,
     *,
-    nic="1Gbps",
-    wan="10Gbps",
-    wan_latency="10ms",
-    lan_latency="50us",
+    nic: str | float = "1Gbps",
+    wan: str | float = "10Gbps",
+    wan_latency: str | float = "10ms",
+    lan_latency: str | float = "50us",
     slow_hosts: int = 0,
-    slow_nic="100Mbps",
+    slow_nic: str | float = "100Mbps",
     seed: int = 0,
     name: str | None = None,
 ) -> Topology:
@@ -225,7 +225,9 @@ def two_cluster_grid(
     return Topology(name or f"two-cluster-{n_per_cluster}x2", hosts, ["swA", "swB"], links)
 
 
-def fat_tree(k: int, *, bandwidth="1Gbps", latency=0.0, seed: int = 0, name: str | None = None) -> Topology:
+def fat_tree(
+    k: int, *, bandwidth: str | float = "1Gbps", latency: str | float = 0.0, seed: int = 0, name: str | None = None
+) -> Topology:
     """A k-ary fat-tree (Al-Fares et al. 2008): k pods, k^3/4 hosts, 5k^2/4 switches::
 
                    c0      c1      c2      c3          (k/2)^2 core switches
@@ -279,7 +281,7 @@ def random_tree(
     max_mbit: int = 1000,
     asymmetric: bool = False,
     hosts_as_leaves: bool = True,
-    latency=0.0,
+    latency: str | float = 0.0,
     seed: int = 0,
     name: str | None = None,
 ) -> Topology:

@@ -3,6 +3,7 @@ name the file and, for malformed XML, the line and column."""
 
 from __future__ import annotations
 
+import os
 import xml.etree.ElementTree as ET
 
 from ..errors import TopologyError
@@ -10,7 +11,7 @@ from ..errors import TopologyError
 __all__ = ["read_xml"]
 
 
-def read_xml(path) -> ET.Element:
+def read_xml(path: str | os.PathLike[str]) -> ET.Element:
     """The root element of the XML file at ``path``, or a :class:`TopologyError`."""
     source = str(path)
     try:

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...errors import PlanError
 from ...plan import Plan, Transfer
+
+if TYPE_CHECKING:
+    from ...plan import Broadcast
+    from ...topology import Topology
 
 __all__ = ["Allreduce", "allreduce_plan", "allreduce_hosts"]
 
@@ -35,7 +39,7 @@ class Allreduce:
         return sorted(members, key=order.__getitem__)
 
 
-def allreduce_hosts(topology, request) -> list[str]:
+def allreduce_hosts(topology: Topology, request: Allreduce | Broadcast) -> list[str]:
     """Participants of ``request``: an :class:`Allreduce`, or a broadcast request (its
     source plus destinations, so the generic CLI can pass one), in host order."""
     if isinstance(request, Allreduce):

@@ -4,10 +4,17 @@ on the input are skipped with the reason recorded in ``notes``."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from ..broadcast.auto import choose
 from ..registry import register_planner
+
+if TYPE_CHECKING:
+    from ...plan import Broadcast, Plan
+    from ...topology import Topology
+    from ._common import Allreduce
 
 __all__ = ["plan_auto_allreduce"]
 
@@ -19,7 +26,13 @@ __all__ = ["plan_auto_allreduce"]
     reference="topocast (selection by predicted time)",
     tags=("selector",),
 )
-def plan_auto_allreduce(topology, request, *, by: str = "makespan", candidates=None):
+def plan_auto_allreduce(
+    topology: Topology,
+    request: Allreduce | Broadcast,
+    *,
+    by: str = "makespan",
+    candidates: str | Sequence[str] | None = None,
+) -> Plan:
     plan, notes = choose("allreduce", topology, request, by=by, candidates=candidates)
     return replace(
         plan,

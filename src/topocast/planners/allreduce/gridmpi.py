@@ -23,9 +23,17 @@ single cluster there is no inter-cluster step and the plan is a ring allreduce.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 from .._collective import GridLayout, MPISchedule, clusters_for, connections_for, ring_allgather, ring_reduce_scatter
 from ..registry import register_planner
 from ._common import allreduce_hosts, allreduce_plan
+
+if TYPE_CHECKING:
+    from ...plan import Broadcast, Plan
+    from ...topology import Topology
+    from ._common import Allreduce
 
 __all__ = ["plan_gridmpi_allreduce"]
 
@@ -36,7 +44,13 @@ __all__ = ["plan_gridmpi_allreduce"]
     summary="GridMPI modified Rabenseifner: reduce-scatter, n parallel inter-cluster exchanges in the middle, allgather",
     reference="Matsuda, Kodama, Kudoh, Takano, Ishikawa, Efficient MPI Collective Operations for Clusters in Long-and-Fast Networks, Cluster 2006",
 )
-def plan_gridmpi_allreduce(topology, request, *, clusters=None, connections=None):
+def plan_gridmpi_allreduce(
+    topology: Topology,
+    request: Allreduce | Broadcast,
+    *,
+    clusters: str | Sequence[Sequence[str]] | None = None,
+    connections: int | None = None,
+) -> Plan:
     hosts = allreduce_hosts(topology, request)
     size = request.size
     groups = clusters_for(topology, hosts, clusters)
@@ -46,6 +60,7 @@ def plan_gridmpi_allreduce(topology, request, *, clusters=None, connections=None
             k, h = connections_for(topology, groups[x], groups[y], connections)
             if n is None or k < n:
                 n, how = k, h
+    assert n is not None  # one cluster sets it, and two or more run the loop above
     layouts = [GridLayout(g, size, n) for g in groups]
     sched = MPISchedule()
     for lay in layouts:  # step 1

@@ -12,15 +12,23 @@ Hockney cost ``2 lg p alpha + 2 n (p-1)/p beta + n (p-1)/p gamma`` (power of two
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 from .._collective import MPISchedule, balanced_counts, counts_to_ranges, merge_ranges
 from ..registry import register_planner
 from ._common import allreduce_hosts, allreduce_plan
 from .recursive_doubling import newrank_layout
 
+if TYPE_CHECKING:
+    from ...plan import Broadcast, Plan
+    from ...topology import Topology
+    from ._common import Allreduce
+
 __all__ = ["plan_rabenseifner", "build_rabenseifner"]
 
 
-def build_rabenseifner(sched: MPISchedule, hosts, size: int, label: str = "") -> None:
+def build_rabenseifner(sched: MPISchedule, hosts: Sequence[str], size: int, label: str = "") -> None:
     p = len(hosts)
     if p < 2:
         return
@@ -71,7 +79,7 @@ def build_rabenseifner(sched: MPISchedule, hosts, size: int, label: str = "") ->
     summary="Rabenseifner: recursive-halving reduce-scatter + recursive-doubling allgather (MPICH long messages)",
     reference="Rabenseifner, Optimization of collective reduction operations, ICCS 2004; MPICH allreduce_intra_reduce_scatter_allgather.c",
 )
-def plan_rabenseifner(topology, request):
+def plan_rabenseifner(topology: Topology, request: Allreduce | Broadcast) -> Plan:
     hosts = allreduce_hosts(topology, request)
     sched = MPISchedule()
     build_rabenseifner(sched, hosts, request.size)

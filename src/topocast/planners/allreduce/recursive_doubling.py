@@ -10,9 +10,16 @@ Hockney cost ``lg p (alpha + n beta + n gamma)`` (power of two).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .._collective import MPISchedule
 from ..registry import register_planner
 from ._common import allreduce_hosts, allreduce_plan
+
+if TYPE_CHECKING:
+    from ...plan import Broadcast, Plan
+    from ...topology import Topology
+    from ._common import Allreduce
 
 __all__ = ["plan_recursive_doubling", "newrank_layout"]
 
@@ -38,7 +45,7 @@ def newrank_layout(p: int) -> tuple[int, int, dict[int, int], dict[int, int]]:
     summary="recursive doubling: lg p exchanges of the whole vector (MPICH short messages)",
     reference="Thakur, Rabenseifner, Gropp, IJHPCA 2005; MPICH allreduce_intra_recursive_doubling.c",
 )
-def plan_recursive_doubling(topology, request):
+def plan_recursive_doubling(topology: Topology, request: Allreduce | Broadcast) -> Plan:
     hosts = allreduce_hosts(topology, request)
     p, size = len(hosts), request.size
     whole = [(0, size)]

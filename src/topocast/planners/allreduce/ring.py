@@ -10,14 +10,22 @@ Hockney cost ``2(p-1) alpha + 2 n (p-1)/p beta + n (p-1)/p gamma``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 from .._collective import MPISchedule, balanced_counts, counts_to_ranges, ring_allgather, ring_reduce_scatter
 from ..registry import register_planner
 from ._common import allreduce_hosts, allreduce_plan
 
+if TYPE_CHECKING:
+    from ...plan import Broadcast, Plan
+    from ...topology import Topology
+    from ._common import Allreduce
+
 __all__ = ["plan_ring", "build_ring_allreduce"]
 
 
-def build_ring_allreduce(sched: MPISchedule, hosts, size: int) -> None:
+def build_ring_allreduce(sched: MPISchedule, hosts: Sequence[str], size: int) -> None:
     p = len(hosts)
     if p < 2:
         return
@@ -32,7 +40,7 @@ def build_ring_allreduce(sched: MPISchedule, hosts, size: int) -> None:
     summary="ring reduce-scatter + ring allgather (bandwidth optimal, 2(p-1) steps)",
     reference="Patarasuk, Yuan, JPDC 2009; MPICH allreduce_intra_ring.c",
 )
-def plan_ring(topology, request):
+def plan_ring(topology: Topology, request: Allreduce | Broadcast) -> Plan:
     hosts = allreduce_hosts(topology, request)
     sched = MPISchedule()
     build_ring_allreduce(sched, hosts, request.size)

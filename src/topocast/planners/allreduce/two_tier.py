@@ -14,6 +14,9 @@ first host; with ``k > 2`` clusters every root sends its cluster's sum to every 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 from .._collective import (
     MPISchedule,
     balanced_counts,
@@ -27,10 +30,15 @@ from .._collective import (
 from ..registry import register_planner
 from ._common import allreduce_hosts, allreduce_plan
 
+if TYPE_CHECKING:
+    from ...plan import Broadcast, Plan
+    from ...topology import Topology
+    from ._common import Allreduce
+
 __all__ = ["plan_two_tier", "intra_reduce"]
 
 
-def intra_reduce(sched: MPISchedule, hosts, size: int) -> None:
+def intra_reduce(sched: MPISchedule, hosts: Sequence[str], size: int) -> None:
     """Reduce the cluster's vectors into ``hosts[0]``: ring reduce-scatter + gather."""
     p = len(hosts)
     if p < 2:
@@ -41,7 +49,7 @@ def intra_reduce(sched: MPISchedule, hosts, size: int) -> None:
         sched.send(hosts[k], hosts[0], chunks[(k + 1) % p], label="intra gather")
 
 
-def intra_bcast(sched: MPISchedule, hosts, size: int) -> None:
+def intra_bcast(sched: MPISchedule, hosts: Sequence[str], size: int) -> None:
     """van de Geijn broadcast from ``hosts[0]`` (binomial scatter + ring allgather)."""
     if len(hosts) < 2:
         return
@@ -56,7 +64,9 @@ def intra_bcast(sched: MPISchedule, hosts, size: int) -> None:
     summary="grid allreduce: reduce in each cluster, roots exchange and reduce over one wide-area connection, broadcast in each cluster",
     reference="MPICH-G2/MagPIe-style two-tier allreduce as described by Matsuda et al., Cluster 2006 (GridMPI)",
 )
-def plan_two_tier(topology, request, *, clusters=None):
+def plan_two_tier(
+    topology: Topology, request: Allreduce | Broadcast, *, clusters: str | Sequence[Sequence[str]] | None = None
+) -> Plan:
     hosts = allreduce_hosts(topology, request)
     size = request.size
     groups = clusters_for(topology, hosts, clusters)

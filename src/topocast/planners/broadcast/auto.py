@@ -12,11 +12,16 @@ chosen, the runner-up, every candidate's score and the skipped planners.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from ...errors import InputError, TopocastError
 from ...plan import Broadcast, Plan
 from ..registry import available_planners, register_planner
+
+if TYPE_CHECKING:
+    from ...topology import Topology
 
 __all__ = ["plan_auto", "choose"]
 
@@ -24,7 +29,15 @@ CRITERIA = ("makespan", "aggregate_bandwidth")
 TIE = 1e-3  # relative difference below which two scores tie
 
 
-def choose(collective: str, topology, request, *, by: str = "makespan", candidates=None, chunk_size=None):
+def choose(
+    collective: str,
+    topology: Topology,
+    request: object,
+    *,
+    by: str = "makespan",
+    candidates: str | Sequence[str] | None = None,
+    chunk_size: int | None = None,
+) -> tuple[Plan, dict[str, object]]:
     """Run every non-selector planner of ``collective``; return (best plan, notes)."""
     from ...check import check_plan
     from ...sim import simulate
@@ -62,7 +75,7 @@ def choose(collective: str, topology, request, *, by: str = "makespan", candidat
         key=lambda x: (x[0][0] > best_primary + tol, x[0][0] if x[0][0] > best_primary + tol else 0.0, x[0][1], x[1])
     )
     best = scored[0]
-    notes = {
+    notes: dict[str, object] = {
         "criterion": by,
         "choice": best[1],
         "runner_up": scored[1][1] if len(scored) > 1 else None,
@@ -82,7 +95,9 @@ def choose(collective: str, topology, request, *, by: str = "makespan", candidat
     reference="topocast (selection by predicted time, as docs/design.md 'Planners')",
     tags=("selector",),
 )
-def plan_auto(topology, request: Broadcast, *, by: str = "makespan", candidates=None) -> Plan:
+def plan_auto(
+    topology: Topology, request: Broadcast, *, by: str = "makespan", candidates: str | Sequence[str] | None = None
+) -> Plan:
     plan, notes = choose("broadcast", topology, request, by=by, candidates=candidates)
     return replace(
         plan,

@@ -19,6 +19,9 @@ take what HiGHS returns (deterministic for the same input).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ...plan import Broadcast, Plan
@@ -36,10 +39,14 @@ from ._trees import (
     unreachable_error,
 )
 
+if TYPE_CHECKING:
+    from ...topology import Topology
+    from ._trees import Pipeline
+
 __all__ = ["plan_balanced_multicast", "usage_matrix", "random_spanning_pipelines"]
 
 
-def usage_matrix(pipelines, res_of, n_res):
+def usage_matrix(pipelines: Sequence[Pipeline], res_of: np.ndarray, n_res: int) -> np.ndarray:
     """Sparse-ish dense matrix uses[resource, pipeline] (resources with finite capacity only)."""
     a = np.zeros((n_res, len(pipelines)))
     for j, p in enumerate(pipelines):
@@ -48,7 +55,9 @@ def usage_matrix(pipelines, res_of, n_res):
     return a
 
 
-def random_spanning_pipelines(topology, source, destinations, n, seed):
+def random_spanning_pipelines(
+    topology: Topology, source: str, destinations: Sequence[str], n: int, seed: int | None
+) -> list[Pipeline]:
     """``n`` spanning depth-first pipelines over random neighbour orders."""
     rng = np.random.default_rng(seed)
     want = np.zeros(topology.n_nodes, dtype=bool)
@@ -64,7 +73,7 @@ def random_spanning_pipelines(topology, source, destinations, n, seed):
     return out
 
 
-def lp_rates(pipelines, topology):
+def lp_rates(pipelines: Sequence[Pipeline], topology: Topology) -> np.ndarray:
     """HiGHS: max Σ x_t under link capacities; returns the rates (bytes/s)."""
     from scipy.optimize import linprog
 
@@ -88,7 +97,12 @@ def lp_rates(pipelines, topology):
     reference="den Burger, Kielmann, Bal. Balanced Multicasting: High-throughput Communication for Grid Applications. SC 2005",
 )
 def plan_balanced_multicast(
-    topology, request: Broadcast, *, seed=None, n_candidates: int = 8, rate_tolerance: float = DEFAULT_RATE_TOLERANCE
+    topology: Topology,
+    request: Broadcast,
+    *,
+    seed: int | None = None,
+    n_candidates: int = 8,
+    rate_tolerance: float = DEFAULT_RATE_TOLERANCE,
 ) -> Plan:
     """Spanning trees with LP-optimised rates; every destination receives Σx.
     ``rate_tolerance``: fraction of Σx that may be given up to drop the slowest trees."""

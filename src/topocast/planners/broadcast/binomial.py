@@ -12,9 +12,14 @@ operation (blocking ``MPI_Send``/``MPI_Recv``, see ``planners/_collective.py``).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ...plan import Broadcast, Plan
 from .._collective import MPISchedule, binomial_bcast, participants
 from ..registry import register_planner
+
+if TYPE_CHECKING:
+    from ...topology import Topology
 
 __all__ = ["plan_binomial"]
 
@@ -25,7 +30,7 @@ __all__ = ["plan_binomial"]
     summary="MPICH's binomial tree over relative ranks, blocking sends, largest subtree first",
     reference="MPICH bcast_intra_binomial.c; Thakur, Rabenseifner, Gropp, IJHPCA 2005",
 )
-def plan_binomial(topology, request: Broadcast) -> Plan:
+def plan_binomial(topology: Topology, request: Broadcast) -> Plan:
     """Binomial tree over the participants in host order, rooted at the source."""
     source, hosts = participants(topology, request)
     sched = MPISchedule()

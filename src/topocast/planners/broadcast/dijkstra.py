@@ -21,18 +21,24 @@ Ours ([I]):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ...errors import InputError
 from ...plan import Broadcast, Plan, Transfer
 from ..registry import register_planner
 
+if TYPE_CHECKING:
+    from ...topology import Topology
+
 __all__ = ["plan_dijkstra", "dijkstra_tree"]
 
 VARIANTS = ("load-aware", "widest", "prim")
 
 
-def _route_matrix(topology, hosts):
+def _route_matrix(topology: Topology, hosts: Sequence[str]):
     """Padded directed-link ids of route(h_i, h_j) (pad = an extra link of infinite capacity)."""
     n_links = len(topology.links)
     routes = [[topology.route(u, v) if u != v else () for v in hosts] for u in hosts]
@@ -45,7 +51,9 @@ def _route_matrix(topology, hosts):
     return mat
 
 
-def dijkstra_tree(topology, source, destinations, variant="load-aware"):
+def dijkstra_tree(
+    topology: Topology, source: str, destinations: Sequence[str], variant: str = "load-aware"
+) -> list[tuple[str, str]]:
     """Parent of every destination (host names) in insertion order: list of (parent, child)."""
     if variant not in VARIANTS:
         raise InputError(f"variant must be one of {', '.join(VARIANTS)}, got {variant!r}", element="variant")
@@ -102,7 +110,9 @@ def dijkstra_tree(topology, source, destinations, variant="load-aware"):
     summary="Dijkstra: greedy relay tree adding the host reachable with the largest (load-aware) bandwidth",
     reference="Wang, Wu, Chang. Pipeline-based aggressive copy for data grid coherence. GPC 2007, pp. 484-495",
 )
-def plan_dijkstra(topology, request: Broadcast, *, seed=None, variant: str = "load-aware") -> Plan:
+def plan_dijkstra(
+    topology: Topology, request: Broadcast, *, seed: int | None = None, variant: str = "load-aware"
+) -> Plan:
     """Greedy widest relay tree; each host forwards to all its children concurrently (pipelined)."""
     dests = request.resolve(topology)
     hops = dijkstra_tree(topology, request.source, dests, variant=variant)

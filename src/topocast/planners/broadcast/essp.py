@@ -26,22 +26,29 @@ include the bandwidth in the model").
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from ...plan import Broadcast, Plan, Transfer
 from .._collective import participants
 from ..registry import register_planner
 
+if TYPE_CHECKING:
+    from ...topology import Topology
+
 __all__ = ["plan_essp", "essp_tree", "label_tree"]
 
 
-def essp_tree(hosts, root, w, delta) -> tuple[dict, dict]:
+def essp_tree(
+    hosts: Sequence[str], root: str, w: Callable[[str, str], float], delta: Callable[[str, str], float]
+) -> tuple[dict[str, str | None], dict[str, list[str]]]:
     """Extended SSSP (step 1). ``w(u, v)``, ``delta(u, v)`` in seconds.
 
     Returns ``(parent, children)``; ``children[u]`` in attachment order.
     """
     dist = {h: math.inf for h in hosts}
     dist[root] = 0.0
-    parent = {root: None}
+    parent: dict[str, str | None] = {root: None}
     queue = set(hosts)
     order = {h: i for i, h in enumerate(hosts)}
     while queue:
@@ -57,17 +64,23 @@ def essp_tree(hosts, root, w, delta) -> tuple[dict, dict]:
                 dist[v] = cand  # decrease_key
                 dist[u] = dist[u] + delta(u, v)  # u injects one more message
                 parent[v] = u
-    children: dict = {h: [] for h in hosts}
+    children: dict[str, list[str]] = {h: [] for h in hosts}
     for v in hosts:
-        if parent.get(v) is not None:
-            children[parent[v]].append(v)
+        p = parent.get(v)
+        if p is not None:
+            children[p].append(v)
     return parent, children
 
 
-def label_tree(root, children, w, delta) -> tuple[dict, dict]:
+def label_tree(
+    root: str,
+    children: Mapping[str, Sequence[str]],
+    w: Callable[[str, str], float],
+    delta: Callable[[str, str], float],
+) -> tuple[dict[str, float], dict[str, list[str]]]:
     """Vertex labelling (step 2): ``(label, ordered children)``; post-order, no recursion."""
-    label: dict = {}
-    ordered: dict = {}
+    label: dict[str, float] = {}
+    ordered: dict[str, list[str]] = {}
     stack = [(root, False)]
     while stack:
         u, done = stack.pop()
@@ -91,7 +104,7 @@ def label_tree(root, children, w, delta) -> tuple[dict, dict]:
     summary="Mateescu-Taylor: extended shortest-path tree with injection time Δ, children served in label order",
     reference="Mateescu, Taylor, Efficient Broadcast on Computational Grids, slides, NRC/Carleton 2003",
 )
-def plan_essp(topology, request: Broadcast, *, blocking: bool = False, bandwidth: bool = False) -> Plan:
+def plan_essp(topology: Topology, request: Broadcast, *, blocking: bool = False, bandwidth: bool = False) -> Plan:
     """E-SSSP tree over the participants; ``blocking`` and ``bandwidth`` see module doc."""
     source, hosts = participants(topology, request)
     size = request.size

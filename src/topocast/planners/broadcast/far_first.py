@@ -16,18 +16,24 @@ starts after the root's wide-area sends (so they do not share its NIC). Clusters
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 from ...errors import InputError
 from ...plan import Broadcast, Plan
 from .._collective import MPISchedule, binomial_bcast, clusters_for, participants
 from ..registry import register_planner
 from .scatter_allgather import build_scatter_allgather
 
+if TYPE_CHECKING:
+    from ...topology import Topology
+
 __all__ = ["plan_far_first", "intra_bcast"]
 
 INTRA = ("scatter_allgather_ring", "scatter_allgather_rdb", "binomial")
 
 
-def intra_bcast(sched: MPISchedule, hosts, root: int, size: int, intra: str) -> None:
+def intra_bcast(sched: MPISchedule, hosts: Sequence[str], root: int, size: int, intra: str) -> None:
     if intra == "binomial":
         binomial_bcast(sched, hosts, root, [(0, size)])
     elif intra == "scatter_allgather_ring":
@@ -44,7 +50,13 @@ def intra_bcast(sched: MPISchedule, hosts, root: int, size: int, intra: str) -> 
     summary="grid broadcast: root sends to each other cluster first (farthest first), then van de Geijn in each cluster",
     reference="MPICH-G2/MagPIe-style far-first bcast as described by Matsuda et al., Cluster 2006 (GridMPI)",
 )
-def plan_far_first(topology, request: Broadcast, *, clusters=None, intra: str = "scatter_allgather_ring") -> Plan:
+def plan_far_first(
+    topology: Topology,
+    request: Broadcast,
+    *,
+    clusters: str | Sequence[Sequence[str]] | None = None,
+    intra: str = "scatter_allgather_ring",
+) -> Plan:
     source, hosts = participants(topology, request)
     size = request.size
     groups = clusters_for(topology, hosts, clusters)

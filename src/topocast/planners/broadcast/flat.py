@@ -8,8 +8,13 @@ injection time Δ the source injects them one after the other in destination ord
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ...plan import Broadcast, Plan, Transfer
 from ..registry import register_planner
+
+if TYPE_CHECKING:
+    from ...topology import Topology
 
 __all__ = ["plan_flat"]
 
@@ -20,7 +25,7 @@ __all__ = ["plan_flat"]
     summary="the source sends the whole message to every destination directly, all at once",
     reference="Takahashi, Saito, Shibata, Taura, A Stable Broadcast Algorithm, CCGrid 2008 (baseline 'Flat tree')",
 )
-def plan_flat(topology, request: Broadcast) -> Plan:
+def plan_flat(topology: Topology, request: Broadcast) -> Plan:
     """One store-and-forward transfer ``source -> d`` of ``[0, size)`` per destination ``d``."""
     dests = request.resolve(topology)
     transfers = [Transfer.of(request.source, d, 0, request.size, label="flat") for d in dests]

@@ -17,15 +17,24 @@ together at M / ΣV.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 from ...plan import Broadcast, Plan
 from ..registry import register_planner
 from ._compact import DEFAULT_RATE_TOLERANCE, check_rate_tolerance, compact_parallel
 from ._trees import contiguous_layout, e1_rates, pipeline_transfers, residual_pipelines, unreachable_error
 
+if TYPE_CHECKING:
+    from ...topology import Topology
+    from ._trees import Pipeline, PipelineInfo
+
 __all__ = ["plan_fpfr", "fpfr_pipelines"]
 
 
-def fpfr_pipelines(topology, source, destinations, *, max_trees=None):
+def fpfr_pipelines(
+    topology: Topology, source: str, destinations: Sequence[str], *, max_trees: int | None = None
+) -> tuple[list[Pipeline], PipelineInfo]:
     """The rated spanning pipelines of FPFR and the loop's info dict."""
     return residual_pipelines(topology, source, destinations, partial=False, max_trees=max_trees)
 
@@ -37,10 +46,10 @@ def fpfr_pipelines(topology, source, destinations, *, max_trees=None):
     reference="Izmailov, Ganguly, Tu. Fast Parallel File Replication in Data Grid. GGF-10, 2004",
 )
 def plan_fpfr(
-    topology,
+    topology: Topology,
     request: Broadcast,
     *,
-    seed=None,
+    seed: int | None = None,
     max_trees: int | None = None,
     rate_tolerance: float = DEFAULT_RATE_TOLERANCE,
 ) -> Plan:

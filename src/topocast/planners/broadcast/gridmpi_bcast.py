@@ -25,6 +25,9 @@ inter-cluster step and the plan is MPICH's scatter + ring allgather (van de Geij
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 from ...plan import Broadcast, Plan
 from .._collective import (
     GridLayout,
@@ -37,6 +40,9 @@ from .._collective import (
 )
 from ..registry import register_planner
 
+if TYPE_CHECKING:
+    from ...topology import Topology
+
 __all__ = ["plan_gridmpi_bcast"]
 
 
@@ -46,7 +52,13 @@ __all__ = ["plan_gridmpi_bcast"]
     summary="GridMPI modified van de Geijn: scatter, n parallel inter-cluster sends in the middle, ring allgather",
     reference="Matsuda, Kodama, Kudoh, Takano, Ishikawa, Efficient MPI Collective Operations for Clusters in Long-and-Fast Networks, Cluster 2006",
 )
-def plan_gridmpi_bcast(topology, request: Broadcast, *, clusters=None, connections=None) -> Plan:
+def plan_gridmpi_bcast(
+    topology: Topology,
+    request: Broadcast,
+    *,
+    clusters: str | Sequence[Sequence[str]] | None = None,
+    connections: int | None = None,
+) -> Plan:
     source, hosts = participants(topology, request)
     size = request.size
     groups = clusters_for(topology, hosts, clusters)

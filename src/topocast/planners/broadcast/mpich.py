@@ -10,12 +10,16 @@ two; otherwise scatter + ring allgather.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from ...plan import Broadcast, Plan
 from .._collective import is_pof2, participants
 from ..registry import register_planner
 from .binomial import plan_binomial
 from .scatter_allgather import plan_scatter_rdb, plan_scatter_ring
+
+if TYPE_CHECKING:
+    from ...topology import Topology
 
 __all__ = ["plan_mpich", "mpich_choice", "BCAST_SHORT_MSG_SIZE", "BCAST_LONG_MSG_SIZE", "BCAST_MIN_PROCS"]
 
@@ -47,7 +51,7 @@ def mpich_choice(
     reference="MPICH bcast_intra_auto (BCAST_SHORT_MSG_SIZE=12288, BCAST_LONG_MSG_SIZE=524288, BCAST_MIN_PROCS=8)",
 )
 def plan_mpich(
-    topology,
+    topology: Topology,
     request: Broadcast,
     *,
     short_msg_size: int = BCAST_SHORT_MSG_SIZE,

@@ -20,14 +20,22 @@ Our readings [I]: blocking sends/Sendrecv as in ``planners/_collective.py``; emp
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 from ...plan import Broadcast, Plan
 from .._collective import MPISchedule, binomial_scatter, mpich_chunks, participants, rdb_allgather, ring_allgather
 from ..registry import register_planner
 
+if TYPE_CHECKING:
+    from ...topology import Topology
+
 __all__ = ["plan_scatter_ring", "plan_scatter_rdb", "build_scatter_allgather"]
 
 
-def build_scatter_allgather(sched: MPISchedule, hosts, root: int, offset: int, size: int, allgather: str) -> None:
+def build_scatter_allgather(
+    sched: MPISchedule, hosts: Sequence[str], root: int, offset: int, size: int, allgather: str
+) -> None:
     """Append a van de Geijn broadcast of ``[offset, offset + size)`` over ``hosts``."""
     chunks = mpich_chunks(offset, size, len(hosts))
     binomial_scatter(sched, hosts, root, chunks)  # step 1
@@ -37,7 +45,7 @@ def build_scatter_allgather(sched: MPISchedule, hosts, root: int, offset: int, s
         rdb_allgather(sched, hosts, root, chunks)
 
 
-def _plan(topology, request: Broadcast, allgather: str, name: str) -> Plan:
+def _plan(topology: Topology, request: Broadcast, allgather: str, name: str) -> Plan:
     source, hosts = participants(topology, request)
     sched = MPISchedule()
     build_scatter_allgather(sched, hosts, hosts.index(source), 0, request.size, allgather)
@@ -50,7 +58,7 @@ def _plan(topology, request: Broadcast, allgather: str, name: str) -> Plan:
     summary="van de Geijn: binomial scatter of p chunks, then ring allgather (MPICH long messages)",
     reference="Barnett et al. (van de Geijn), InterCom, SHPCC 1994; MPICH bcast_intra_scatter_ring_allgather.c",
 )
-def plan_scatter_ring(topology, request: Broadcast) -> Plan:
+def plan_scatter_ring(topology: Topology, request: Broadcast) -> Plan:
     return _plan(topology, request, "ring", "scatter_allgather_ring")
 
 
@@ -60,5 +68,5 @@ def plan_scatter_ring(topology, request: Broadcast) -> Plan:
     summary="van de Geijn: binomial scatter, then recursive-doubling allgather (MPICH medium messages)",
     reference="Barnett et al. (van de Geijn), InterCom, SHPCC 1994; MPICH bcast_intra_scatter_recursive_doubling_allgather.c",
 )
-def plan_scatter_rdb(topology, request: Broadcast) -> Plan:
+def plan_scatter_rdb(topology: Topology, request: Broadcast) -> Plan:
     return _plan(topology, request, "rdb", "scatter_allgather_rdb")

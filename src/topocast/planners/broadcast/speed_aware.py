@@ -15,14 +15,20 @@ mixed SDR 8 Gbps / DDR 16 Gbps / QDR 36 Gbps). Reconstruction [I] (docs/algorith
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 from ...plan import Broadcast, Plan
 from .._collective import MPISchedule, binomial_bcast, lowbit, nic_bandwidth, participants, switch_groups
 from ..registry import register_planner
 
+if TYPE_CHECKING:
+    from ...topology import Topology
+
 __all__ = ["plan_speed_aware", "speed_rank_order"]
 
 
-def speed_rank_order(topology, source: str, hosts) -> list[str]:
+def speed_rank_order(topology: Topology, source: str, hosts: Sequence[str]) -> list[str]:
     """Hosts in relative-rank order for the speed-aware tree (``[0]`` is the source)."""
     p = len(hosts)
     groups = switch_groups(topology, hosts)
@@ -44,7 +50,7 @@ def speed_rank_order(topology, source: str, hosts) -> list[str]:
     summary="binomial tree with the fastest hosts at the positions that send most and slow hosts at the leaves",
     reference="Subramoni et al., Design and Evaluation of Network Topology-/Speed-Aware Broadcast Algorithms for InfiniBand Clusters, Cluster 2011 (reconstruction)",
 )
-def plan_speed_aware(topology, request: Broadcast) -> Plan:
+def plan_speed_aware(topology: Topology, request: Broadcast) -> Plan:
     source, hosts = participants(topology, request)
     rel = speed_rank_order(topology, source, hosts)
     sched = MPISchedule()

@@ -27,22 +27,40 @@ On a symmetric tree every destination gets exactly its max-flow bound b(d) (test
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
 from ...plan import Broadcast, Plan
 from ..registry import register_planner
 from ._compact import DEFAULT_RATE_TOLERANCE, check_rate_tolerance, compact_nested
 from ._trees import e1_rates, nested_layout, pipeline_transfers, residual_pipelines
 
+if TYPE_CHECKING:
+    from ...topology import Topology
+    from ._trees import Pipeline, PipelineInfo
+
 __all__ = ["plan_stable", "stable_pipelines"]
 
 
-def stable_pipelines(topology, source, destinations, *, max_trees=None):
+def stable_pipelines(
+    topology: Topology, source: str, destinations: Sequence[str], *, max_trees: int | None = None
+) -> tuple[list[Pipeline], PipelineInfo]:
     """The rated nested trees of Stable Broadcast (steps 1-3) and the loop's info dict."""
     return residual_pipelines(topology, source, destinations, partial=True, max_trees=max_trees)
 
 
 def plan_from_nested(
-    topology, request: Broadcast, destinations, pipelines, info, *, planner, params, notes=None, rate_tolerance=0.0
-):
+    topology: Topology,
+    request: Broadcast,
+    destinations: Sequence[str],
+    pipelines: Sequence[Pipeline],
+    info: PipelineInfo,
+    *,
+    planner: str,
+    params: Mapping[str, object],
+    notes: Mapping[str, object] | None = None,
+    rate_tolerance: float = 0.0,
+) -> Plan:
     """Plan for nested rated pipelines with the folded staged layout (shared with ``optimal``).
 
     ``rate_tolerance``: fraction of the expected aggregate bandwidth that may be given up to
@@ -81,10 +99,10 @@ def plan_from_nested(
     reference="Takahashi, Saito, Shibata, Taura. A Stable Broadcast Algorithm. CCGrid 2008, pp. 392-400",
 )
 def plan_stable(
-    topology,
+    topology: Topology,
     request: Broadcast,
     *,
-    seed=None,
+    seed: int | None = None,
     max_trees: int | None = None,
     rate_tolerance: float = DEFAULT_RATE_TOLERANCE,
 ) -> Plan:

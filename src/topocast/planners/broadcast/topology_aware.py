@@ -20,11 +20,16 @@ the ring otherwise [I]. There is no intra-node (shared memory) level: a host is 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ...errors import InputError
 from ...plan import Broadcast, Plan
 from .._collective import MPISchedule, binomial_bcast, participants, switch_groups
 from ..registry import register_planner
 from .scatter_allgather import build_scatter_allgather
+
+if TYPE_CHECKING:
+    from ...topology import Topology
 
 __all__ = ["plan_topology_aware", "switch_order"]
 
@@ -32,7 +37,7 @@ SHORT_MSG_SIZE = 12288
 MIN_PROCS = 8
 
 
-def switch_order(topology, start: str, groups: dict) -> list[str]:
+def switch_order(topology: Topology, start: str, groups: dict) -> list[str]:
     """Group keys in depth-first order of the node graph from ``start`` (neighbours in link
     order); keys never reached come last in their original order."""
     seen, order = set(), []
@@ -57,7 +62,7 @@ def switch_order(topology, start: str, groups: dict) -> list[str]:
     reference="Subramoni et al., Design and Evaluation of Network Topology-/Speed-Aware Broadcast Algorithms for InfiniBand Clusters, Cluster 2011 (reconstruction)",
 )
 def plan_topology_aware(
-    topology, request: Broadcast, *, mode: str = "auto", short_msg_size: int = SHORT_MSG_SIZE
+    topology: Topology, request: Broadcast, *, mode: str = "auto", short_msg_size: int = SHORT_MSG_SIZE
 ) -> Plan:
     source, hosts = participants(topology, request)
     size = request.size

@@ -8,9 +8,15 @@ prediction of its time is :func:`topocast.redistribution.kpbs.brute_force_time` 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ...redistribution.kpbs import brute_force_plan, brute_force_time, fluid_lower_bound
 from ...redistribution.matrix import Redistribution, resolve_platform
 from ..registry import register_planner
+
+if TYPE_CHECKING:
+    from ...plan import Plan
+    from ...topology import Topology
 
 __all__ = ["brute_force"]
 
@@ -22,7 +28,7 @@ __all__ = ["brute_force"]
     reference="Jeannot & Wagner, AINA 2006 (brute-force approach)",
     aliases=("brute-force", "bruteforce"),
 )
-def brute_force(topology, request: Redistribution):
+def brute_force(topology: Topology, request: Redistribution) -> Plan:
     """One transfer per non-zero block, no ordering."""
     plat = resolve_platform(request, topology)
     send_cap = [x / plat.nic for x in plat.send_nic]

@@ -21,12 +21,18 @@ it does not scale with the data size, the transfers do).
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ...redistribution.kpbs import brute_force_plan, brute_force_time, fluid_lower_bound, lower_bound, schedule_to_plan
 from ...redistribution.matrix import Redistribution, resolve_platform
+
+if TYPE_CHECKING:
+    from ...plan import Plan
+    from ...topology import Topology
 
 __all__ = ["Prediction", "Decision", "predict", "decide", "simulate_plan"]
 
@@ -59,7 +65,7 @@ class Prediction:
         }
 
 
-def simulate_plan(plan, topology, beta_steps: float = 0.0) -> float | None:
+def simulate_plan(plan: Plan, topology: Topology, beta_steps: float = 0.0) -> float | None:
     """Fluid-simulator makespan of ``plan`` plus ``beta_steps`` seconds; ``None`` if the
     simulator is not available in this build."""
     try:
@@ -72,10 +78,10 @@ def simulate_plan(plan, topology, beta_steps: float = 0.0) -> float | None:
 
 
 def predict(
-    topology,
+    topology: Topology,
     request: Redistribution,
     *,
-    approaches=("brute_force",) + SCHEDULERS,
+    approaches: Sequence[str] = ("brute_force",) + SCHEDULERS,
     simulate: bool = True,
     barrier: str = "longest",
 ) -> tuple[list[Prediction], dict]:
@@ -160,7 +166,7 @@ class Decision:
 
 
 def decide(
-    topology,
+    topology: Topology,
     request: Redistribution,
     *,
     basis: str = "model",

@@ -52,13 +52,19 @@ peel instead of ~5 probes (the measured speed-up is in docs/experiments/redistri
 from __future__ import annotations
 
 from heapq import heappop, heappush
+from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from ...errors import InputError
 from ...redistribution.kpbs import Schedule, schedule_to_plan
-from ...redistribution.matrix import Redistribution, resolve_platform
+from ...redistribution.matrix import Platform, Redistribution, resolve_platform
 from ..registry import register_planner
+
+if TYPE_CHECKING:
+    from ...plan import Plan
+    from ...topology import Topology
 
 __all__ = ["ggp", "peel_schedule", "regular_graph"]
 
@@ -288,7 +294,7 @@ def _hopcroft_karp(N: int, idx: np.ndarray) -> np.ndarray:
     """Maximum matching (column of each row, -1 if free) of the edges of flat indices ``idx``
     (ascending) of an ``N x N`` matrix: scipy's Hopcroft-Karp on a reused CSR object (its
     constructor's validation costs more than the matching itself on these small graphs)."""
-    from scipy.sparse import csr_matrix  # here, not at import: scipy costs every command 0.4 s
+    from scipy.sparse import csr_matrix  # here, not at import: scipy is slow to import and most commands never need it
     from scipy.sparse.csgraph import maximum_bipartite_matching
 
     if N not in _HK_GRAPH:
@@ -446,7 +452,13 @@ _HK_MIN_FREE = 5  # Hopcroft-Karp first when more rows than this are free
 
 
 def peel_schedule(
-    matrix, k: int, *, unit: int = 1, bottleneck: bool = False, merge: bool = True, algorithm: str = "ggp"
+    matrix: npt.ArrayLike,
+    k: int,
+    *,
+    unit: int = 1,
+    bottleneck: bool = False,
+    merge: bool = True,
+    algorithm: str = "ggp",
 ) -> Schedule:
     """Peel ``matrix`` (bytes) into KPBS steps (module doc, steps 1-4).
 
@@ -547,8 +559,8 @@ def unit_for(beta: float, nic: float, unit: int | None = None) -> int:
 
 
 def schedule_request(
-    topology, request: Redistribution, *, bottleneck: bool, unit: int | None = None, merge: bool = True
-):
+    topology: Topology, request: Redistribution, *, bottleneck: bool, unit: int | None = None, merge: bool = True
+) -> tuple[Schedule, Platform]:
     """``(schedule, platform)`` of a request on a topology."""
     plat = resolve_platform(request, topology)
     u = unit_for(request.beta, plat.nic, unit)
@@ -564,7 +576,9 @@ def schedule_request(
     summary="Generic Graph Peeling: steps of <= k transfers (matchings), preemption, barriers",
     reference="Wagner & Jeannot, IPDPS 2004 / Cohen, Jeannot, Padoy, Wagner, TPDS 2006 (reconstruction, docs/algorithms.md 7.3)",
 )
-def ggp(topology, request: Redistribution, *, unit: int | None = None, barrier: str = "auto", merge: bool = True):
+def ggp(
+    topology: Topology, request: Redistribution, *, unit: int | None = None, barrier: str = "auto", merge: bool = True
+) -> Plan:
     """GGP schedule of ``request`` as a plan (``unit``: bytes per peeling unit, default beta * nic)."""
     sched, plat = schedule_request(topology, request, bottleneck=False, unit=unit, merge=merge)
     return schedule_to_plan(

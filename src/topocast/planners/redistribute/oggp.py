@@ -14,10 +14,16 @@ incrementally. Same guarantee as GGP (the argument does not depend on the matchi
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ...redistribution.kpbs import schedule_to_plan
 from ...redistribution.matrix import Redistribution
 from ..registry import register_planner
 from .ggp import schedule_request
+
+if TYPE_CHECKING:
+    from ...plan import Plan
+    from ...topology import Topology
 
 __all__ = ["oggp"]
 
@@ -28,7 +34,9 @@ __all__ = ["oggp"]
     summary="Optimized GGP: peels bottleneck perfect matchings (fewer steps, less set-up)",
     reference="Wagner & Jeannot, IPDPS 2004 / Cohen, Jeannot, Padoy, Wagner, TPDS 2006 (reconstruction, docs/algorithms.md 7.4)",
 )
-def oggp(topology, request: Redistribution, *, unit: int | None = None, barrier: str = "auto", merge: bool = True):
+def oggp(
+    topology: Topology, request: Redistribution, *, unit: int | None = None, barrier: str = "auto", merge: bool = True
+) -> Plan:
     """OGGP schedule of ``request`` as a plan (``unit``: bytes per peeling unit, default beta * nic)."""
     sched, plat = schedule_request(topology, request, bottleneck=True, unit=unit, merge=merge)
     return schedule_to_plan(
