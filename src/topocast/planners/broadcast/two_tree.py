@@ -102,8 +102,8 @@ def nested_two_tree(nesting, n: int) -> tuple[np.ndarray, np.ndarray]:
     return parents
 
 
-def _compose(piece, need: tuple[int, int], parents) -> tuple[tuple[int, int], tuple[list, list]]:
-    """Both trees over one piece; returns its roots (T1, T2) and its spare sending slots.
+def _compose(piece, need: tuple[int, int], parents) -> tuple[tuple[int, int], tuple[list, list], tuple[int, int]]:
+    """Both trees over one piece: its roots, its spare sending slots and its depths (T1, T2).
 
     A piece of k hosts has 2k sending slots (two half-streams each), its trees use 2(k-1), so
     two are left for hops out of the piece: ``need`` says how many of them T1 and T2 get
@@ -112,12 +112,11 @@ def _compose(piece, need: tuple[int, int], parents) -> tuple[tuple[int, int], tu
     One level [I]: the sub-pieces play the paper's hosts. Those interior in T1 give both
     their spare slots to T1 (``need`` 2+0), those interior in T2 to T2, at most one gives one
     to each; the counts follow from the slots each tree needs (k - 1 hops plus ``need``).
-    Each tree then attaches the sub-pieces breadth-first, its interior ones (largest first)
-    before its leaves, each to the shallowest free slot; the piece's own spare slots are
-    taken third, so they stay near its root.
+    Large sub-pieces alternate between the two trees' interiors, so each tree has some near
+    its root. Each tree is then grown by :func:`_attach`.
     """
     if isinstance(piece, int):
-        return (piece, piece), ([(0, piece)] * need[0], [(0, piece)] * need[1])
+        return (piece, piece), ([(0, piece)] * need[0], [(0, piece)] * need[1]), (0, 0)
     k = len(piece)
     both = (k - 1 + need[0]) % 2
     n_t1 = (k - 1 + need[0] - both) // 2
@@ -125,39 +124,56 @@ def _compose(piece, need: tuple[int, int], parents) -> tuple[tuple[int, int], tu
     n_t2 = k - both - n_t1
     t1: list[int] = []
     t2: list[int] = []
-    for i in by_size[: k - both]:  # alternate, so both trees get large pieces near their root
+    for i in by_size[: k - both]:
         (t1 if len(t1) < n_t1 and (len(t1) <= len(t2) or len(t2) == n_t2) else t2).append(i)
     mixed = by_size[k - both :]
     role = {**{i: (2, 0) for i in t1}, **{i: (0, 2) for i in t2}, **{i: (1, 1) for i in mixed}}
     built = {i: _compose(piece[i], role[i], parents) for i in range(k)}
-    roots, spare = [], []
-    for t, (inner, leaves) in enumerate(((t1, t2), (t2, t1))):
-        order: list[int | None] = inner + mixed + leaves
-        order[min(2, len(order)) : min(2, len(order))] = [None] * need[t]  # None: the piece's own slot
-        root, slots = _attach(order, built, t, parents[t])
-        roots.append(root)
-        spare.append(slots)
-    return (roots[0], roots[1]), (spare[0], spare[1])
+    out = [
+        _attach(inner, mixed, leaves, need[t], built, t, parents[t])
+        for t, (inner, leaves) in enumerate(((t1, t2), (t2, t1)))
+    ]
+    return (out[0][0], out[1][0]), (out[0][1], out[1][1]), (out[0][2], out[1][2])
 
 
-def _attach(order, built, t, parent) -> tuple[int, list]:
-    """Tree ``t`` over the sub-pieces in ``order``: the first one is the root, each next one
-    hangs from the shallowest free slot (None entries reserve a slot for the caller)."""
-    first = built[order[0]]
-    free = [(d, 0, pos) for d, pos in first[1][t]]
+def _attach(inner, mixed, leaves, reserve, built, t, parent) -> tuple[int, list, int]:
+    """Tree ``t`` over sub-pieces: returns its root, ``reserve`` spare slots, its depth.
+
+    Greedy [I]: the deepest sub-piece hangs from the shallowest free slot (the reserved slots,
+    which the caller hangs whole pieces from, count as deepest), except that a sub-piece
+    giving this tree no slot waits while taking the last free slot would strand the others.
+    With single hosts (depth 0) this is the breadth-first heap: interior hosts, then leaves.
+    """
+    deepest_first = {
+        "inner": sorted(inner, key=lambda i: -built[i][2][t]),
+        "mixed": sorted(mixed, key=lambda i: -built[i][2][t]),
+        "leaf": [None] * reserve + sorted(leaves, key=lambda i: -built[i][2][t]),
+    }
+    kind = "inner" if inner else "mixed"
+    first = deepest_first[kind].pop(0)
+    free = [(d, 0, pos) for d, pos in built[first][1][t]]
     heapq.heapify(free)
-    reserved, tick = [], 1
-    for i in order[1:]:
+    reserved, tick, depth = [], 1, built[first][2][t]
+    while any(deepest_first.values()):
+        strands = len(free) < 2 and bool(deepest_first["inner"] or deepest_first["mixed"])
+        allowed = [kk for kk in ("inner", "mixed", "leaf") if deepest_first[kk] and not (kk == "leaf" and strands)]
+        kind = max(allowed, key=lambda kk: _depth_of(deepest_first[kk][0], built, t))
+        i = deepest_first[kind].pop(0)
         d, _, pos = heapq.heappop(free)
         if i is None:
             reserved.append((d, pos))
             continue
-        (roots, slots) = built[i]
+        roots, slots, depths = built[i]
         parent[roots[t]] = pos
+        depth = max(depth, d + 1 + depths[t])
         for rd, rpos in slots[t]:
             heapq.heappush(free, (d + 1 + rd, tick, rpos))
             tick += 1
-    return first[0][t], reserved
+    return built[first][0][t], reserved, depth
+
+
+def _depth_of(i, built, t) -> float:
+    return math.inf if i is None else built[i][2][t]
 
 
 def _size(piece) -> int:
