@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections import deque
 
 import numpy as np
 
@@ -68,14 +69,21 @@ def route_hierarchy(topology, source, members) -> tuple[list[str], list | int]:
     order = sorted(members, key=lambda m: routes[m])
     shared = np.array([_common_prefix(routes[u], routes[v]) for u, v in zip(order, order[1:])], dtype=np.int64)
 
-    def nest(a: int, b: int) -> list | int:  # positions a..b, inclusive
-        if a == b:
-            return a
+    if len(order) == 1:
+        return order, 0
+    top: list = []
+    todo = [(0, len(order) - 1, top)]  # (first, last position, the piece's list to fill)
+    while todo:  # iterative: a line of a thousand switches nests a thousand deep
+        a, b, piece = todo.pop()
         inner = shared[a:b]
         cuts = (a + np.flatnonzero(inner == inner.min())).tolist()
-        return [nest(s, e) for s, e in zip([a] + [c + 1 for c in cuts], cuts + [b])]
-
-    return order, nest(0, len(order) - 1)
+        for s, e in zip([a] + [c + 1 for c in cuts], cuts + [b]):
+            if s == e:
+                piece.append(s)
+            else:
+                piece.append([])
+                todo.append((s, e, piece[-1]))
+    return order, top
 
 
 def _common_prefix(r1, r2) -> int:
@@ -95,45 +103,72 @@ def nested_two_tree(nesting, n: int) -> tuple[np.ndarray, np.ndarray]:
     composed piece by piece over ``nesting`` (:func:`route_hierarchy`) so that each tree enters
     every piece exactly once; a piece then sends out at most two half-streams over its link,
     as much as one pipeline crossing it once, and the trees stay about log2 deep per level of
-    nesting. See :func:`_compose` for one level.
+    nesting.
+
+    Slots: a piece of k hosts has 2k sending slots (two half-streams each), its trees use
+    2(k-1), so two are left for hops out of the piece; its parent piece says how many of them
+    T1 and T2 get (1+1, 2+0 or 0+2). Inside a piece the sub-pieces play the paper's hosts
+    (:func:`_roles`), and each tree is grown by :func:`_attach`.
     """
     parents = (np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64))
-    _compose(nesting, (1, 1), parents)  # the top level's two spare slots stay unused
+    if isinstance(nesting, int):
+        return parents
+    pre, todo = [], [nesting]  # composite pieces, parents before children
+    while todo:
+        piece = todo.pop()
+        pre.append(piece)
+        todo.extend(q for q in piece if not isinstance(q, int))
+    size: dict[int, int] = {}
+    for piece in reversed(pre):
+        size[id(piece)] = sum(1 if isinstance(q, int) else size[id(q)] for q in piece)
+    need = {id(nesting): (1, 1)}  # the top level's two spare slots stay unused
+    roles = {}
+    for piece in pre:
+        roles[id(piece)] = _roles([1 if isinstance(q, int) else size[id(q)] for q in piece], need[id(piece)])
+        for q, role in zip(piece, roles[id(piece)][3]):
+            if not isinstance(q, int):
+                need[id(q)] = role
+    built: dict[int, tuple] = {}  # piece -> (roots, spare slots, depths), each per tree
+    for piece in reversed(pre):
+        t1, t2, mixed, role = roles[id(piece)]
+        sub = {i: built[id(q)] if not isinstance(q, int) else _single(q, role[i]) for i, q in enumerate(piece)}
+        out = [
+            _attach(inner, mixed, leaves, need[id(piece)][t], sub, t, parents[t])
+            for t, (inner, leaves) in enumerate(((t1, t2), (t2, t1)))
+        ]
+        built[id(piece)] = ((out[0][0], out[1][0]), (out[0][1], out[1][1]), (out[0][2], out[1][2]))
     return parents
 
 
-def _compose(piece, need: tuple[int, int], parents) -> tuple[tuple[int, int], tuple[list, list], tuple[int, int]]:
-    """Both trees over one piece: its roots, its spare sending slots and its depths (T1, T2).
+def _single(pos: int, role: tuple[int, int]):
+    """One host as a piece: root of both trees, its slots all at its own depth 0."""
+    return (pos, pos), ([(0, pos)] * role[0], [(0, pos)] * role[1]), (0, 0)
 
-    A piece of k hosts has 2k sending slots (two half-streams each), its trees use 2(k-1), so
-    two are left for hops out of the piece: ``need`` says how many of them T1 and T2 get
-    (1+1, 2+0 or 0+2). Spare slots are ``(depth below the piece's root, position)``.
 
-    One level [I]: the sub-pieces play the paper's hosts. Those interior in T1 give both
-    their spare slots to T1 (``need`` 2+0), those interior in T2 to T2, at most one gives one
+def _roles(sizes: list[int], need: tuple[int, int]):
+    """Which sub-pieces give their two spare slots to T1, to T2, or one to each.
+
+    Those interior in T1 give both to T1, those interior in T2 to T2, at most one gives one
     to each; the counts follow from the slots each tree needs (k - 1 hops plus ``need``).
     Large sub-pieces alternate between the two trees' interiors, so each tree has some near
-    its root. Each tree is then grown by :func:`_attach`.
+    its root [I]. Returns (T1-interior, T2-interior, mixed, role per sub-piece).
     """
-    if isinstance(piece, int):
-        return (piece, piece), ([(0, piece)] * need[0], [(0, piece)] * need[1]), (0, 0)
-    k = len(piece)
+    k = len(sizes)
     both = (k - 1 + need[0]) % 2
     n_t1 = (k - 1 + need[0] - both) // 2
-    by_size = sorted(range(k), key=lambda i: -_size(piece[i]))
     n_t2 = k - both - n_t1
+    by_size = sorted(range(k), key=lambda i: -sizes[i])
     t1: list[int] = []
     t2: list[int] = []
     for i in by_size[: k - both]:
         (t1 if len(t1) < n_t1 and (len(t1) <= len(t2) or len(t2) == n_t2) else t2).append(i)
     mixed = by_size[k - both :]
-    role = {**{i: (2, 0) for i in t1}, **{i: (0, 2) for i in t2}, **{i: (1, 1) for i in mixed}}
-    built = {i: _compose(piece[i], role[i], parents) for i in range(k)}
-    out = [
-        _attach(inner, mixed, leaves, need[t], built, t, parents[t])
-        for t, (inner, leaves) in enumerate(((t1, t2), (t2, t1)))
-    ]
-    return (out[0][0], out[1][0]), (out[0][1], out[1][1]), (out[0][2], out[1][2])
+    role = [(1, 1)] * k
+    for i in t1:
+        role[i] = (2, 0)
+    for i in t2:
+        role[i] = (0, 2)
+    return t1, t2, mixed, role
 
 
 def _attach(inner, mixed, leaves, reserve, built, t, parent) -> tuple[int, list, int]:
@@ -144,21 +179,20 @@ def _attach(inner, mixed, leaves, reserve, built, t, parent) -> tuple[int, list,
     giving this tree no slot waits while taking the last free slot would strand the others.
     With single hosts (depth 0) this is the breadth-first heap: interior hosts, then leaves.
     """
-    deepest_first = {
-        "inner": sorted(inner, key=lambda i: -built[i][2][t]),
-        "mixed": sorted(mixed, key=lambda i: -built[i][2][t]),
-        "leaf": [None] * reserve + sorted(leaves, key=lambda i: -built[i][2][t]),
-    }
-    kind = "inner" if inner else "mixed"
-    first = deepest_first[kind].pop(0)
+
+    def deepest_first(items):
+        return deque(sorted(items, key=lambda i: -built[i][2][t]))
+
+    queues = (deepest_first(inner), deepest_first(mixed), deque([None] * reserve) + deepest_first(leaves))
+    first = (queues[0] or queues[1]).popleft()
     free = [(d, 0, pos) for d, pos in built[first][1][t]]
     heapq.heapify(free)
     reserved, tick, depth = [], 1, built[first][2][t]
-    while any(deepest_first.values()):
-        strands = len(free) < 2 and bool(deepest_first["inner"] or deepest_first["mixed"])
-        allowed = [kk for kk in ("inner", "mixed", "leaf") if deepest_first[kk] and not (kk == "leaf" and strands)]
-        kind = max(allowed, key=lambda kk: _depth_of(deepest_first[kk][0], built, t))
-        i = deepest_first[kind].pop(0)
+    while any(queues):
+        strands = len(free) < 2 and bool(queues[0] or queues[1])
+        allowed = [q for q in queues[: 2 if strands else 3] if q]
+        queue = max(allowed, key=lambda q: math.inf if q[0] is None else built[q[0]][2][t])
+        i = queue.popleft()
         d, _, pos = heapq.heappop(free)
         if i is None:
             reserved.append((d, pos))
@@ -170,14 +204,6 @@ def _attach(inner, mixed, leaves, reserve, built, t, parent) -> tuple[int, list,
             heapq.heappush(free, (d + 1 + rd, tick, rpos))
             tick += 1
     return built[first][0][t], reserved, depth
-
-
-def _depth_of(i, built, t) -> float:
-    return math.inf if i is None else built[i][2][t]
-
-
-def _size(piece) -> int:
-    return 1 if isinstance(piece, int) else sum(_size(p) for p in piece)
 
 
 def _levels(pipelines):
