@@ -9,7 +9,8 @@ Cases (1 GB from the first host, or g5k's ``bordeplage-1``, to every other host)
   best >= 0.9 of the half-duplex relay ceiling;
 * ``mc-N-SETTING``: ``multi_cluster_tree(N, n_clusters=N // 50, bandwidth=SETTING, seed=1)``
   with every link's latency drawn uniformly in 1-5 ms (seed 1); target: the best >= 0.9 of the
-  bound.
+  bound;
+* ``fat-K``: ``fat_tree(K)`` (1 Gbit/s everywhere) with every link at 5 ms; target 0.9.
 
 The bound printed is the relay ceiling (:func:`topocast.relay_bound.relay_ceiling`), which is
 Σ max-flow when no host sits on a shared link. Prints one row per planner: fraction of the
@@ -34,7 +35,7 @@ from topocast import Broadcast, broadcast_bounds, simulate
 from topocast.planners import get_planner
 from topocast.relay_bound import relay_ceiling
 from topocast.topology import load_topology
-from topocast.topology.generators import multi_cluster_tree
+from topocast.topology.generators import fat_tree, multi_cluster_tree
 
 G5K_SOURCE = "bordeplage-1.bordeaux.grid5000.fr"
 DEFAULT_CASES = "g5k,g5k-shared,mc-1000-switch-uniform-100-1000,mc-1000-uniform-500-1000"
@@ -66,10 +67,13 @@ def multi_cluster_case(n: int, setting: str):
 def build(case: str, data: Path):
     if case in ("g5k", "g5k-shared"):
         return g5k_case(data, case == "g5k-shared")
-    if case.startswith("mc-"):
+    if case.startswith("mc-") and case.count("-") >= 2 and case.split("-")[1].isdigit():
         _, n, setting = case.split("-", 2)
         return multi_cluster_case(int(n), setting)
-    raise SystemExit(f"--cases: unknown case {case!r} (expected g5k, g5k-shared or mc-N-SETTING)")
+    if case.startswith("fat-") and case[4:].isdigit():
+        topo = fat_tree(int(case[4:]), bandwidth="1Gbps")
+        return _with_latency(topo, lambda pl: 5e-3), topo.hosts[0]
+    raise SystemExit(f"--cases: unknown case {case!r} (expected g5k, g5k-shared, mc-N-SETTING or fat-K)")
 
 
 def main(argv=None) -> None:

@@ -300,7 +300,7 @@ def _suffix(seq, p):
 @register_planner(
     "broadcast",
     "two_tree",
-    summary="two-tree (double binary tree) per Stable Broadcast level: half the message on each tree, depth log2 n, LP rates",
+    summary="two-tree (double binary tree) per Stable Broadcast level, half the message on each tree, built switch by switch so no link carries more than a pipeline; depth ~log2 n per switch level; LP rates",
     reference="Sanders, Speck, Träff. Two-tree algorithms for full bandwidth broadcast, reduction and scan. Parallel Computing 35(12), 2009",
 )
 def plan_two_tree(topology, request: Broadcast, *, seed=None, rate_tolerance: float = DEFAULT_RATE_TOLERANCE) -> Plan:
