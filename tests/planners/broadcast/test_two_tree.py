@@ -9,7 +9,7 @@ import pytest
 from topocast import Broadcast, Topology, broadcast_bounds, check_plan, simulate
 from topocast.errors import InputError
 from topocast.planners import get_planner
-from topocast.planners.broadcast.two_tree import two_stream_layout, two_tree_parents
+from topocast.planners.broadcast.two_tree import nested_two_tree, route_hierarchy, two_stream_layout
 from topocast.relay_bound import relay_ceiling
 from topocast.topology.generators import multi_cluster_tree
 from topocast.topology.model import PhysicalLink as L
@@ -28,36 +28,62 @@ def _depths(parents):
     return depth
 
 
-@pytest.mark.parametrize("n", [*range(1, 20), 63, 64, 100])
-def test_two_trees_span_every_host_and_share_no_interior_host(n):
+def _random_nesting(rng, positions):
+    """A random nesting of ``positions`` (lists of two or more pieces, ints at the leaves)."""
+    if len(positions) == 1:
+        return positions[0]
+    k = int(rng.integers(2, min(len(positions), 6) + 1))
+    cuts = np.sort(rng.choice(np.arange(1, len(positions)), size=k - 1, replace=False))
+    return [_random_nesting(rng, part.tolist()) for part in np.split(np.asarray(positions), cuts)]
+
+
+def _pieces(nesting):
+    if isinstance(nesting, int):
+        return [[nesting]]
+    out, mine = [], []
+    for p in nesting:
+        sub = _pieces(p)
+        out.extend(sub)
+        mine.extend(sub[-1])
+    return out + [mine]
+
+
+@pytest.mark.parametrize("n", [*range(1, 20), 63, 64, 100, 333])
+def test_two_trees_span_every_host_send_two_halves_and_enter_each_piece_once(n):
     rng = np.random.default_rng(n)
-    for weights in (np.ones(n - 1), rng.integers(0, 4, n - 1).astype(float)):
-        t1, t2 = two_tree_parents(weights)
-        interior = []
+    for nesting in (list(range(n)) if n > 1 else 0, _random_nesting(rng, list(range(n)))):
+        t1, t2 = nested_two_tree(nesting, n)
+        sent = np.zeros(n, dtype=np.int64)
         for parents in (t1, t2):
             assert (parents == -1).sum() == 1  # one root, fed by the source
-            children = np.bincount(parents[parents >= 0], minlength=n)
-            assert children.max(initial=0) <= 2
+            sent += np.bincount(parents[parents >= 0], minlength=n)
             _depths(parents)  # a tree: no cycle
-            interior.append(set(np.flatnonzero(children).tolist()))
-        assert not interior[0] & interior[1]  # every host sends in at most one tree
+            for piece in _pieces(nesting):
+                inside = np.zeros(n, dtype=bool)
+                inside[piece] = True
+                entries = [j for j in piece if parents[j] < 0 or not inside[parents[j]]]
+                assert len(entries) == 1, (piece, entries)
+        assert sent.max(initial=0) <= 2  # at most two half-streams out of any host
 
 
 def test_depth_is_logarithmic_inside_one_switch():
     for n in (7, 100, 1000):
-        for parents in two_tree_parents(np.ones(n - 1)):
+        for parents in nested_two_tree(list(range(n)), n):
             assert max(_depths(parents)) <= int(np.ceil(np.log2(n + 2)))
 
 
-def test_heavy_boundaries_are_crossed_near_the_root():
-    # two groups of 15 with a heavy boundary between them: the first split is there
-    weights = np.ones(29)
-    weights[14] = 10.0
-    for shift, parents in enumerate(two_tree_parents(weights)):
-        root = int(np.flatnonzero(parents == -1)[0])
-        assert root in (14, 15)
-        crossing = [j for j in range(30) if parents[j] >= 0 and (j < 15) != (parents[j] < 15)]
-        assert len(crossing) == 1, shift
+def test_route_hierarchy_groups_the_hosts_behind_each_switch_link():
+    topo = multi_cluster_tree(40, n_clusters=8, bandwidth="mixed", seed=3)
+    src = topo.hosts[0]
+    order, nesting = route_hierarchy(topo, src, topo.hosts[1:])
+    assert sorted(order) == sorted(topo.hosts[1:])
+    pieces = {frozenset(order[j] for j in piece) for piece in _pieces(nesting)}
+    for lid in range(len(topo.links)):  # the hosts whose route from src crosses a switch link
+        a, b = topo.nodes[topo.link_src[lid]], topo.nodes[topo.link_dst[lid]]
+        if topo.is_host(a) or topo.is_host(b):
+            continue
+        behind = frozenset(h for h in order if lid in topo.route(src, h))
+        assert not behind or behind in pieces, (a, b)
 
 
 @pytest.mark.parametrize("rates", [[1.0], [3.0, 1.0], [5.0, 2.0, 2.0, 0.5]])
@@ -123,6 +149,22 @@ def test_heterogeneous_levels_stay_under_the_bound():
     assert set(result.per_host) == set(topo.hosts[1:])
     for h, r in result.per_host.items():
         assert 0 < r.rate <= bound.per_host_rate[h] * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("setting", ["mixed", "switch-uniform-100-1000"])
+def test_switch_links_as_slow_as_host_links_cost_no_bandwidth(setting):
+    # each tree enters every switch subtree once: the trees load no link more than stable's
+    # chains, so the LP keeps stable's rates and the shallow trees win on the fill
+    topo = multi_cluster_tree(120, n_clusters=12, bandwidth=setting, seed=4)
+    topo = topo.replace(links=[dataclasses.replace(pl, latency=2e-3) for pl in topo.physical_links])
+    req = Broadcast(topo.hosts[0], 10**9)
+    plan = get_planner("broadcast", "two_tree")(topo, req)
+    check_plan(plan, topo)
+    stable = get_planner("broadcast", "stable")(topo, req)
+    expected = plan.notes["expected_aggregate_bandwidth"]
+    assert expected == pytest.approx(stable.notes["expected_aggregate_bandwidth"], rel=1e-6)
+    bound = broadcast_bounds(topo, req.source).aggregate_bandwidth
+    assert simulate(plan, topo).aggregate_bandwidth >= 0.95 * bound
 
 
 def test_bad_rate_tolerance_is_named():

@@ -9,18 +9,23 @@ From the paper and NCCL's construction ([S:2tree, S:NCCL]):
 
 * the message is split into two halves; each half is broadcast along its own binary tree
   spanning every process, both trees at once;
-* tree T1 is the binary tree of an in-order numbering: the leaves are the odd numbers, a node
-  whose lowest set bit is 2^k (k >= 1) has the children ``i - 2^(k-1)`` and, if it exists,
-  ``i + 2^(k-1)`` (or, past the end, the largest ``i + 2^j <= n``); tree T2 is T1 shifted by
-  one, so every process is interior in at most one tree: it receives each half once and sends
-  at most two copies of one half, no more than a pipeline's one copy of the whole message;
+* every process is interior (two children) in at most one tree, so it receives each half once
+  and sends at most two copies of one half, no more than a pipeline's one copy of the whole
+  message (the paper numbers the processes in order and shifts T2 by one against T1);
 * the depth is about log2 n instead of the n of a pipeline.
 
 Ours ([I]):
 
-* **Where the trees run.** The numbering is the depth-first order of ``stable``'s trees
-  (docs/algorithms.md 1.2): a subtree of the in-order tree is a contiguous run of that order,
-  so most hops stay inside one switch and the few long hops cross the backbone.
+* **Where the trees run.** The hosts are grouped by their routes from the source
+  (:func:`route_hierarchy`: on a tree network, the hosts behind each switch link), and both
+  trees are composed group by group (:func:`nested_two_tree`): inside a group its sub-groups
+  play the paper's processes (interior in one tree, leaf in the other, attached breadth-first),
+  and each tree enters every group exactly once. A group then receives two half-streams and
+  sends out at most two over its link, as much as a depth-first chain crossing that link once
+  each way, so the trees keep the chains' rates even where links between switches are no
+  faster than the hosts' (the paper's in-order trees enter a group in the middle of the order
+  several times). The price is depth: about log2 of the group size per level of groups, and
+  at least one hop per switch on the way down (every group is entered once).
 * **Heterogeneous hosts.** ``stable``'s nested destination sets S_1 ⊇ S_2 ⊇ ... (hosts that
   can take more get more trees) each get a two-tree; the rate V_n of level n (V_n / 2 per
   tree) comes from a small LP over the links the two-trees really cross (HiGHS):
@@ -34,7 +39,9 @@ Ours ([I]):
 
 from __future__ import annotations
 
+import heapq
 import math
+from collections import deque
 
 import numpy as np
 
@@ -45,57 +52,158 @@ from ._compact import DEFAULT_RATE_TOLERANCE, check_rate_tolerance, compact_nest
 from ._trees import Pipeline, _prefix, e1_rates, resource_arrays
 from .stable import stable_pipelines
 
-__all__ = ["plan_two_tree", "full_tree_parents", "two_tree_parents"]
+__all__ = ["plan_two_tree", "route_hierarchy", "nested_two_tree"]
 
 
-def full_tree_parents(weights: np.ndarray) -> np.ndarray:
-    """Parent position of every position 0..L-1 (L odd) of a full binary tree (-1: root).
+def route_hierarchy(topology, source, members) -> tuple[list[str], list | int]:
+    """The members in route order and how they nest: ``(order, nesting)``.
 
-    In-order, the tree alternates leaf, interior, leaf, ...: even positions are leaves, odd
-    positions have two children, as in the in-order trees of [S:2tree, S:NCCL]. Which full tree
-    is ours [I]: the root of a range is the valid position next to the heaviest boundary
-    ``weights[k]`` (between positions k and k+1) of the range (ties: nearest the middle), so
-    the trees split at the backbones first and cross each one only a few times; inside a
-    stretch of equal boundaries (one switch) the split is balanced, so the depth is about
-    log2 L plus one level per distinct heavier boundary on the way.
+    ``order`` sorts the members by their route from ``source`` (directed link ids,
+    lexicographically), so the hosts behind any link of those routes form one contiguous run.
+    ``nesting`` groups the positions 0..n-1 of ``order``: a run is cut at every boundary whose
+    two hosts share the fewest leading route links (their routes part nearest the source); each
+    piece is a position (int) or a nested list. On a tree network the pieces are exactly the
+    hosts behind each switch link, and a hop into a piece crosses that link [I].
     """
-    size = len(weights) + 1
-    parent = np.full(size, -1, dtype=np.int64)
-    w = np.concatenate(([0.0], np.asarray(weights, float), [0.0]))  # w[k]: boundary left of k
-    stack = [(0, size - 1, -1)]
-    while stack:
-        a, b, up = stack.pop()
-        if a == b:
-            parent[a] = up
+    routes = {m: topology.route(source, m) for m in members}
+    order = sorted(members, key=lambda m: routes[m])
+    shared = np.array([_common_prefix(routes[u], routes[v]) for u, v in zip(order, order[1:])], dtype=np.int64)
+
+    if len(order) == 1:
+        return order, 0
+    top: list = []
+    todo = [(0, len(order) - 1, top)]  # (first, last position, the piece's list to fill)
+    while todo:  # iterative: a line of a thousand switches nests a thousand deep
+        a, b, piece = todo.pop()
+        inner = shared[a:b]
+        cuts = (a + np.flatnonzero(inner == inner.min())).tolist()
+        for s, e in zip([a] + [c + 1 for c in cuts], cuts + [b]):
+            if s == e:
+                piece.append(s)
+            else:
+                piece.append([])
+                todo.append((s, e, piece[-1]))
+    return order, top
+
+
+def _common_prefix(r1, r2) -> int:
+    n = 0
+    for x, y in zip(r1, r2):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def nested_two_tree(nesting, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Parents (position, -1: fed by the source) of positions 0..n-1 in the trees T1 and T2.
+
+    The paper's invariant [S:2tree]: every host sends at most two half-streams in all, so a
+    host interior in one tree (two children) is a leaf of the other. Ours [I]: the trees are
+    composed piece by piece over ``nesting`` (:func:`route_hierarchy`) so that each tree enters
+    every piece exactly once; a piece then sends out at most two half-streams over its link,
+    as much as one pipeline crossing it once, and the trees stay about log2 deep per level of
+    nesting.
+
+    Slots: a piece of k hosts has 2k sending slots (two half-streams each), its trees use
+    2(k-1), so two are left for hops out of the piece; its parent piece says how many of them
+    T1 and T2 get (1+1, 2+0 or 0+2). Inside a piece the sub-pieces play the paper's hosts
+    (:func:`_roles`), and each tree is grown by :func:`_attach`.
+    """
+    parents = (np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64))
+    if isinstance(nesting, int):
+        return parents
+    pre, todo = [], [nesting]  # composite pieces, parents before children
+    while todo:
+        piece = todo.pop()
+        pre.append(piece)
+        todo.extend(q for q in piece if not isinstance(q, int))
+    size: dict[int, int] = {}
+    for piece in reversed(pre):
+        size[id(piece)] = sum(1 if isinstance(q, int) else size[id(q)] for q in piece)
+    need = {id(nesting): (1, 1)}  # the top level's two spare slots stay unused
+    roles = {}
+    for piece in pre:
+        roles[id(piece)] = _roles([1 if isinstance(q, int) else size[id(q)] for q in piece], need[id(piece)])
+        for q, role in zip(piece, roles[id(piece)][3]):
+            if not isinstance(q, int):
+                need[id(q)] = role
+    built: dict[int, tuple] = {}  # piece -> (roots, spare slots, depths), each per tree
+    for piece in reversed(pre):
+        t1, t2, mixed, role = roles[id(piece)]
+        sub = {i: built[id(q)] if not isinstance(q, int) else _single(q, role[i]) for i, q in enumerate(piece)}
+        out = [
+            _attach(inner, mixed, leaves, need[id(piece)][t], sub, t, parents[t])
+            for t, (inner, leaves) in enumerate(((t1, t2), (t2, t1)))
+        ]
+        built[id(piece)] = ((out[0][0], out[1][0]), (out[0][1], out[1][1]), (out[0][2], out[1][2]))
+    return parents
+
+
+def _single(pos: int, role: tuple[int, int]):
+    """One host as a piece: root of both trees, its slots all at its own depth 0."""
+    return (pos, pos), ([(0, pos)] * role[0], [(0, pos)] * role[1]), (0, 0)
+
+
+def _roles(sizes: list[int], need: tuple[int, int]):
+    """Which sub-pieces give their two spare slots to T1, to T2, or one to each.
+
+    Those interior in T1 give both to T1, those interior in T2 to T2, at most one gives one
+    to each; the counts follow from the slots each tree needs (k - 1 hops plus ``need``).
+    Large sub-pieces alternate between the two trees' interiors, so each tree has some near
+    its root [I]. Returns (T1-interior, T2-interior, mixed, role per sub-piece).
+    """
+    k = len(sizes)
+    both = (k - 1 + need[0]) % 2
+    n_t1 = (k - 1 + need[0] - both) // 2
+    n_t2 = k - both - n_t1
+    by_size = sorted(range(k), key=lambda i: -sizes[i])
+    t1: list[int] = []
+    t2: list[int] = []
+    for i in by_size[: k - both]:
+        (t1 if len(t1) < n_t1 and (len(t1) <= len(t2) or len(t2) == n_t2) else t2).append(i)
+    mixed = by_size[k - both :]
+    role = [(1, 1)] * k
+    for i in t1:
+        role[i] = (2, 0)
+    for i in t2:
+        role[i] = (0, 2)
+    return t1, t2, mixed, role
+
+
+def _attach(inner, mixed, leaves, reserve, built, t, parent) -> tuple[int, list, int]:
+    """Tree ``t`` over sub-pieces: returns its root, ``reserve`` spare slots, its depth.
+
+    Greedy [I]: the deepest sub-piece hangs from the shallowest free slot (the reserved slots,
+    which the caller hangs whole pieces from, count as deepest), except that a sub-piece
+    giving this tree no slot waits while taking the last free slot would strand the others.
+    With single hosts (depth 0) this is the breadth-first heap: interior hosts, then leaves.
+    """
+
+    def deepest_first(items):
+        return deque(sorted(items, key=lambda i: -built[i][2][t]))
+
+    queues = (deepest_first(inner), deepest_first(mixed), deque([None] * reserve) + deepest_first(leaves))
+    first = (queues[0] or queues[1]).popleft()
+    free = [(d, 0, pos) for d, pos in built[first][1][t]]
+    heapq.heapify(free)
+    reserved, tick, depth = [], 1, built[first][2][t]
+    while any(queues):
+        strands = len(free) < 2 and bool(queues[0] or queues[1])
+        allowed = [q for q in queues[: 2 if strands else 3] if q]
+        queue = max(allowed, key=lambda q: math.inf if q[0] is None else built[q[0]][2][t])
+        i = queue.popleft()
+        d, _, pos = heapq.heappop(free)
+        if i is None:
+            reserved.append((d, pos))
             continue
-        cand = np.arange(a + 1, b, 2)  # r - a odd: both sides have odd length
-        score = np.maximum(w[cand], w[cand + 1])
-        best = cand[score == score.max()]
-        r = int(best[np.argmin(np.abs(2 * best - (a + b)))])
-        parent[r] = up
-        stack.append((a, r - 1, r))
-        stack.append((r + 1, b, r))
-    return parent
-
-
-def two_tree_parents(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Parents (host index, -1: the source) of hosts 0..n-1 in T1 and T2.
-
-    ``weights[k]`` is the boundary between hosts k and k+1. T1 puts host j at position j, T2
-    at j+1 (shifted by one [S:2tree, S:NCCL]); a phantom leaf pads each to an odd length. Hosts
-    interior in T1 (odd j) are leaves of T2 and the other way round.
-    """
-    n = len(weights) + 1
-    out = []
-    for shift in (0, 1):
-        size = n + shift
-        size += 1 - size % 2  # pad with one phantom leaf at the end when even
-        w = np.zeros(size - 1)
-        w[shift : shift + n - 1] = weights
-        pos_parent = full_tree_parents(w)[shift : shift + n]
-        host_parent = np.where(pos_parent >= 0, pos_parent - shift, -1)
-        out.append(host_parent)  # phantoms are leaves: never anyone's parent
-    return out[0], out[1]
+        roots, slots, depths = built[i]
+        parent[roots[t]] = pos
+        depth = max(depth, d + 1 + depths[t])
+        for rd, rpos in slots[t]:
+            heapq.heappush(free, (d + 1 + rd, tick, rpos))
+            tick += 1
+    return built[first][0][t], reserved, depth
 
 
 def _levels(pipelines):
@@ -123,20 +231,6 @@ def _hops(members, parents, source):
     order = np.argsort(depth, kind="stable")
     hops = [(source if parents[j] < 0 else members[int(parents[j])], members[int(j)]) for j in order.tolist()]
     return hops, int(depth.max(initial=-1)) + 1
-
-
-def _boundaries(topology, members) -> np.ndarray:
-    """Weight of the boundary between consecutive members: Σ c_max / c(e) over the links
-    between their access links (the route without its first and last link).
-
-    A tree hop over this boundary loads every link of that route; the access links carry the
-    members' own traffic whatever the tree, so only the links in between (switch to switch,
-    backbones) make a boundary heavy, the slower the heavier; the trees cross heavy
-    boundaries as rarely as they can [I].
-    """
-    inv = 1.0 / topology.link_bandwidth
-    top = float(topology.link_bandwidth.max())
-    return np.array([top * float(inv[list(topology.route(u, v))[1:-1]].sum()) for u, v in zip(members, members[1:])])
 
 
 def _rates(topology, levels_hops, sizes, stable_rates):
@@ -206,7 +300,7 @@ def _suffix(seq, p):
 @register_planner(
     "broadcast",
     "two_tree",
-    summary="two-tree (double binary tree) per Stable Broadcast level: half the message on each tree, depth log2 n, LP rates",
+    summary="two-tree (double binary tree) per Stable Broadcast level, half the message on each tree, built switch by switch so no link carries more than a pipeline; depth ~log2 n per switch level; LP rates",
     reference="Sanders, Speck, Träff. Two-tree algorithms for full bandwidth broadcast, reduction and scan. Parallel Computing 35(12), 2009",
 )
 def plan_two_tree(topology, request: Broadcast, *, seed=None, rate_tolerance: float = DEFAULT_RATE_TOLERANCE) -> Plan:
@@ -231,8 +325,9 @@ def plan_two_tree(topology, request: Broadcast, *, seed=None, rate_tolerance: fl
     trees, depth = [], 0
     for members in levels:
         pair = []
-        for parents in two_tree_parents(_boundaries(topology, members)):
-            hops, d = _hops(members, parents, src)
+        order, nesting = route_hierarchy(topology, src, members)
+        for parents in nested_two_tree(nesting, len(order)):
+            hops, d = _hops(order, parents, src)
             pair.append(hops)
             depth = max(depth, d)
         trees.append(pair)
