@@ -24,6 +24,9 @@ class ProbeSummary(TypedDict):
     measurements: int
     rounds: int
     seconds: float
+    structure_from: str  # "latency" (the round-trip tree) or "contention"
+    noise: float  # the bandwidth measurements' relative spread
+    contention_threshold: float  # slowdown that counts as contention
     goodput_factor: float
     notes: list[str]
 
