@@ -189,6 +189,7 @@ class Agent:
         whole-message digest matched (a host that only relays keeps a hidden file, removed at
         the end). A full disk makes this host fail at the start; the others go on."""
         name = self.dest_name or "message.bin"
+        assert self.dest_dir is not None  # called only with a dest_dir
         if self.wanted:
             self.dest_path = safe_destination(self.dest_dir, self.host, name)
             path = self.part_path = self.dest_path.with_name(name + ".part")
@@ -202,7 +203,7 @@ class Agent:
             self.fault = f"{exc}; holds 0 of {_total(self.wanted)} bytes"
             return None
 
-    def load_initial(self, store: Store, initial, src: dict) -> None:
+    def load_initial(self, store: Store, initial: list, src: dict) -> None:
         """Copy this host's initial bytes into a store that also receives."""
         if not initial:
             return
@@ -218,10 +219,10 @@ class Agent:
                 store.commit(a, part)
         reader.close()
 
-    def configure_pacing(self, pacing) -> None:
+    def configure_pacing(self, pacing: dict | None) -> None:
         """Fair uplink (pacing.py): one round-robin pacer per first-hop link, and caps on the
         links further on from max-min over this agent's active transfers."""
-        self.pacing = pacing
+        self.pacing: dict = pacing or {}  # empty: nothing paces this agent
         self.pacers: dict[str, Pacer] = {}
         self.buckets: dict[int, TokenBucket] = {}  # this agent's transfers sending now
         self.pace_lock = threading.Lock()
@@ -391,7 +392,7 @@ class Agent:
         t_ready = self.now()  # `after` satisfied and (store-and-forward) every byte held
         addr, port = self.peers[dst]
         conn = connect(f"tcp:{addr}:{port}", self.secret, timeout=5, user_timeout=self.stall + 4)
-        tp = (self.pacing or {}).get("transfers", {}).get(str(i))
+        tp = self.pacing.get("transfers", {}).get(str(i))
         pacer = self.pacers.get(tp.get("uplink")) if tp else None
         if tp and tp.get("sndbuf"):  # small send buffer: the pacer, not the kernel's FIFO, decides the shares
             try:
@@ -422,7 +423,7 @@ class Agent:
             pass
         conn.close()
 
-    def send_frames(self, conn: Conn, t: dict, frame: int, bucket: TokenBucket, pacer) -> bool:
+    def send_frames(self, conn: Conn, t: dict, frame: int, bucket: TokenBucket, pacer: Pacer | None) -> bool:
         """Send the transfer's ranges in frames of at most ``frame`` bytes, each from bytes
         already held (so a pipelined transfer trails its upstream by at least one chunk)."""
         i, dst = int(t["index"]), t["dst"]
@@ -504,7 +505,7 @@ class Agent:
         """Store every data frame of ``conn`` until its END (a push, or a fetch reply): each
         lands in the store when its bytes are new, and counts once its checksum matched."""
 
-        def place(off, length):
+        def place(off: int, length: int) -> memoryview | None:
             return self.store.reserve(off, length, conn)
 
         try:

@@ -24,7 +24,9 @@ import secrets
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..intervals import IntervalSet
 from ..plan import Plan
@@ -41,6 +43,12 @@ from .agents import (
 )
 from .protocol import Conn, Msg
 from .store import peak_rss
+
+if TYPE_CHECKING:
+    from ..topology import Topology
+    from .launchers import Launcher
+
+ProgressCallback = Callable[[dict[str, float], float], object]  # (bytes held per host, seconds)
 
 __all__ = ["perform", "RunOutcome", "RunError", "DEFAULT_CHUNK"]
 
@@ -77,9 +85,9 @@ def _wanted_total(ranges) -> int:
 
 def perform(
     plan: Plan,
-    topology=None,
+    topology: Topology | None = None,
     *,
-    launcher,
+    launcher: Launcher,
     file: str | None = None,
     seed: int = 1,
     chunk_size: int = DEFAULT_CHUNK,
@@ -88,19 +96,19 @@ def perform(
     idle_timeout: float = 60.0,
     stall_timeout: float = 6.0,
     repair_timeout: float = 30.0,
-    on_progress=None,
-    on_start=None,
+    on_progress: ProgressCallback | None = None,
+    on_start: Callable[[dict], object] | None = None,
     fair_uplink: bool = False,
     goodput: float = 1.0,
     sndbuf: int | None = None,
     max_frame: int | None = None,
     prefault: bool = True,
-    before_start=None,
+    before_start: Callable[[], object] | None = None,
 ) -> RunOutcome:
     """Perform ``plan`` with one agent per host started by ``launcher``.
 
     ``file``: the message (every initial holder reads it at this path); otherwise ``seed``
-    generates ``plan.size`` pseudo-random bytes. ``on_progress(held: {host: bytes}, agents)``
+    generates ``plan.size`` pseudo-random bytes. ``on_progress(held: {host: bytes}, seconds)``
     is called about ten times a second; ``on_start(agents)`` once the data starts moving
     (``agents`` maps host -> process handle, for tests that kill one). A run fails when no
     byte has moved anywhere for ``idle_timeout`` seconds (a stalled run, whatever the message
@@ -507,7 +515,7 @@ class _Watch:
             Msg.STATS: self._on_stats,
         }
 
-    def run(self, timeout: float | None, idle_timeout: float, on_progress) -> None:
+    def run(self, timeout: float | None, idle_timeout: float, on_progress: ProgressCallback | None) -> None:
         last_cb = 0.0
         while len(self.done) + len(self.failed) < len(self.wanted):
             if self._gave_up(timeout, idle_timeout):

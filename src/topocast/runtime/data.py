@@ -12,9 +12,13 @@ XOR word differs. Any range can be generated on its own, without the bytes befor
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TypeAlias
 
 import xxhash
+
+ByteBuffer: TypeAlias = bytes | bytearray | memoryview  # what holds message bytes here
 
 __all__ = [
     "BLOCK",
@@ -54,7 +58,7 @@ def _block_word(seed: int, j: int) -> int:
     return z ^ (z >> 31)
 
 
-def generate_into(seed: int, offset: int, out) -> None:
+def generate_into(seed: int, offset: int, out: bytearray | memoryview) -> None:
     """Write the message bytes ``[offset, offset + len(out))`` into the writable buffer ``out``."""
     import numpy as np
 
@@ -99,7 +103,7 @@ def piece_end(a: int) -> int:
     return (a // BLOCK + 1) * BLOCK
 
 
-def digest_pieces(ranges) -> list[tuple[int, int]]:
+def digest_pieces(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
     """The pieces a digest hashes: ``ranges`` in order (ranges that continue one another
     joined, so the digest depends on the bytes, not on how the ranges were split), each cut
     at every multiple of ``BLOCK``. Senders never let a data frame cross a multiple of ``BLOCK`` either, so a
@@ -120,12 +124,12 @@ def digest_pieces(ranges) -> list[tuple[int, int]]:
     return pieces
 
 
-def piece_hash(data) -> int:
+def piece_hash(data: ByteBuffer) -> int:
     """A piece's hash: the same xxh3 (64 bits) that checks every data frame."""
     return xxhash.xxh3_64_intdigest(data)
 
 
-def combine_piece_hashes(hashes) -> str:
+def combine_piece_hashes(hashes: Iterable[int]) -> str:
     """The whole-message digest (128 bits, hex) from the pieces' hashes, in order."""
     h = xxhash.xxh3_128()
     for x in hashes:
@@ -133,7 +137,7 @@ def combine_piece_hashes(hashes) -> str:
     return h.hexdigest()
 
 
-def digest_ranges(read, ranges) -> str:
+def digest_ranges(read: ByteBuffer | Callable[[int, memoryview], None], ranges: Iterable[tuple[int, int]]) -> str:
     """Whole-message digest over ``ranges`` in order: xxh3-128 of the pieces' hashes
     (:func:`digest_pieces`).
 
@@ -154,12 +158,12 @@ def digest_ranges(read, ranges) -> str:
     return combine_piece_hashes(hashed(a, b) for a, b in pieces)
 
 
-def file_digest(path, ranges) -> str:
+def file_digest(path: str | os.PathLike[str], ranges: Iterable[tuple[int, int]]) -> str:
     """:func:`digest_ranges` of a file (read through a bounded window)."""
     with open(path, "rb") as fh:
         fd = fh.fileno()
 
-        def read(off, view):
+        def read(off: int, view: memoryview) -> None:
             got = os.preadv(fd, [view], off)
             if got != len(view):
                 raise OSError(f"{path}: file shorter than expected (read {got} of {len(view)} bytes at {off})")
@@ -167,12 +171,12 @@ def file_digest(path, ranges) -> str:
         return digest_ranges(read, ranges)
 
 
-def seeded_digest(seed: int, ranges) -> str:
+def seeded_digest(seed: int, ranges: Iterable[tuple[int, int]]) -> str:
     """:func:`digest_ranges` of the generated message of ``seed``."""
     return digest_ranges(lambda off, view: generate_into(seed, off, view), ranges)
 
 
-def safe_destination(dest_dir, *parts: str) -> Path:
+def safe_destination(dest_dir: str | os.PathLike[str], *parts: str) -> Path:
     """``dest_dir/part/...``, refusing any part that would leave ``dest_dir``.
 
     Parts must be plain names: no separators, no ``..``, not absolute, no NUL. The result is

@@ -29,7 +29,9 @@ import json
 import os
 import socket
 import struct
+from collections.abc import Callable
 from enum import StrEnum
+from typing import Any
 
 import xxhash
 
@@ -201,7 +203,7 @@ class Conn:
             self.sock.sendall(_HDR.pack(ftype, 0))
 
     # ----------------------------------------------------------- receiving
-    def recv(self, place=None):
+    def recv(self, place: Callable[[int, int], memoryview | None] | None = None) -> tuple[int, Any]:
         """Next frame: ``(T_JSON, dict)``, ``(T_DATA, (offset, memoryview, checksum))``,
         ``(T_HEARTBEAT, None)`` or ``(T_END, None)``.
 

@@ -28,9 +28,11 @@ import mmap
 import os
 import threading
 import time
+from collections.abc import Iterable
+from pathlib import Path
 
 from ..intervals import IntervalSet
-from .data import combine_piece_hashes, digest_pieces, digest_ranges, generate_into, piece_hash
+from .data import ByteBuffer, combine_piece_hashes, digest_pieces, digest_ranges, generate_into, piece_hash
 from .protocol import Conn, ProtocolError, chunk_hash
 
 __all__ = ["Store", "StoreError", "SourceChanged", "peak_rss", "MEMORY_MARGIN", "TRIM_EVERY"]
@@ -76,7 +78,7 @@ class Store:
         self.mm: mmap.mmap | None = None
         self.view = memoryview(b"")
         self.kind = "memory"
-        self.path = None
+        self.path: Path | None = None
         self.held = IntervalSet()
         self.cond = threading.Condition()
         self.version = 0
@@ -94,7 +96,7 @@ class Store:
 
     # ------------------------------------------------------------------ backings
     @classmethod
-    def in_memory(cls, size: int, prefault=()) -> Store:
+    def in_memory(cls, size: int, prefault: Iterable[tuple[int, int]] = ()) -> Store:
         """A memory store; the byte ranges ``prefault`` are touched now (see the module)."""
         store = cls(size)
         if size:
@@ -105,7 +107,7 @@ class Store:
         return store
 
     @classmethod
-    def in_file(cls, size: int, path) -> Store:
+    def in_file(cls, size: int, path: Path) -> Store:
         store = cls(size)
         store.kind, store.path = "file", path
         try:
@@ -150,7 +152,7 @@ class Store:
         )
 
     @classmethod
-    def generated(cls, size: int, seed: int, ranges) -> Store:
+    def generated(cls, size: int, seed: int, ranges: Iterable[tuple[int, int]]) -> Store:
         from .data import _base
 
         store = cls(size)
@@ -160,7 +162,9 @@ class Store:
         return store
 
     @classmethod
-    def from_file(cls, size: int, path: str, ranges, expect: tuple[int, int] | None = None) -> Store:
+    def from_file(
+        cls, size: int, path: str, ranges: Iterable[tuple[int, int]], expect: tuple[int, int] | None = None
+    ) -> Store:
         """A source reading ``path``; ``expect`` = (size, mtime_ns) the coordinator saw."""
         store = cls(size)
         try:
@@ -205,7 +209,7 @@ class Store:
         return self._source is None
 
     # ------------------------------------------------------------------ receiving
-    def reserve(self, off: int, length: int, owner) -> memoryview | None:
+    def reserve(self, off: int, length: int, owner: object) -> memoryview | None:
         """The store's own region for a frame about to arrive, when none of it is held or
         reserved (the bytes land there directly); None otherwise (receive elsewhere, then
         :meth:`commit` copies what is new)."""
@@ -223,13 +227,13 @@ class Store:
             self._reserved[off] = (end, owner)
         return self.view[off:end]
 
-    def release(self, owner) -> None:
+    def release(self, owner: object) -> None:
         """Drop ``owner``'s reservations (its frame failed its checksum or never arrived)."""
         with self.cond:
             for a in [a for a, (_, o) in self._reserved.items() if o is owner]:
                 del self._reserved[a]
 
-    def commit(self, off: int, data, digest: int | None = None) -> int:
+    def commit(self, off: int, data: ByteBuffer, digest: int | None = None) -> int:
         """Store verified bytes at ``off`` (``data`` may be the region :meth:`reserve` gave);
         returns how many were new."""
         end = off + len(data)
@@ -263,7 +267,7 @@ class Store:
                 self.trim()
         return new
 
-    def put(self, off: int, data) -> int:
+    def put(self, off: int, data: ByteBuffer) -> int:
         return self.commit(off, data)
 
     def trim(self) -> None:
@@ -317,7 +321,7 @@ class Store:
             out.append((pos, b))
         return out
 
-    def missing_ranges(self, ranges) -> list[tuple[int, int]]:
+    def missing_ranges(self, ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
         """Missing (offset, length) of ``ranges``."""
         out: list[tuple[int, int]] = []
         with self.cond:
@@ -330,7 +334,7 @@ class Store:
             return [[s, e] for s, e in self.held]
 
     # ------------------------------------------------------------------ reading and sending
-    def read(self, off: int, view) -> None:
+    def read(self, off: int, view: memoryview) -> None:
         """Fill ``view`` with the held bytes at ``off`` (a source checks its file first)."""
         if self._source is None:
             if self.kind == "file":  # not through the mapping: the process's memory stays bounded
@@ -373,7 +377,7 @@ class Store:
         digest = known[1] if known is not None and known[0] == b - a else chunk_hash(self.view[a:b])
         conn.send_data_from_fd(a, self.fd, b - a, digest)
 
-    def follow_digest(self, ranges) -> None:
+    def follow_digest(self, ranges: Iterable[tuple[int, int]]) -> None:
         """Hash the digest pieces of ``ranges`` (``data.digest_pieces``) as they fill, so that
         :meth:`digest` of these ranges costs nothing at the end. A piece that arrives as one
         frame takes the frame's verified checksum as its hash (no second pass); a piece
@@ -405,7 +409,7 @@ class Store:
         self.read(a, part)
         return part
 
-    def digest(self, ranges) -> str:
+    def digest(self, ranges: Iterable[tuple[int, int]]) -> str:
         """Whole-message digest of ``ranges`` from what is stored (bounded memory)."""
         if self._follow is not None and [tuple(r) for r in ranges] == self._follow:
             pieces = digest_pieces(self._follow)
