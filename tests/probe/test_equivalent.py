@@ -16,7 +16,10 @@ def topo(links: str, hosts: str, switches: str):
 def test_a_link_that_can_never_be_full_is_contracted():
     # two hosts of 100 Mbit/s on each side: at most 200 Mbit/s cross s1-s2 (300: never full)
     t = topo(
-        "".join(f"  - {{a: {h}, b: {s}, bandwidth: 100Mbps}}\n" for h, s in (("a", "s1"), ("b", "s1"), ("c", "s2"), ("d", "s2")))
+        "".join(
+            f"  - {{a: {h}, b: {s}, bandwidth: 100Mbps}}\n"
+            for h, s in (("a", "s1"), ("b", "s1"), ("c", "s2"), ("d", "s2"))
+        )
         + "  - {a: s1, b: s2, bandwidth: 300Mbps}\n",
         "a, b, c, d",
         "s1, s2",
@@ -29,7 +32,10 @@ def test_a_link_that_can_never_be_full_is_contracted():
 
 def test_a_link_full_in_one_direction_stays():
     t = topo(
-        "".join(f"  - {{a: {h}, b: {s}, bandwidth: 100Mbps}}\n" for h, s in (("a", "s1"), ("b", "s1"), ("c", "s2"), ("d", "s2")))
+        "".join(
+            f"  - {{a: {h}, b: {s}, bandwidth: 100Mbps}}\n"
+            for h, s in (("a", "s1"), ("b", "s1"), ("c", "s2"), ("d", "s2"))
+        )
         + "  - {a: s1, b: s2, bandwidth: 300Mbps, bandwidth_ba: 150Mbps}\n",
         "a, b, c, d",
         "s1, s2",

@@ -19,7 +19,8 @@ import statistics
 
 from ..topology.io import measured_notes
 from ..topology.model import PhysicalLink, Topology
-from .bandwidth_tree import BandwidthTree, infer_bandwidth_tree, levels
+from .bandwidth_tree import infer_bandwidth_tree
+from .estimates import BandwidthTree, levels
 from .latency_tree import LatencyTree, infer_latency_tree, merge_short_links
 from .link_rates import measure_links
 from .session import robust_rtt
