@@ -2,42 +2,37 @@
 nothing apart, like the emulated testbed).
 
 Our own design (docs/experiments/probe.md), after the bandwidth-map step of Shirai, Saito,
-Taura (HPDC 2007) and the shared-bottleneck tests of network tomography (two transfers slow
-each other down only when they cross a common link that limits them):
+Taura (HPDC 2007) and the shared-bottleneck tests of network tomography (a transfer runs
+slower than its two hosts allow only when a link on its path limits it: a slow one, or one
+shared with other transfers):
 
-1. **Groups (leaf switches), by contention.** Hosts are placed one at a time, tried against
-   each group G found so far. With two or more members in G: x->g1 started together with
-   o1->g2 (and o2->g3) from outsiders o: in a tree whose hosts hang off leaf switches these
-   share G's downlink unless x is behind G's switch, so x joins G when nothing slows down.
-   With one member y: z->x and w->y from two hosts z, w of other groups share a link only
-   when x and y sit behind one switch, so x joins when they slow down. "Slow" means at
-   least ``SLOWDOWN`` below the same transfers without the probe's (alone, or the load
-   together). A host that joins no group starts its own; the first two members of each
-   group are checked again at the end with the first test. Cost: about two measurement
-   rounds per group tried, O(N·g) in all (g groups).
-2. **Access links.** Within each group, a ring of transfers (each host sends to the next
-   and receives from the previous one, all at once, both ring directions) uses every host's
-   link once each way and no switch-to-switch link; all groups run their rings together
-   (they share no link). A transfer's rate is at most each of its links', so a host's
-   up/down rate is read from the fastest transfers it sent/received in any measurement: the
-   median of those within ``SLOWDOWN`` of the fastest (robust to one lucky sample); a link
-   that only one sample supports is flagged uncertain.
-3. **Between groups.** For each pair of groups, up to ``FLOWS_PER_PAIR`` transfers each way,
+1. **Groups, by a round robin.** Every pair of hosts, both directions, in N - 1 rounds of
+   disjoint pairs: in each round every host sends one transfer and receives one, so no host
+   link is shared and every switch-to-switch link carries as many transfers as the round
+   sends across it. A transfer more than the contention threshold slower than its hosts'
+   rates (each host's fastest transfers) separates its two hosts: they are under different
+   switches. The threshold is ``NOISE_FACTOR`` times the measured noise (the first round
+   measured twice; the spread of its transfers that ran at their hosts' rates), within
+   bounds; rounds with a transfer near the threshold are measured once more and the rates
+   averaged. Hosts under one switch are never separated
+   from each other: the groups are the largest cliques of never-separated hosts, taken
+   largest first (a pair across a link that its round left idle is not separated, but a
+   whole group rarely is). A host whose own link is too slow to fill any switch-to-switch
+   link is separated from nobody: it is placed by a contention test (transfers from its
+   group's other members into the candidate group, with and without its own).
+   Cost: N(N - 1) transfers, in N - 1 rounds (plus the repeated ones): O(N) rounds.
+2. **Between groups.** For each pair of groups, up to ``FLOWS_PER_PAIR`` transfers each way,
    started together (distinct senders and receivers): their total is what the path between
-   the groups carries, or the hosts' sum when that is smaller (then the estimate is only a
-   lower bound, flagged ``at_least``). O(g²) measurements.
-4. **The switch tree**, by single linkage on these group-pair rates (a tree's bottleneck
+   the groups carries (or less, when the hosts cannot fill it). O(g²) measurements.
+3. **The switch tree**, by single linkage on these group-pair rates (a tree's bottleneck
    rates form an ultrametric: the rate between two groups is the smallest link on their
-   path): the fastest-connected groups are joined first, under a switch; each joining link's
-   rate per direction is the largest group-pair rate across it.
+   path): the fastest-connected groups are joined first, under a switch.
+4. **Link rates**: every link of that tree measured as on a known tree (``link_rates``),
+   the host links from the round robin's transfers.
 
-Nearly equal rates are grouped into levels (``levels``) so that the planners see a few
-distinct values, not one per link; an estimate whose samples spread more than
-``estimates.UNCERTAIN_SPREAD`` is flagged uncertain.
-
-Limits (documented): a switch whose uplink never limits two transfers cannot be seen (its
-hosts are placed under the switch above; for bandwidth that is the same network); a
-switch with a single host merges into the host's link (a chain of links is one link).
+Limits (documented): a switch-to-switch link that no round of the round robin fills goes
+unseen (its two switches are inferred as one); for bandwidth that is the same network only
+when no other set of transfers can fill it either (``equivalent``).
 """
 
 from __future__ import annotations
@@ -47,7 +42,7 @@ from collections.abc import Callable
 
 import networkx as nx
 
-from .estimates import BandwidthTree, host_link_estimate, levels, round_robin
+from .estimates import SLOWDOWN, BandwidthTree, host_link_estimate, levels, round_robin
 from .link_rates import measure_links
 
 __all__ = ["infer_bandwidth_tree", "levels"]
@@ -70,7 +65,7 @@ class _Prober:
         self.best_down: dict[str, list] = {}
         self.alone: dict[tuple, float] = {}
         self.together: dict[tuple, list] = {}
-        self.differences: list[float] = []  # |r1 / r2 - 1| of one transfer measured twice alike
+        self.repeats: list[tuple] = []  # (flow, rate, rate again) of transfers measured twice alike
 
     def run(self, flows: list) -> list[float]:
         rates = self.bulk(flows, self.duration)
@@ -93,14 +88,22 @@ class _Prober:
     def repeat(self, flows: list, before: list[float]) -> list[float]:
         """Measure ``flows`` again; their differences to ``before`` feed the noise estimate."""
         again = self.run(flows)
-        self.differences += [abs(a / b - 1) for a, b in zip(again, before) if a > 0 and b > 0]
+        self.repeats += [(f, a, b) for f, a, b in zip(flows, again, before) if a > 0 and b > 0]
         return again
+
+    def allowed(self, src: str, dst: str) -> float:
+        """The fastest a transfer src -> dst can run: its hosts' link rates so far."""
+        return min(host_link_estimate(self.best_up[src]).value, host_link_estimate(self.best_down[dst]).value)
 
     @property
     def noise(self) -> float:
-        """A transfer's relative spread from one measurement to the next: the median of the
-        differences seen (for two measurements with relative spread s each, about s)."""
-        return statistics.median(self.differences) if self.differences else NOISE_PRIOR
+        """A transfer's relative spread from one measurement to the next, among the transfers
+        that ran at their hosts' rates (nothing else limited them: the spread a same-switch
+        pair shows; a shared link's split between TCP flows varies much more): the median of
+        |r1 / r2 - 1| (for two measurements with relative spread s each, about s)."""
+        free = [abs(a / b - 1) for f, a, b in self.repeats if max(a, b) >= (1 - SLOWDOWN) * self.allowed(*f)]
+        every = [abs(a / b - 1) for _, a, b in self.repeats]
+        return statistics.median(free or every) if every else NOISE_PRIOR
 
     @property
     def threshold(self) -> float:
@@ -192,7 +195,7 @@ def _settle_ambiguous(groups: list[list], together, pr: _Prober) -> list[list]:
 
 def _deficit(pr: _Prober, rate: dict, s: str, d: str) -> float:
     """How much slower s -> d ran than its two hosts allow (0: not at all)."""
-    allow = min(host_link_estimate(pr.best_up[s]).value, host_link_estimate(pr.best_down[d]).value)
+    allow = pr.allowed(s, d)
     return 1 - statistics.fmean(rate[(s, d)]) / allow if allow > 0 else 0.0
 
 
@@ -201,11 +204,10 @@ def _separated(pr: _Prober, rate: dict, x: str, y: str) -> bool:
 
 
 def _borderline_rounds(rounds: list, rate: dict, pr: _Prober) -> list[list]:
-    """The rounds with a transfer whose deficit is within a factor 2 of the threshold, to be
-    measured again (``REPEATS`` times) so that one noisy round does not decide."""
+    """The rounds with a transfer whose deficit is near the threshold (within a factor 1.5
+    either way), to be measured once more so that one noisy round does not decide."""
     theta = pr.threshold
-    again = [flows for flows in rounds if any(theta / 2 < _deficit(pr, rate, s, d) < 2 * theta for s, d in flows)]
-    return again * REPEATS
+    return [flows for flows in rounds if any(theta / 1.5 < _deficit(pr, rate, s, d) < 1.5 * theta for s, d in flows)]
 
 
 def _contend(pr: _Prober, probe: tuple, *load: tuple) -> bool:
@@ -233,7 +235,7 @@ def _baseline(pr: _Prober, probe: tuple, load: tuple, fresh: bool = False) -> li
     if fresh:  # measured again alike: the differences feed the noise estimate
         old = [pr.alone.pop(probe, None), *(pr.together.pop(load, None) or [pr.alone.pop(load[0], None)])]
         new = _baseline(pr, probe, load)
-        pr.differences += [abs(a / b - 1) for a, b in zip(new, old) if a and b]
+        pr.repeats += [(f, a, b) for f, a, b in zip([probe, *load], new, old) if a and b]
         return new
     return [pr.alone_rate(probe)] + (pr.together_rates(load) if len(load) > 1 else [pr.alone_rate(load[0])])
 
