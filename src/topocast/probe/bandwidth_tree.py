@@ -247,12 +247,17 @@ def _slowest_ratio(together: list[float], base: list[float]) -> float:
 # ---------------------------------------------------------------- step 2: access links
 # ---------------------------------------------------------------- step 3: between groups
 def _between_groups(groups: list, pr: _Prober) -> dict:
-    """(i, j) -> Estimate of what group i sends to group j in all."""
+    """(i, j) -> (total, rates, flows): what group i sends to group j in all, from the
+    fastest members of each (slow ones could not fill the path between the groups)."""
+
+    def fastest(g: list) -> list:
+        return sorted(g, key=lambda h: -max(pr.best_up.get(h, [0.0]) + pr.best_down.get(h, [0.0])))
+
     out = {}
     for i in range(len(groups)):
         for j in range(i + 1, len(groups)):
             k = min(FLOWS_PER_PAIR, len(groups[i]), len(groups[j]))
-            a, b = groups[i][:k], groups[j][:k]
+            a, b = fastest(groups[i])[:k], fastest(groups[j])[:k]
             flows = [(a[n], b[n]) for n in range(k)] + [(b[n], a[(n + 1) % k]) for n in range(k)]
             rates = pr.run(flows)
             for src, dst, fs, rs in ((i, j, flows[:k], rates[:k]), (j, i, flows[k:], rates[k:])):

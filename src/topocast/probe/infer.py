@@ -36,7 +36,7 @@ def _round(x: float, digits: int = 3) -> float:
     return float(f"{x:.{digits}g}")
 
 
-def probe_network(session, hosts: list, *, duration: float = 0.3, pings: int = 10, rtt_threshold: float = 50e-6):
+def probe_network(session, hosts: list, *, duration: float = 0.3, pings: int = 10, rtt_threshold: float = 200e-6):
     """Measure with a started ``ProbeSession``: ``infer_trees`` on its round-trip times and
     timed transfers."""
     spreads: list[float] = []
