@@ -11,6 +11,7 @@ from topocast.bounds import maxflow_from
 from topocast.plan import Broadcast
 from topocast.planners import get_planner
 from topocast.probe.bandwidth_tree import infer_bandwidth_tree
+from topocast.probe.equivalent import host_groups
 from topocast.probe.estimates import levels
 from topocast.probe.infer import build_topology
 from topocast.sim import simulate
@@ -19,16 +20,6 @@ from topocast.topology import load_topology
 from .fake_network import FakeNetwork
 
 THREE_LEVEL = str(Path(__file__).parent / "data" / "three-level-asym.yaml")
-
-
-def host_groups(topo) -> set:
-    hosts = set(topo.hosts)
-    out = set()
-    for sw in topo.switches:
-        g = frozenset(pl.a if pl.b == sw else pl.b for pl in topo.physical_links if sw in (pl.a, pl.b)) & hosts
-        if g:
-            out.add(g)
-    return out
 
 
 @pytest.mark.parametrize(
