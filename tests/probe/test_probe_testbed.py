@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 
 from topocast.bounds import maxflow_from
+from topocast.probe.equivalent import host_groups
 from topocast.topology import load_topology
-
-from .test_bandwidth_tree import host_groups
 
 
 @pytest.mark.slow

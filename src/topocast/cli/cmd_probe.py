@@ -85,9 +85,10 @@ def add_probe_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--rtt-threshold",
         type=float,
-        default=50e-6,
+        default=200e-6,
         metavar="SECONDS",
-        help="round-trip differences below this are noise (default 50e-6)",
+        help="round-trip differences below this are noise (default 200e-6: within one room, switch "
+        "hops add less than a loaded machine's jitter, and contention finds the switches)",
     )
 
 

@@ -2,96 +2,59 @@
 nothing apart, like the emulated testbed).
 
 Our own design (docs/experiments/probe.md), after the bandwidth-map step of Shirai, Saito,
-Taura (HPDC 2007) and the shared-bottleneck tests of network tomography (two transfers slow
-each other down only when they cross a common link that limits them):
+Taura (HPDC 2007) and the shared-bottleneck tests of network tomography (a transfer runs
+slower than its two hosts allow only when a link on its path limits it: a slow one, or one
+shared with other transfers):
 
-1. **Groups (leaf switches), by contention.** Hosts are placed one at a time, tried against
-   each group G found so far. With two or more members in G: x->g1 started together with
-   o1->g2 (and o2->g3) from outsiders o: in a tree whose hosts hang off leaf switches these
-   share G's downlink unless x is behind G's switch, so x joins G when nothing slows down.
-   With one member y: z->x and w->y from two hosts z, w of other groups share a link only
-   when x and y sit behind one switch, so x joins when they slow down. "Slow" means at
-   least ``SLOWDOWN`` below the same transfers without the probe's (alone, or the load
-   together). A host that joins no group starts its own; the first two members of each
-   group are checked again at the end with the first test. Cost: about two measurement
-   rounds per group tried, O(N·g) in all (g groups).
-2. **Access links.** Within each group, a ring of transfers (each host sends to the next
-   and receives from the previous one, all at once, both ring directions) uses every host's
-   link once each way and no switch-to-switch link; all groups run their rings together
-   (they share no link). A transfer's rate is at most each of its links', so a host's
-   up/down rate is read from the fastest transfers it sent/received in any measurement: the
-   median of those within ``SLOWDOWN`` of the fastest (robust to one lucky sample); a link
-   that only one sample supports is flagged uncertain.
-3. **Between groups.** For each pair of groups, up to ``FLOWS_PER_PAIR`` transfers each way,
+1. **Groups, by a round robin.** Every pair of hosts, both directions, in N - 1 rounds of
+   disjoint pairs: in each round every host sends one transfer and receives one, so no host
+   link is shared and every switch-to-switch link carries as many transfers as the round
+   sends across it. A transfer more than the contention threshold slower than its hosts'
+   rates (each host's fastest transfers) separates its two hosts: they are under different
+   switches. The threshold is ``NOISE_FACTOR`` times the measured noise (the first round
+   measured twice; the spread of its transfers that ran at their hosts' rates), within
+   bounds; rounds with a transfer near the threshold are measured once more and the rates
+   averaged. Hosts under one switch are never separated
+   from each other: the groups are the largest cliques of never-separated hosts, taken
+   largest first (a pair across a link that its round left idle is not separated, but a
+   whole group rarely is). A host whose own link is too slow to fill any switch-to-switch
+   link is separated from nobody: it is placed by a contention test (transfers from its
+   group's other members into the candidate group, with and without its own).
+   Cost: N(N - 1) transfers, in N - 1 rounds (plus the repeated ones): O(N) rounds.
+2. **Between groups.** For each pair of groups, up to ``FLOWS_PER_PAIR`` transfers each way,
    started together (distinct senders and receivers): their total is what the path between
-   the groups carries, or the hosts' sum when that is smaller (then the estimate is only a
-   lower bound, flagged ``at_least``). O(g²) measurements.
-4. **The switch tree**, by single linkage on these group-pair rates (a tree's bottleneck
+   the groups carries (or less, when the hosts cannot fill it). O(g²) measurements.
+3. **The switch tree**, by single linkage on these group-pair rates (a tree's bottleneck
    rates form an ultrametric: the rate between two groups is the smallest link on their
-   path): the fastest-connected groups are joined first, under a switch; each joining link's
-   rate per direction is the largest group-pair rate across it.
+   path): the fastest-connected groups are joined first, under a switch.
+4. **Link rates**: every link of that tree measured as on a known tree (``link_rates``),
+   the host links from the round robin's transfers.
 
-Nearly equal rates are grouped into levels (``levels``) so that the planners see a few
-distinct values, not one per link; an estimate whose samples spread more than
-``UNCERTAIN_SPREAD`` is flagged uncertain.
-
-Limits (documented): a switch whose uplink never limits two transfers cannot be seen (its
-hosts are placed under the switch above; for bandwidth that is the same network); a
-switch with a single host merges into the host's link (a chain of links is one link).
+Limits (documented): a switch-to-switch link that no round of the round robin fills goes
+unseen (its two switches are inferred as one); for bandwidth that is the same network only
+when no other set of transfers can fill it either (``equivalent``).
 """
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
-__all__ = ["BandwidthTree", "Estimate", "host_link_estimate", "infer_bandwidth_tree", "levels"]
+import networkx as nx
 
-SLOWDOWN = 0.15  # transfers this close to their hosts' rates were not limited by the path
+from .estimates import SLOWDOWN, BandwidthTree, host_link_estimate, levels, round_robin
+from .link_rates import measure_links
+
+__all__ = ["infer_bandwidth_tree", "levels"]
+
 NOISE_PRIOR = 0.05  # the relative run-to-run spread assumed before any was measured
-NOISE_FACTOR = 3.0  # a slowdown this many times the spread is contention, not noise
-MIN_THRESHOLD, MAX_THRESHOLD = 0.08, 0.35
+NOISE_FACTOR = 4.0  # a slowdown this many times the spread is contention, not noise
+MIN_THRESHOLD, MAX_THRESHOLD = 0.1, 0.35
 REPEATS = 2  # extra measurements of a borderline contention test
 FLOWS_PER_PAIR = 3
-NEAR_TOP = 0.06  # a host link's samples this close to its fastest are all its own link's rate
-UNCERTAIN_SPREAD = 0.25
 LEVEL_GAP = 0.1  # clusters of groups joined at rates this close go under one switch
-LEVEL_WIDTH = 0.06  # a level of link rates spans at most this much (relative)
 
 Bulk = Callable[[list, float], list]  # (flows [(src, dst)], duration) -> rates in bytes/s
-
-
-@dataclass
-class Estimate:
-    """One link direction's bandwidth: the value written, the samples behind it."""
-
-    value: float
-    samples: list = field(default_factory=list)
-    at_least: bool = False  # the transfers could not fill the link: a lower bound
-    single: bool = False  # one sample only where several were expected
-
-    @property
-    def spread(self) -> float:
-        if len(self.samples) < 2 or self.value <= 0:
-            return 0.0
-        return (max(self.samples) - min(self.samples)) / statistics.median(self.samples)
-
-    @property
-    def uncertain(self) -> bool:
-        return self.single or self.spread > UNCERTAIN_SPREAD
-
-
-@dataclass
-class BandwidthTree:
-    """Hosts grouped under switches; ``links`` maps (a, b) to (a->b, b->a) estimates."""
-
-    groups: list
-    switches: list = field(default_factory=list)
-    links: dict = field(default_factory=dict)
-    measurements: int = 0
-    noise: float = 0.0  # measured relative run-to-run spread of a transfer's rate
-    threshold: float = 0.0  # the slowdown taken as contention (from the noise)
 
 
 class _Prober:
@@ -102,7 +65,7 @@ class _Prober:
         self.best_down: dict[str, list] = {}
         self.alone: dict[tuple, float] = {}
         self.together: dict[tuple, list] = {}
-        self.differences: list[float] = []  # |r1 / r2 - 1| of one transfer measured twice alike
+        self.repeats: list[tuple] = []  # (flow, rate, rate again) of transfers measured twice alike
 
     def run(self, flows: list) -> list[float]:
         rates = self.bulk(flows, self.duration)
@@ -125,20 +88,22 @@ class _Prober:
     def repeat(self, flows: list, before: list[float]) -> list[float]:
         """Measure ``flows`` again; their differences to ``before`` feed the noise estimate."""
         again = self.run(flows)
-        self.differences += [abs(a / b - 1) for a, b in zip(again, before) if a > 0 and b > 0]
+        self.repeats += [(f, a, b) for f, a, b in zip(flows, again, before) if a > 0 and b > 0]
         return again
 
-    def calibrate(self, hosts: list) -> None:
-        """The run-to-run noise: disjoint pairs of hosts (both directions) measured twice."""
-        flows = [(hosts[i], hosts[i + 1]) for i in range(0, len(hosts) - 1, 2)]
-        flows += [(d, s) for s, d in flows]
-        self.repeat(flows, self.run(flows))
+    def allowed(self, src: str, dst: str) -> float:
+        """The fastest a transfer src -> dst can run: its hosts' link rates so far."""
+        return min(host_link_estimate(self.best_up[src]).value, host_link_estimate(self.best_down[dst]).value)
 
     @property
     def noise(self) -> float:
-        """A transfer's relative spread from one measurement to the next: the median of the
-        differences seen (for two measurements with relative spread s each, about s)."""
-        return statistics.median(self.differences) if self.differences else NOISE_PRIOR
+        """A transfer's relative spread from one measurement to the next, among the transfers
+        that ran at their hosts' rates (nothing else limited them: the spread a same-switch
+        pair shows; a shared link's split between TCP flows varies much more): the median of
+        |r1 / r2 - 1| (for two measurements with relative spread s each, about s)."""
+        free = [abs(a / b - 1) for f, a, b in self.repeats if max(a, b) >= (1 - SLOWDOWN) * self.allowed(*f)]
+        every = [abs(a / b - 1) for _, a, b in self.repeats]
+        return statistics.median(free or every) if every else NOISE_PRIOR
 
     @property
     def threshold(self) -> float:
@@ -150,17 +115,101 @@ def infer_bandwidth_tree(hosts: list, bulk: Bulk, duration: float = 0.5) -> Band
     """Steps 1-4 of the module comment; ``bulk(flows, duration)`` starts the transfers
     together and returns each one's rate."""
     pr = _Prober(bulk, duration)
-    pr.calibrate(hosts)
-    groups = _group(hosts, pr)
-    _rings(groups, pr)
+    groups = _group_by_round_robin(hosts, pr)
     pair_rates = _between_groups(groups, pr)
-    tree = _link_tree(groups, pr, pair_rates)
-    tree.measurements = pr.count
+    switches, links = _switch_tree(groups, pair_rates)
+    # step 4: every link of that tree measured as on a known tree (``link_rates``), the host
+    # links from the round robin's transfers
+    adj: dict = {}
+    for a, b in links:
+        adj.setdefault(a, []).append(b)
+        adj.setdefault(b, []).append(a)
+    tree = measure_links(adj, hosts, switches, bulk, duration, known=(pr.best_up, pr.best_down))
+    tree.groups = [list(g) for g in groups]
+    tree.measurements += pr.count
     tree.noise, tree.threshold = pr.noise, pr.threshold
     return tree
 
 
 # ---------------------------------------------------------------- step 1: groups
+def _group_by_round_robin(hosts: list, pr: _Prober) -> list[list]:
+    """Every pair of hosts, both directions, in rounds of disjoint pairs: in each round every
+    host sends one transfer and receives one, so host links are never shared and a transfer
+    slower than its two hosts allow crossed a switch-to-switch link that limited it (slow, or
+    shared with the round's other transfers): its hosts are under different switches. A host
+    joins the first group none of whose members it is so separated from."""
+    rounds = [pairs + [(b, a) for a, b in pairs] for pairs in round_robin(hosts)]
+    rate: dict[tuple, list] = {}
+    for k, flows in enumerate(rounds):
+        rates = pr.run(flows)
+        if k == 0:  # the same round twice: the noise, under a realistic load
+            rates = [(a + b) / 2 for a, b in zip(rates, pr.repeat(flows, rates))]
+        for f, r in zip(flows, rates):
+            rate.setdefault(f, []).append(r)
+    for flows in _borderline_rounds(rounds, rate, pr):
+        for f, r in zip(flows, pr.repeat(flows, [statistics.fmean(rate[f]) for f in flows])):
+            rate[f].append(r)
+    together = nx.Graph()
+    together.add_nodes_from(hosts)
+    together.add_edges_from(
+        (x, y) for i, x in enumerate(hosts) for y in hosts[i + 1 :] if not _separated(pr, rate, x, y)
+    )
+    groups = _largest_cliques_first(together, hosts)
+    return _settle_ambiguous(groups, together, pr)
+
+
+def _largest_cliques_first(together, hosts: list) -> list[list]:
+    """Hosts under one switch are never separated from each other (a clique of ``together``);
+    hosts under different switches were separated at least once, except for the odd pair
+    whose round left their link idle: take the largest clique, then the largest of the rest."""
+    groups: list[list] = []
+    left = together.copy()
+    while left.number_of_nodes():
+        best = max(nx.find_cliques(left), key=lambda c: (len(c), -min(hosts.index(h) for h in c)))
+        groups.append(sorted(best, key=hosts.index))
+        left.remove_nodes_from(best)
+    return groups
+
+
+def _settle_ambiguous(groups: list[list], together, pr: _Prober) -> list[list]:
+    """A host never separated from another group either (its link too slow to load the
+    switch-to-switch link in any round) is placed by contention: with transfers from the
+    other members of its group H to those of the candidate group C filling the link between
+    them, does x -> (a host of C) slow down (x behind H's link) or not (x under C's switch)?"""
+    for x in [h for g in groups for h in g]:
+        home = next(g for g in groups if x in g)
+        for cand in groups:
+            if cand is home or not all(together.has_edge(x, m) for m in cand):
+                continue
+            others = [m for m in home if m != x]
+            k = min(len(others), len(cand) - 1, FLOWS_PER_PAIR)
+            if k < 1:
+                continue
+            load = [(others[i], cand[i]) for i in range(k)]
+            if not _contend(pr, (x, cand[k]), *load):
+                home.remove(x)
+                cand.append(x)
+                break
+    return [g for g in groups if g]
+
+
+def _deficit(pr: _Prober, rate: dict, s: str, d: str) -> float:
+    """How much slower s -> d ran than its two hosts allow (0: not at all)."""
+    allow = pr.allowed(s, d)
+    return 1 - statistics.fmean(rate[(s, d)]) / allow if allow > 0 else 0.0
+
+
+def _separated(pr: _Prober, rate: dict, x: str, y: str) -> bool:
+    return max(_deficit(pr, rate, x, y), _deficit(pr, rate, y, x)) > pr.threshold
+
+
+def _borderline_rounds(rounds: list, rate: dict, pr: _Prober) -> list[list]:
+    """The rounds with a transfer whose deficit is near the threshold (within a factor 1.5
+    either way), to be measured once more so that one noisy round does not decide."""
+    theta = pr.threshold
+    return [flows for flows in rounds if any(theta / 1.5 < _deficit(pr, rate, s, d) < 1.5 * theta for s, d in flows)]
+
+
 def _contend(pr: _Prober, probe: tuple, *load: tuple) -> bool:
     """Does ``probe`` started together with the ``load`` transfers slow down, or slow them
     down (against the probe alone and the load without it: a shared link that limits)?
@@ -186,7 +235,7 @@ def _baseline(pr: _Prober, probe: tuple, load: tuple, fresh: bool = False) -> li
     if fresh:  # measured again alike: the differences feed the noise estimate
         old = [pr.alone.pop(probe, None), *(pr.together.pop(load, None) or [pr.alone.pop(load[0], None)])]
         new = _baseline(pr, probe, load)
-        pr.differences += [abs(a / b - 1) for a, b in zip(new, old) if a and b]
+        pr.repeats += [(f, a, b) for f, a, b in zip([probe, *load], new, old) if a and b]
         return new
     return [pr.alone_rate(probe)] + (pr.together_rates(load) if len(load) > 1 else [pr.alone_rate(load[0])])
 
@@ -195,93 +244,20 @@ def _slowest_ratio(together: list[float], base: list[float]) -> float:
     return min((r / b if b > 0 else 1.0) for r, b in zip(together, base))
 
 
-def _outside(hosts: list, groups: list, avoid: set, near: str | None = None) -> list:
-    """Hosts not in ``avoid``: first members of placed groups (largest first), then hosts
-    not placed yet: the one after ``near`` in the list (hosts are often listed by place),
-    then from the far end of the list."""
-    placed = [g[0] for g in sorted(groups, key=len, reverse=True) if g[0] not in avoid]
-    grouped = {h for g in groups for h in g}
-    unplaced = [h for h in hosts if h not in avoid and h not in grouped]
-    after = [h for h in unplaced if near is not None and hosts.index(h) > hosts.index(near)][:1]
-    return list(dict.fromkeys(placed + after + unplaced[::-1]))
-
-
-def _joins(hosts: list, groups: list, g: list, x: str, pr: _Prober) -> bool | None:
-    """Does x sit behind g's switch? None when no test can be made yet."""
-    if len(g) >= 2:
-        # x -> g[0] and o -> g[1] share g's downlink unless x is inside g; with two outsiders
-        # (from different places) the downlink is loaded even when one of them is slowed
-        # by a link of its own
-        others = _outside(hosts, groups, {x, *g}, near=x)
-        if not others:
-            return None
-        return not _contend(pr, (x, g[0]), *[(o, m) for o, m in zip(others[:2], g[1:])])
-    # a lone y: z -> x and w -> y share a link when x and y sit behind one switch (or when
-    # z and w do: so z and w come from two different groups when there are two; from one
-    # group otherwise, whose uplink may then be what they share: ``_recheck`` catches that)
-    y = g[0]
-    others = [grp for grp in sorted(groups, key=len, reverse=True) if grp is not g]
-    if len(others) >= 2:
-        z, w = others[0][0], others[1][0]
-    elif others and len(others[0]) >= 2:
-        z, w = others[0][0], others[0][1]
-    else:
-        rest = _outside(hosts, groups, {x, y})
-        if len(rest) < 2:
-            return None
-        z, w = rest[0], rest[1]
-    return _contend(pr, (z, x), (w, y))
-
-
-def _recheck(hosts: list, groups: list, pr: _Prober) -> list[list]:
-    """The first two members of each group of three or more were paired by the weaker
-    test: check each against the rest of its group with the outsider test."""
-    out = []
-    for g in groups:
-        if len(g) >= 3:
-            for m in list(g[:2]):
-                rest = [h for h in g if h != m]
-                if _joins(hosts, groups, rest, m, pr) is False:
-                    g.remove(m)
-                    out.append([m])
-        out.append(g)
-    return out
-
-
-def _group(hosts: list, pr: _Prober) -> list[list]:
-    groups: list[list] = []
-    for x in hosts:
-        for g in sorted(groups, key=len, reverse=True):
-            if _joins(hosts, groups, g, x, pr):
-                g.append(x)
-                break
-        else:
-            groups.append([x])
-    return _recheck(hosts, groups, pr)
-
-
 # ---------------------------------------------------------------- step 2: access links
-def _rings(groups: list, pr: _Prober) -> None:
-    for direction in (1, -1):
-        flows = []
-        for g in groups:
-            if len(g) >= 2:
-                ring = g if direction == 1 else g[::-1]
-                flows += [(ring[i], ring[(i + 1) % len(ring)]) for i in range(len(ring))]
-                if len(ring) == 2 and direction == -1:
-                    flows = flows[:-2]  # a pair's two directions were both in the first ring
-        if flows:
-            pr.run(flows)
-
-
 # ---------------------------------------------------------------- step 3: between groups
 def _between_groups(groups: list, pr: _Prober) -> dict:
-    """(i, j) -> Estimate of what group i sends to group j in all."""
+    """(i, j) -> (total, rates, flows): what group i sends to group j in all, from the
+    fastest members of each (slow ones could not fill the path between the groups)."""
+
+    def fastest(g: list) -> list:
+        return sorted(g, key=lambda h: -max(pr.best_up.get(h, [0.0]) + pr.best_down.get(h, [0.0])))
+
     out = {}
     for i in range(len(groups)):
         for j in range(i + 1, len(groups)):
             k = min(FLOWS_PER_PAIR, len(groups[i]), len(groups[j]))
-            a, b = groups[i][:k], groups[j][:k]
+            a, b = fastest(groups[i])[:k], fastest(groups[j])[:k]
             flows = [(a[n], b[n]) for n in range(k)] + [(b[n], a[(n + 1) % k]) for n in range(k)]
             rates = pr.run(flows)
             for src, dst, fs, rs in ((i, j, flows[:k], rates[:k]), (j, i, flows[k:], rates[k:])):
@@ -290,107 +266,43 @@ def _between_groups(groups: list, pr: _Prober) -> dict:
 
 
 # ---------------------------------------------------------------- step 4: the switch tree
-def host_link_estimate(samples: list) -> Estimate:
-    """A host link's rate: every transfer it carried ran at most this fast; the samples
-    within ``NEAR_TOP`` of the fastest are the ones its own link limited (the others met a
-    slower link, a slower partner or company), their median the estimate. A link that only
-    ever carried one transfer is uncertain."""
-    top = max(samples, default=0.0)
-    near = sorted(r for r in samples if r >= (1 - NEAR_TOP) * top) or [0.0]
-    return Estimate(statistics.median(near), near, single=len(samples) < 2)
-
-
-def _up(pr: _Prober, h: str) -> Estimate:
-    return host_link_estimate(pr.best_up.get(h, []))
-
-
-def _down(pr: _Prober, h: str) -> Estimate:
-    return host_link_estimate(pr.best_down.get(h, []))
-
-
-def _link_tree(groups: list, pr: _Prober, pair_rates: dict) -> BandwidthTree:
-    tree = BandwidthTree(groups=[list(g) for g in groups])
+def _switch_tree(groups: list, pair_rates: dict) -> tuple[list, list]:
+    """(switches, links as node pairs): a switch per group of two or more hosts (a lone host
+    is its own node), joined by single linkage on the groups' pair rates (both directions'
+    smaller one): the fastest-connected clusters first, all clusters joined at nearly the
+    same rate under one new switch; the last two clusters of switches directly."""
     names = iter(f"sw{i}" for i in range(10 * len(groups) + 10))
-    # every group of two or more hosts gets its leaf switch; a lone host is its own node
+    switches: list = []
+    links: list = []
     node_of = []
     for g in groups:
         if len(g) >= 2:
             sw = next(names)
-            tree.switches.append(sw)
-            for h in g:
-                tree.links[(h, sw)] = (_up(pr, h), _down(pr, h))
+            switches.append(sw)
+            links += [(h, sw) for h in g]
             node_of.append(sw)
         else:
             node_of.append(g[0])
-    if len(groups) == 1:
-        return tree
-    # single linkage on the groups' pair rates (both directions' smaller one)
     clusters = {i: [i] for i in range(len(groups))}
-    top = {i: node_of[i] for i in range(len(groups))}
+    top = dict(enumerate(node_of))
 
     def rate(ci: list, cj: list) -> float:
         return max(min(pair_rates[(a, b)][0], pair_rates[(b, a)][0]) for a in ci for b in cj)
 
     while len(clusters) > 1:
         keys = list(clusters)
-        best = max((rate(clusters[a], clusters[b]), a, b) for a in keys for b in keys if a < b)
-        level = best[0]
-        # every cluster joined at (nearly) this rate goes under one new switch
-        members = {best[1], best[2]}
+        level, a, b = max((rate(clusters[x], clusters[y]), x, y) for x in keys for y in keys if x < y)
+        members = {a, b}
         for c in keys:
             if c not in members and any(rate(clusters[c], clusters[m]) >= (1 - LEVEL_GAP) * level for m in members):
                 members.add(c)
-        if len(clusters) == len(members) == 2 and all(top[m] in tree.switches for m in members):
-            a, b = sorted(members)
-            tree.links[(top[a], top[b])] = _across(clusters[a], clusters[b], pair_rates, pr)
-            clusters = {a: clusters[a] + clusters[b]}
+        if len(clusters) == len(members) == 2 and all(top[m] in switches for m in members):
+            links.append((top[a], top[b]))
             break
         sw = next(names)
-        tree.switches.append(sw)
-        merged: list = []
-        everyone = [g for cl in clusters.values() for g in cl]
-        for c in sorted(members):
-            rest = [g for g in everyone if g not in clusters[c]]
-            tree.links[(top[c], sw)] = _across(clusters[c], rest, pair_rates, pr)
-        for c in sorted(members):
-            merged += clusters.pop(c)
-        new = min(members)
-        clusters[new] = merged
-        top[new] = sw
-    return tree
-
-
-def _across(side: list, other: list, pair_rates: dict, pr: _Prober) -> tuple:
-    """(side->other, other->side) estimates: the largest group-pair total across the cut; a
-    lower bound when each transfer ran about as fast as its own hosts' links allow (the
-    path may carry more than they could send)."""
-
-    def est(srcs, dsts) -> Estimate:
-        best, flows = 0.0, []
-        for a in srcs:
-            for b in dsts:
-                total, _, fs = pair_rates[(a, b)]
-                if total > best:
-                    best, flows = total, fs
-        hosts_limit = sum(min(_up(pr, s).value, _down(pr, d).value) for s, d in flows)
-        return Estimate(best, [best], at_least=best >= (1 - SLOWDOWN) * hosts_limit)
-
-    return est(side, other), est(other, side)
-
-
-def levels(values: list[float], gap: float = LEVEL_WIDTH) -> dict[float, float]:
-    """Map every value to its level: values sorted and cut where the next one is more than
-    ``gap`` (relative) above the level's smallest (so a level never spans more than ``gap``,
-    however evenly the values are spread); each level is its members' median."""
-    out: dict[float, float] = {}
-    run: list[float] = []
-    for v in sorted(values):
-        if run and v > run[0] * (1 + gap):
-            m = statistics.median(run)
-            out.update({x: m for x in run})
-            run = []
-        run.append(v)
-    if run:
-        m = statistics.median(run)
-        out.update({x: m for x in run})
-    return out
+        switches.append(sw)
+        links += [(top[c], sw) for c in sorted(members)]
+        merged = [g for c in sorted(members) for g in clusters.pop(c)]
+        clusters[min(members)] = merged
+        top[min(members)] = sw
+    return switches, links

@@ -19,7 +19,8 @@ import statistics
 
 from ..topology.io import measured_notes
 from ..topology.model import PhysicalLink, Topology
-from .bandwidth_tree import BandwidthTree, infer_bandwidth_tree, levels
+from .bandwidth_tree import infer_bandwidth_tree
+from .estimates import BandwidthTree, levels
 from .latency_tree import LatencyTree, infer_latency_tree, merge_short_links
 from .link_rates import measure_links
 from .session import robust_rtt
@@ -35,7 +36,7 @@ def _round(x: float, digits: int = 3) -> float:
     return float(f"{x:.{digits}g}")
 
 
-def probe_network(session, hosts: list, *, duration: float = 0.3, pings: int = 10, rtt_threshold: float = 50e-6):
+def probe_network(session, hosts: list, *, duration: float = 0.3, pings: int = 10, rtt_threshold: float = 200e-6):
     """Measure with a started ``ProbeSession``: ``infer_trees`` on its round-trip times and
     timed transfers."""
     spreads: list[float] = []

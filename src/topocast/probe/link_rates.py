@@ -9,7 +9,7 @@ not share a link run at the same time. Our reading of what to measure
   tournament (n - 1 rounds of disjoint pairs; all switches at once); then the fastest host
   under each switch (or its only host) with a fast host nearby in every other branch. A host
   link's rate in a direction is read from the fastest transfers it carried
-  (``bandwidth_tree.host_link_estimate``): every host met the fastest one it can reach.
+  (``estimates.host_link_estimate``): every host met the fastest one it can reach.
 * **switch-to-switch links**: for a link with sides A and B, ``k`` transfers from distinct
   hosts of A to distinct hosts of B started together, and ``k`` the other way, from the hosts
   nearest the link (``k`` = the smaller side's host count, at most ``MAX_FLOWS``). Their sum is
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .bandwidth_tree import SLOWDOWN, BandwidthTree, Estimate, host_link_estimate
+from .estimates import SLOWDOWN, BandwidthTree, Estimate, host_link_estimate, round_robin
 
 __all__ = ["measure_links"]
 
@@ -33,11 +33,20 @@ MAX_FLOWS = 4  # transfers each way across a switch-to-switch link
 Bulk = Callable[[list, float], list]
 
 
-def measure_links(adj: dict, hosts: list, switches: list, bulk: Bulk, duration: float) -> BandwidthTree:
+def measure_links(
+    adj: dict, hosts: list, switches: list, bulk: Bulk, duration: float, known: tuple | None = None
+) -> BandwidthTree:
     """Measure every link of the tree ``adj`` (node -> neighbours) between ``hosts`` and
-    ``switches``; ``bulk(flows, duration)`` starts transfers together and returns their rates."""
+    ``switches``; ``bulk(flows, duration)`` starts transfers together and returns their rates.
+    ``known``: (sent, received) rates of every host, from transfers that already met every
+    other host under its switch (then no round robin is run again)."""
     run = _Runner(adj, hosts, bulk, duration)
-    run.tasks(_round_robin_tasks(adj, hosts, switches))
+    if known is None:
+        run.tasks(_round_robin_tasks(adj, hosts, switches))
+    else:
+        for h in hosts:
+            run.up[h] += known[0].get(h, [])
+            run.down[h] += known[1].get(h, [])
     run.tasks(_branch_tasks(adj, hosts, switches, run.speed()))
     host_up = {h: host_link_estimate(run.up[h]) for h in hosts}
     host_down = {h: host_link_estimate(run.down[h]) for h in hosts}
@@ -133,22 +142,14 @@ def _links_of(adj: dict, flows: list) -> set:
 
 # ---------------------------------------------------------------- the measurements
 def _round_robin_tasks(adj: dict, hosts: list, switches: list) -> list:
-    """Per switch: every pair of its hosts, both directions, as a round-robin tournament
-    (the circle method: n - 1 rounds of n / 2 disjoint pairs), so every host meets the
-    fastest of the others and its own link is what limits one of its transfers."""
+    """Per switch: every pair of its hosts, both directions, in rounds of disjoint pairs
+    (``estimates.round_robin``), so every host meets the fastest of the others and its
+    own link is what limits one of its transfers."""
     hs = set(hosts)
     tasks: list = []
     for s in switches:
-        members = [n for n in adj[s] if n in hs]
-        if len(members) < 2:
-            continue
-        circle = members + ([None] if len(members) % 2 else [])
-        n = len(circle)
-        for _ in range(n - 1):
-            pairs = [(circle[i], circle[n - 1 - i]) for i in range(n // 2)]
-            pairs = [(a, b) for a, b in pairs if a is not None and b is not None]
+        for pairs in round_robin([n for n in adj[s] if n in hs]):
             tasks.append(("pairs", pairs + [(b, a) for a, b in pairs], None))
-            circle = [circle[0], circle[-1], *circle[1:-1]]
     return tasks
 
 
