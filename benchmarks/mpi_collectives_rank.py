@@ -4,7 +4,8 @@ topocast.mpi.allreduce beside comm.Allreduce, in one job, alternating.
     mpi_collectives_rank.py TOPOLOGY HOST0,HOST1,... SIZES COLLECTIVES REPEATS ALGORITHM
 
 Rank k plays host k of the list (rank 0 is the broadcast root). Each topocast plan is made
-(and cached) before the timed calls. Every call is timed on every rank from the exit of a
+(and cached) before the timed calls (``plan_of``; None where ``auto`` calls MPI's own
+collective). Every call is timed on every rank from the exit of a
 barrier to its return; topocast's result is compared bitwise with MPI's (allreduce of int32).
 Rank 0 prints one JSON line: {"runs": [{collective, size, impl, rep, times: [per rank]}]}.
 """
@@ -56,11 +57,11 @@ for size in sizes:
                 "mpi": lambda: comm.Allreduce(send, bufs["mpi"]),
                 "topocast": lambda: tm.allreduce(comm, send, bufs["topocast"], **kw),
             }
-        plans[f"{coll} {size}"] = {
-            "planner": plan.planner,
-            "choice": plan.notes.get("choice"),
-            "transfers": len(plan.transfers),
-        }
+        plans[f"{coll} {size}"] = (
+            {"planner": "MPI's own (auto, below MPI_BELOW)", "choice": None, "transfers": 0}
+            if plan is None
+            else {"planner": plan.planner, "choice": plan.notes.get("choice"), "transfers": len(plan.transfers)}
+        )
         for rep in range(repeats):
             order = ("mpi", "topocast") if rep % 2 == 0 else ("topocast", "mpi")
             for impl in order:
