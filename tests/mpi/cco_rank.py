@@ -124,6 +124,22 @@ def repeated() -> None:
             tm.allreduce(comm, MPI.IN_PLACE, inplace, algorithm=algorithm)
             check(inplace.tobytes() == ref.tobytes(), f"repeated allreduce IN_PLACE ({algorithm})")
         allreduce_all(counts=(40,), dtypes=(np.int32,), algorithm=algorithm)  # every rank changes size
+    # check=False: a call agreed on before runs without the vote
+    for algorithm in ("auto", tm.DEFAULT_BCAST):
+        for rep in range(3):
+            for count in (5, 3001):
+                x = data(count, np.int32, count) if rank == 0 else np.zeros(count, np.int32)
+                ref = x.copy()
+                comm.Bcast(ref, root=0)
+                tm.bcast(comm, x, root=0, algorithm=algorithm, check=False)
+                check(x.tobytes() == ref.tobytes(), f"bcast check=False ({algorithm})")
+    for algorithm in ("auto", tm.DEFAULT_ALLREDUCE):
+        for rep in range(3):
+            send = data(777, np.int64, rank + rep)
+            ref, got = np.zeros_like(send), np.zeros_like(send)
+            comm.Allreduce(send, ref)
+            tm.allreduce(comm, send, got, algorithm=algorithm, check=False)
+            check(got.tobytes() == ref.tobytes(), f"allreduce check=False ({algorithm})")
 
 
 def mode_large(mib: str) -> None:
