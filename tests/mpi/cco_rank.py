@@ -76,8 +76,13 @@ def allreduce_all(counts=COUNTS, dtypes=DTYPES, **kw) -> None:
 
 
 def mode_basic() -> None:
-    bcast_all()
-    allreduce_all()
+    # explicit planners: topocast's engine (auto calls MPI's own collectives at these sizes)
+    bcast_all(algorithm=tm.DEFAULT_BCAST)
+    allreduce_all(algorithm=tm.DEFAULT_ALLREDUCE)
+    check(tm.plan_of(comm, "broadcast", 100) is None or size == 1, "auto uses MPI's Bcast for 100 bytes")
+    bcast_all(counts=(0, 7, 40_003), dtypes=(np.int8, np.complex128))
+    allreduce_all(counts=(0, 7, 40_003), dtypes=(np.int32, np.float64))
+    repeated()
     # the buffer forms mpi4py takes
     for root in range(size):
         raw = bytearray(b"topocast" * 5) if rank == root else bytearray(40)
@@ -104,6 +109,39 @@ def mode_basic() -> None:
     check(inplace.tobytes() == ref.tobytes(), "allreduce IN_PLACE")
 
 
+def repeated() -> None:
+    """Calls that repeat are predicted and performed beside a non-blocking vote: still right,
+    also with IN_PLACE, with alternating calls and after a change of size by every rank."""
+    for algorithm in ("auto", tm.DEFAULT_BCAST):
+        for rep in range(3):
+            for count in (5, 3001):
+                bcast_all(counts=(count,), dtypes=(np.int32,), algorithm=algorithm)
+    for algorithm in ("auto", tm.DEFAULT_ALLREDUCE):
+        for rep in range(3):
+            inplace = np.arange(333, dtype=np.int64) * (rank + 1) + rep
+            ref = np.zeros_like(inplace)
+            comm.Allreduce(inplace, ref)
+            tm.allreduce(comm, MPI.IN_PLACE, inplace, algorithm=algorithm)
+            check(inplace.tobytes() == ref.tobytes(), f"repeated allreduce IN_PLACE ({algorithm})")
+        allreduce_all(counts=(40,), dtypes=(np.int32,), algorithm=algorithm)  # every rank changes size
+    # check=False: a call agreed on before runs without the vote
+    for algorithm in ("auto", tm.DEFAULT_BCAST):
+        for rep in range(3):
+            for count in (5, 3001):
+                x = data(count, np.int32, count) if rank == 0 else np.zeros(count, np.int32)
+                ref = x.copy()
+                comm.Bcast(ref, root=0)
+                tm.bcast(comm, x, root=0, algorithm=algorithm, check=False)
+                check(x.tobytes() == ref.tobytes(), f"bcast check=False ({algorithm})")
+    for algorithm in ("auto", tm.DEFAULT_ALLREDUCE):
+        for rep in range(3):
+            send = data(777, np.int64, rank + rep)
+            ref, got = np.zeros_like(send), np.zeros_like(send)
+            comm.Allreduce(send, ref)
+            tm.allreduce(comm, send, got, algorithm=algorithm, check=False)
+            check(got.tobytes() == ref.tobytes(), f"allreduce check=False ({algorithm})")
+
+
 def mode_large(mib: str) -> None:
     count = int(float(mib) * 2**20)
     bcast_all(counts=(count + 3,), dtypes=(np.int8,))
@@ -121,6 +159,8 @@ def mode_topology(spec: str, collective: str = "both") -> None:
         # 16384 int32 (64 KiB) on two-clusters: gridmpi, whose exchanges once raced (a rank
         # overwrote bytes a transfer had still to read)
         allreduce_all(counts=(1, 16_384, 70_001), dtypes=(np.int32, np.float64), topology=topo, mapping=mapping)
+        # the bandwidth-proportional planner in 3 segments (slow hosts own nothing)
+        allreduce_all(counts=(600_001,), dtypes=(np.int32,), topology=topo, mapping=mapping, algorithm="proportional")
 
 
 def expect_error(fn, words: tuple[str, ...], what: str) -> None:
@@ -144,6 +184,19 @@ def expect_error(fn, words: tuple[str, ...], what: str) -> None:
 
 
 def mode_errors() -> None:
+    # after a call repeated (and so predicted), a rank that changes its arguments still gets
+    # the same error as every other rank
+    for rep in range(3):
+        z = np.arange(6) if rank == 0 else np.zeros(6, np.int64)
+        tm.bcast(comm, z, root=0)
+        check((z == np.arange(6)).all(), "repeated bcast")
+    expect_error(lambda: tm.bcast(comm, np.zeros(6 + (rank == size - 1), np.int64)), ("disagree", "size"), "sizes")
+    for rep in range(3):
+        got = np.zeros(4, np.int64)
+        tm.allreduce(comm, np.full(4, rank, np.int64), got)
+        check((got == size * (size - 1) // 2).all(), "repeated allreduce")
+    op = MPI.MAX if rank == 0 else MPI.SUM
+    expect_error(lambda: tm.allreduce(comm, np.zeros(4, np.int64), np.zeros(4, np.int64), op=op), ("op",), "op")
     expect_error(lambda: tm.bcast(comm, np.zeros(10 + (rank == size - 1))), ("disagree", "size"), "sizes")
     expect_error(lambda: tm.bcast(comm, np.zeros(8, np.float64 if rank else np.int64)), ("disagree", "type"), "types")
     expect_error(lambda: tm.bcast(comm, np.zeros(4), root=size), ("root", str(size)), "bad root")

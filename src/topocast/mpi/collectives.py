@@ -1,10 +1,19 @@
 """Drop-in ``bcast`` and ``allreduce`` for mpi4py programs, and ``perform`` of any plan.
 
-Every call first agrees on its arguments with one small collective (an ``Allreduce`` of a
-digest of each rank's descriptor of its buffer, root and topology; an ``allgather`` of the
-descriptors the first time and whenever they differ): every rank then runs the same checks on
-the same table, so a mismatch raises the same :class:`MPIRunError` on every rank before any
-data moves, and the communicator stays usable.
+Agreeing on the arguments: a call whose arguments differ between ranks (buffer size or type,
+root, op, topology, hosts) raises the same :class:`MPIRunError` on every rank before any of
+its data is kept, and the communicator stays usable. Two ways:
+
+* the slow way, for a call not seen before: an ``Allreduce`` of a digest of each rank's
+  descriptor of its buffer, root and topology, and an ``allgather`` of the descriptors the
+  first time or whenever they differ; every rank runs the same checks on the same table;
+* the fast way, for a repeated call: every rank remembers which call followed the previous
+  one last time (the same on every rank, since it is updated only by calls every rank agreed
+  on) and performs that predicted call at once, on scratch buffers if its own arguments are
+  not the predicted ones, while a non-blocking ``Iallreduce`` of "my arguments are the
+  predicted ones" runs beside it. When every rank says yes, the call is done: the check
+  cost no extra round trip. Otherwise the result is dropped and the call agrees the slow way
+  (a wrong prediction costs one extra run of the predicted call).
 
 Hosts and ranks: each rank is one host of the topology, named by ``mapping`` (a host per
 rank, or host -> rank) or else by ``MPI.Get_processor_name()``. Without a topology the
@@ -14,12 +23,16 @@ Plans are made on the lowest rank only and sent to the others (the planners are
 deterministic, but one planning costs less CPU than ``size`` of them), and cached per
 (communicator, topology, collective, root, size): a loop that broadcasts the same buffer
 plans once. ``algorithm="auto"`` picks a planner by simulation once per power-of-two size
-class.
+class, and calls MPI's own collective instead when the simulator predicts MPI's algorithm to
+take less than ``MPI_BELOW`` seconds: there, topocast's per-call cost (a Python progress loop,
+one MPI message per chunk) is larger than anything a plan can save
+(docs/experiments/mpi.md, "Small messages").
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -38,11 +51,17 @@ __all__ = ["bcast", "allreduce", "perform", "plan_of", "job_hosts", "DEFAULT_BCA
 DEFAULT_BCAST = "mpich"
 DEFAULT_ALLREDUCE = "ring"
 STAR_BANDWIDTH = 1.25e9  # bytes/s of every link of the star used without a topology
+MPI_BELOW = 0.03  # seconds (see the module docstring)
+MPICH_ALLREDUCE_SHORT = 2048  # bytes: MPICH's allreduce uses recursive doubling up to this size
 
 _dups: dict = {}
 _plans: dict = {}
 _choices: dict = {}
 _known_hosts: dict = {}  # (communicator, topology) -> host of every rank, once checked
+_mpi_enough: dict = {}  # (collective, topology, hosts, root, size) -> MPI's own collective is used
+_previous: dict = {}  # communicator -> key of the last call every rank agreed on (None: start over)
+_following: dict = {}  # communicator -> {key of a call: the _Call that followed it last time}
+_trusted: dict = {}  # (communicator, collective, descriptor without host) -> _Call, for check=False
 
 
 @dataclass(frozen=True)
@@ -57,6 +76,72 @@ class _Desc:
     extra: tuple = ()
     host: str = ""  # this rank's host (mapping or processor name)
     topology: tuple = ()  # topology name and hosts
+
+
+@dataclass(frozen=True)
+class _Call:
+    """A call every rank agreed on: ``key`` is the same on every rank, ``desc`` is this rank's
+    descriptor, ``run(data)`` performs it again on this rank's bytes."""
+
+    key: tuple
+    desc: _Desc
+    nbytes: int
+    run: Callable[[np.ndarray], None]
+
+
+def _predicted(comm) -> _Call | None:
+    """The call that followed the previous one last time (the same on every rank)."""
+    c = comm.py2f()
+    prev = _previous.get(c)
+    return None if prev is None else _following.get(c, {}).get(prev)
+
+
+def _speculate(comm, desc: _Desc, data: np.ndarray | None) -> bool:
+    """Perform the predicted call on ``data`` (scratch bytes when this rank's arguments are
+    not the predicted ones) beside a non-blocking vote; True when every rank's were."""
+    from mpi4py import MPI
+
+    call = _predicted(comm)
+    if call is None:
+        return False
+    mine = data is not None and desc == call.desc
+    vote = np.array([0 if mine else 1], dtype=np.int64)
+    request = _dup(comm).Iallreduce(MPI.IN_PLACE, [vote, MPI.INT64_T], op=MPI.MAX)
+    try:
+        call.run(data if mine and data is not None else np.zeros(call.nbytes, dtype=np.uint8))
+    finally:
+        request.Wait()
+    if vote[0]:
+        return False
+    _previous[comm.py2f()] = call.key
+    return True
+
+
+def _agreed(comm, key: tuple, desc: _Desc, nbytes: int, run) -> None:
+    """Remember the call every rank just agreed on, and that it followed the previous one."""
+    c = comm.py2f()
+    prev = _previous.get(c)
+    call = _Call(key, desc, nbytes, run)
+    if prev is not None:
+        _following.setdefault(c, {})[prev] = call
+    _previous[c] = key
+    _trusted[(c, key[0], replace(desc, host=""))] = call
+
+
+def _run_trusted(comm, collective: str, desc: _Desc, data: np.ndarray | None) -> bool:
+    """``check=False``: perform a call agreed on before with these arguments, without any
+    check (the caller promises that every rank passes matching arguments, as MPI itself
+    assumes). False when there is none (then every rank agrees the slow way)."""
+    call = _trusted.get((comm.py2f(), collective, replace(desc, host="")))
+    if call is None or data is None or call.desc != desc:
+        return False
+    call.run(data)
+    return True
+
+
+def _forget(comm) -> None:
+    """After an error (raised on every rank alike): predict nothing for the next call."""
+    _previous.pop(comm.py2f(), None)
 
 
 def _agree(comm, desc: _Desc, what: str) -> list[_Desc]:
@@ -275,89 +360,197 @@ def _allreduce_plan_cached(comm, hosts, topology, algorithm: str, count: int, it
     return _cached_plan(comm, key, lambda: _allreduce_plan(topology, hosts, count, itemsize, algorithm), what)
 
 
+def _mpi_suffices(collective: str, topology, hosts, root: int, nbytes: int, count: int, algorithm: str) -> bool:
+    """With ``algorithm="auto"``: is MPI's own algorithm predicted to take less than
+    ``MPI_BELOW`` seconds (then MPI's collective is called instead of a plan)?"""
+    if algorithm != "auto":
+        return False
+    key = (collective, _topology_key(topology), tuple(hosts), root, nbytes, count)
+    if key not in _mpi_enough:
+        _mpi_enough[key] = _mpi_prediction(collective, topology, hosts, root, nbytes, count) < MPI_BELOW
+    return _mpi_enough[key]
+
+
+def _mpi_prediction(collective: str, topology, hosts, root: int, nbytes: int, count: int) -> float:
+    """Predicted seconds of what MPICH runs for this call: planner ``mpich`` for a broadcast;
+    for an allreduce, recursive doubling up to ``MPICH_ALLREDUCE_SHORT`` bytes or below one
+    element per rank of the largest power of two, else Rabenseifner's algorithm."""
+    from ..planners import get_planner
+    from ..planners.allreduce._common import Allreduce
+    from ..sim import simulate
+
+    topo = _star(hosts) if topology is None else topology
+    if collective == "broadcast":
+        request = Broadcast(hosts[root], nbytes, tuple(h for h in hosts if h != hosts[root]))
+        plan = get_planner("broadcast", "mpich")(topo, request)
+    else:
+        pof2 = 1 << (len(hosts).bit_length() - 1)
+        name = "recursive_doubling" if nbytes <= MPICH_ALLREDUCE_SHORT or count < pof2 else "rabenseifner"
+        plan = get_planner("allreduce", name)(topo, Allreduce(nbytes, tuple(hosts)))
+    return simulate(plan, topo).makespan
+
+
 def plan_of(comm, collective: str, nbytes: int, *, root=0, itemsize=1, topology=None, algorithm="auto", mapping=None):
     """The plan ``bcast`` (``collective="broadcast"``) or ``allreduce`` (``"allreduce"``, of
     ``nbytes // itemsize`` elements) will follow for a message of ``nbytes`` bytes, made now
-    and cached (collective: every rank calls it). Lets a program see the plan, or make it
-    before a timed loop."""
+    and cached (collective: every rank calls it); None when the call will use MPI's own
+    collective (``MPI_BELOW``). Lets a program see the plan, or make it before a timed loop."""
     what = f"topocast.mpi.plan_of({collective!r})"
     hosts = job_hosts(comm, topology, mapping, what)
+    nbytes, root = int(nbytes), int(root)
     if collective == "broadcast":
-        return _bcast_plan(comm, hosts, topology, algorithm, int(root), int(nbytes), what)
+        if _mpi_suffices(collective, topology, hosts, root, nbytes, nbytes, algorithm):
+            return None
+        return _bcast_plan(comm, hosts, topology, algorithm, root, nbytes, what)
     if collective == "allreduce":
-        return _allreduce_plan_cached(comm, hosts, topology, algorithm, int(nbytes) // itemsize, itemsize, what)
+        count = nbytes // itemsize
+        if _mpi_suffices(collective, topology, hosts, 0, count * itemsize, count, algorithm):
+            return None
+        return _allreduce_plan_cached(comm, hosts, topology, algorithm, count, itemsize, what)
     raise MPIRunError(f"{what}: collective must be 'broadcast' or 'allreduce'")
 
 
-def bcast(comm, buf, root: int = 0, *, topology=None, algorithm: str = "auto", mapping=None, chunk_size=None):
+def _nothing(data: np.ndarray) -> None:
+    return None
+
+
+def _bcast_runner(comm, hosts, topology, algorithm: str, root: int, nbytes: int, chunk_size, what: str):
+    """How this broadcast moves its bytes: MPI's own collective, a topocast plan, or nothing."""
+    from mpi4py import MPI
+
+    if nbytes == 0 or len(hosts) == 1:
+        return _nothing
+    if _mpi_suffices("broadcast", topology, hosts, root, nbytes, nbytes, algorithm):
+        dup = _dup(comm)
+        return lambda data: dup.Bcast([data, MPI.BYTE], root=root)
+    plan = _bcast_plan(comm, hosts, topology, algorithm, root, nbytes, what)
+    return lambda data: _run(comm, plan, data, hosts, chunk_size)
+
+
+def _allreduce_runner(
+    comm, hosts, topology, algorithm: str, dtype: np.dtype, count: int, op, combine, chunk_size, what
+):
+    """How this allreduce combines ``data`` (this rank's vector, replaced by the result)."""
+    from mpi4py import MPI
+
+    if count == 0 or len(hosts) == 1:
+        return _nothing
+    if _mpi_suffices("allreduce", topology, hosts, 0, count * dtype.itemsize, count, algorithm):
+        dup = _dup(comm)  # mpi4py names MPI's predefined type after the array's dtype
+        return lambda data: dup.Allreduce(MPI.IN_PLACE, data.view(dtype), op=op)
+    plan = _allreduce_plan_cached(comm, hosts, topology, algorithm, count, dtype.itemsize, what)
+    return lambda data: _run(comm, plan, data, hosts, chunk_size, combine)
+
+
+def bcast(
+    comm, buf, root: int = 0, *, topology=None, algorithm: str = "auto", mapping=None, chunk_size=None, check=True
+):
     """Broadcast ``buf`` from ``root`` to every rank of ``comm``, as ``comm.Bcast(buf, root)``
-    does, along a topocast plan for ``topology`` (default planner: ``auto``; without a
-    topology: ``DEFAULT_BCAST`` on a uniform star). ``buf``: what ``comm.Bcast`` takes (numpy
-    array, bytes-like, ``[buf, datatype]``). Returns ``buf``.
+    does, along a topocast plan for ``topology`` (default planner: ``auto``, which calls
+    ``comm.Bcast`` itself where no plan can win; without a topology: ``DEFAULT_BCAST`` on a
+    uniform star). ``buf``: what ``comm.Bcast`` takes (numpy array, bytes-like,
+    ``[buf, datatype]``). Returns ``buf``.
 
     Raises :class:`MPIRunError` on every rank when the ranks' buffers differ in size or
     type, ``root`` is out of range or differs between ranks, or the topology does not match
-    the job."""
+    the job (the bytes of ``buf`` are then undefined on the receiving ranks). ``check=False``
+    skips that check for a call made before with the same arguments: the program promises
+    that the ranks agree, as with ``comm.Bcast`` (a mismatch may then hang)."""
     what = "topocast.mpi.bcast"
     size, rank = comm.Get_size(), comm.Get_rank()
+    msg = None
     try:
         if not isinstance(root, (int, np.integer)) or not 0 <= root < size:
             raise ValueError(f"root {root!r} is not a rank of this communicator (0..{size - 1})")
         msg = as_message(buf, writable=rank != root, what="buf")
         host = _my_host(comm, topology, mapping)
-        desc = _Desc(None, msg.nbytes, msg.dtype.str, msg.count, int(root), (algorithm,), host, _topology_key(topology))
+        extra = (algorithm, chunk_size)
+        desc = _Desc(None, msg.nbytes, msg.dtype.str, msg.count, int(root), extra, host, _topology_key(topology))
     except ValueError as exc:
-        desc = _Desc(str(exc))
-    descs = _agree(comm, desc, what)
-    _same(descs, "root", what, "root")
-    _same(descs, "nbytes", what, "the buffer size in bytes")
-    _same(descs, "dtype", what, "the element type")
-    _same(descs, "extra", what, "algorithm")
-    hosts = _hosts(comm, descs, topology, mapping, what)
-    if msg.nbytes == 0 or size == 1:
+        desc, msg = _Desc(str(exc)), None
+    data = None if msg is None else msg.data
+    if (not check and _run_trusted(comm, "bcast", desc, data)) or _speculate(comm, desc, data):
         return buf
-    plan = _bcast_plan(comm, hosts, topology, algorithm, int(root), msg.nbytes, what)
-    _run(comm, plan, msg.data, hosts, chunk_size)
+    try:
+        descs = _agree(comm, desc, what)
+        _same(descs, "root", what, "root")
+        _same(descs, "nbytes", what, "the buffer size in bytes")
+        _same(descs, "dtype", what, "the element type")
+        _same(descs, "extra", what, "algorithm and chunk_size")
+        hosts = _hosts(comm, descs, topology, mapping, what)
+        assert msg is not None  # a rank with a problem raised in _agree
+        run = _bcast_runner(comm, hosts, topology, algorithm, int(root), msg.nbytes, chunk_size, what)
+    except MPIRunError:
+        _forget(comm)
+        raise
+    run(msg.data)
+    _agreed(comm, ("bcast", replace(desc, host=""), tuple(hosts)), desc, msg.nbytes, run)
     return buf
 
 
 def allreduce(
-    comm, sendbuf, recvbuf, op=None, *, topology=None, algorithm: str = "auto", mapping=None, chunk_size=None
+    comm,
+    sendbuf,
+    recvbuf,
+    op=None,
+    *,
+    topology=None,
+    algorithm: str = "auto",
+    mapping=None,
+    chunk_size=None,
+    check=True,
 ):
     """``comm.Allreduce(sendbuf, recvbuf, op)`` along a topocast allreduce plan (default
-    ``auto``; without a topology ``DEFAULT_ALLREDUCE`` on a uniform star). ``op``: a built-in
-    MPI operation (default ``MPI.SUM``) on a numeric type; ``sendbuf`` may be ``MPI.IN_PLACE``.
+    ``auto``, which calls ``comm.Allreduce`` itself where no plan can win; without a topology
+    ``DEFAULT_ALLREDUCE`` on a uniform star). ``op``: a built-in MPI operation (default
+    ``MPI.SUM``) on a numeric type; ``sendbuf`` may be ``MPI.IN_PLACE``.
 
     Reduction order: each element is combined in the order the plan's reduce transfers
     deliver it (for ``ring``: along the ring), then copied unchanged to every rank, so every
     rank ends with bitwise the same result; integers equal ``comm.Allreduce``, floating-point
-    sums may differ from MPI's order by rounding (docs/experiments/mpi.md)."""
+    sums may differ from MPI's order by rounding (docs/experiments/mpi.md). ``check=False``:
+    as for :func:`bcast`."""
     from mpi4py import MPI
 
     what = "topocast.mpi.allreduce"
-    size = comm.Get_size()
+    op = MPI.SUM if op is None else op
+    out = src = None
     try:
-        name = op_name(MPI.SUM if op is None else op)
+        name = op_name(op)
         out = as_message(recvbuf, writable=True, what="recvbuf")
         src = out if sendbuf is MPI.IN_PLACE else as_message(sendbuf, writable=False, what="sendbuf")
         if (src.nbytes, src.dtype) != (out.nbytes, out.dtype):
             raise ValueError(f"sendbuf holds {src.describe()} but recvbuf {out.describe()}")
         combine = reduction(name, out.dtype)
         host = _my_host(comm, topology, mapping)
-        desc = _Desc(None, out.nbytes, out.dtype.str, out.count, 0, (name, algorithm), host, _topology_key(topology))
+        extra = (name, algorithm, chunk_size)
+        desc = _Desc(None, out.nbytes, out.dtype.str, out.count, 0, extra, host, _topology_key(topology))
     except ValueError as exc:
-        desc = _Desc(str(exc))
-    descs = _agree(comm, desc, what)
-    _same(descs, "nbytes", what, "the buffer size in bytes")
-    _same(descs, "dtype", what, "the element type")
-    _same(descs, "extra", what, "op and algorithm")
-    hosts = _hosts(comm, descs, topology, mapping, what)
-    if src is not out:
-        out.data[:] = src.data
-    if out.nbytes == 0 or size == 1:
+        desc, out = _Desc(str(exc)), None
+    # the run combines in place, in recvbuf, which starts as this rank's vector
+    data = None if out is None else out.data
+    if data is not None and src is not None and src is not out:
+        data[:] = src.data
+    if not check and _run_trusted(comm, "allreduce", desc, data):
         return recvbuf
-    plan = _allreduce_plan_cached(comm, hosts, topology, algorithm, out.count, out.dtype.itemsize, what)
-    _run(comm, plan, out.data, hosts, chunk_size, combine)
+    keep = data.copy() if data is not None and src is out and _predicted(comm) is not None else None
+    if _speculate(comm, desc, data):
+        return recvbuf
+    if data is not None and src is not None and (keep is not None or src is not out):
+        data[:] = src.data if keep is None else keep  # the prediction was wrong: start again
+    try:
+        descs = _agree(comm, desc, what)
+        _same(descs, "nbytes", what, "the buffer size in bytes")
+        _same(descs, "dtype", what, "the element type")
+        _same(descs, "extra", what, "op, algorithm and chunk_size")
+        hosts = _hosts(comm, descs, topology, mapping, what)
+        assert out is not None and data is not None  # a rank with a problem raised in _agree
+        run = _allreduce_runner(comm, hosts, topology, algorithm, out.dtype, out.count, op, combine, chunk_size, what)
+    except MPIRunError:
+        _forget(comm)
+        raise
+    run(data)
+    _agreed(comm, ("allreduce", replace(desc, host=""), tuple(hosts)), desc, out.nbytes, run)
     return recvbuf
 
 

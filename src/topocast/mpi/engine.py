@@ -240,7 +240,7 @@ def perform_local(comm, plan: Plan, buf: np.ndarray, rank_of: dict[str, int], *,
     for _ in range(expected_notes):
         post_note_recv()
 
-    ancestors = _ancestors(plan) if is_reduce else []
+    ancestors = _ancestors_of(plan) if is_reduce else []
 
     def freeze_before_write(x: _In) -> None:
         """Keep, for every transfer of ours that has not started and does not descend from
@@ -341,6 +341,20 @@ def perform_local(comm, plan: Plan, buf: np.ndarray, rank_of: dict[str, int], *,
             h()
     complete_now()
     return stats
+
+
+_ANCESTORS: dict[int, tuple[Plan, list[set[int]]]] = {}
+
+
+def _ancestors_of(plan: Plan) -> list[set[int]]:
+    """:func:`_ancestors`, kept per plan: a collective performs its cached plan again and
+    again, and a segmented plan has hundreds of transfers."""
+    kept = _ANCESTORS.get(id(plan))
+    if kept is None or kept[0] is not plan:
+        if len(_ANCESTORS) > 64:
+            _ANCESTORS.clear()
+        kept = _ANCESTORS[id(plan)] = (plan, _ancestors(plan))
+    return kept[1]
 
 
 def _ancestors(plan: Plan) -> list[set[int]]:

@@ -10,6 +10,7 @@ from .allreduce import auto as allreduce_auto  # noqa: F401
 # allreduce
 from .allreduce import (
     gridmpi,  # noqa: F401
+    proportional,  # noqa: F401
     rabenseifner,  # noqa: F401
     recursive_doubling,  # noqa: F401
     ring,  # noqa: F401
