@@ -72,6 +72,24 @@ def test_depth_is_logarithmic_inside_one_switch():
             assert max(_depths(parents)) <= int(np.ceil(np.log2(n + 2)))
 
 
+def test_a_line_of_switches_nests_deeper_than_the_recursion_limit():
+    # hosts 0, 1, ... behind a line of 1,500 switches: piece j = hosts j.. (docs/algorithms.md
+    # 11.3: every piece is entered once per tree, so the depth is at least the line's length)
+    n = 1500
+    nesting: list = [n - 2, n - 1]
+    for j in range(n - 3, -1, -1):
+        nesting = [j, nesting]
+    for parents in nested_two_tree(nesting, n):
+        assert (parents == -1).sum() == 1
+        entries = np.zeros(n + 1, dtype=np.int64)  # hop p -> k with p < j <= k enters piece j
+        for k, p in enumerate(parents.tolist()):
+            if p < k:
+                entries[p + 1] += 1
+                entries[k + 1] -= 1
+        assert (np.cumsum(entries)[:n] == 1).all()
+        assert max(_depths(parents)) >= n - 1
+
+
 def test_route_hierarchy_groups_the_hosts_behind_each_switch_link():
     topo = multi_cluster_tree(40, n_clusters=8, bandwidth="mixed", seed=3)
     src = topo.hosts[0]

@@ -67,10 +67,9 @@ def route_hierarchy(topology, source, members) -> tuple[list[str], list | int]:
     """
     routes = {m: topology.route(source, m) for m in members}
     order = sorted(members, key=lambda m: routes[m])
-    shared = np.array([_common_prefix(routes[u], routes[v]) for u, v in zip(order, order[1:])], dtype=np.int64)
-
     if len(order) == 1:
         return order, 0
+    shared = np.array([_common_prefix(routes[u], routes[v]) for u, v in zip(order, order[1:])], dtype=np.int64)
     top: list = []
     todo = [(0, len(order) - 1, top)]  # (first, last position, the piece's list to fill)
     while todo:  # iterative: a line of a thousand switches nests a thousand deep
