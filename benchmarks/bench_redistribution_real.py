@@ -173,7 +173,7 @@ def step_analysis(plan, result, send_times: dict, nic_eff: float, chunk: int) ->
             if i in send_times:
                 ready, conn = send_times[i]
                 release.append(ready - end[p])
-                connect.append(conn - ready)
+                connect.append(max(0.0, conn - ready))  # a pipelined transfer may connect before it is ready
                 first.append(a - conn)
                 readies.append(ready)
         if len(readies) > 1:

@@ -40,8 +40,10 @@ def hop_medians(plan, send_times) -> tuple[float, float]:
         if i not in send_times or t.upstream is None or t.upstream not in send_times:
             continue
         ready, connected = send_times[i]
-        wake.append(ready - send_times[t.upstream][1])
-        connect.append(connected - ready)
+        # the upstream starts sending once it is ready and connected (a pipelined transfer
+        # connects early, before it is ready); set-up after readiness is on the critical path
+        wake.append(ready - max(send_times[t.upstream]))
+        connect.append(max(0.0, connected - ready))
     return (statistics.median(wake), statistics.median(connect)) if wake else (float("nan"), float("nan"))
 
 

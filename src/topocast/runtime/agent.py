@@ -341,10 +341,19 @@ class Agent:
     # ------------------------------------------------------------------ sending
     def sender(self, t: dict) -> None:
         i, dst = int(t["index"]), t["dst"]
+        conn: Conn | None = None
+        connected: float | None = None
         try:
-            if not self.wait_until_ready(t):
+            if t["pipelined"] and not t["after"]:
+                # connected before its first byte: a pipeline's hops pay no connection set-up
+                conn, connected = self.open_push(t), self.now()
+            if not self.wait_until_ready(t, conn):
+                if conn is not None:
+                    conn.close()
                 return
-            self.send_transfer(t)
+            if conn is None:
+                conn, connected = self.open_push(t), None
+            self.send_transfer(t, conn, connected)
         except SourceChanged as exc:  # the message itself is wrong: no host can complete
             self.send({"type": Msg.ABORT, "reason": str(exc)})
         except (OSError, ProtocolError) as exc:
@@ -364,9 +373,10 @@ class Agent:
     def gone(self, dst: str) -> bool:
         return self.stop.is_set() or dst in self.dead
 
-    def wait_until_ready(self, t: dict) -> bool:
+    def wait_until_ready(self, t: dict, conn: Conn | None = None) -> bool:
         """Wait for ``after`` (the listed transfers complete anywhere) and, store-and-forward,
-        for all the transfer's bytes, pipelined for its first chunk. False: give up."""
+        for all the transfer's bytes, pipelined for its first chunk, with heartbeats on
+        ``conn`` (already open) meanwhile. False: give up."""
         dst = t["dst"]
         ranges = [tuple(r) for r in t["ranges"]]
         with self.deps:
@@ -382,27 +392,37 @@ class Agent:
                     self.store.cond.wait(0.5)
         elif ranges:
             off, length = ranges[0]
-            while not self.store.wait_covers(off, off + min(self.chunk, length), 0.5):
+            while not self.store.wait_covers(off, off + min(self.chunk, length), HEARTBEAT_EVERY):
                 if self.gone(dst):
                     return False
+                if conn is not None:
+                    conn.send_simple(T_HEARTBEAT)
         return True
 
-    def send_transfer(self, t: dict) -> None:
-        i, dst = int(t["index"]), t["dst"]
-        t_ready = self.now()  # `after` satisfied and (store-and-forward) every byte held
-        addr, port = self.peers[dst]
+    def open_push(self, t: dict) -> Conn:
+        """The transfer's data connection, authenticated and announced (PUSH)."""
+        addr, port = self.peers[t["dst"]]
         conn = connect(f"tcp:{addr}:{port}", self.secret, timeout=5, user_timeout=self.stall + 4)
-        tp = self.pacing.get("transfers", {}).get(str(i))
-        pacer = self.pacers.get(tp.get("uplink")) if tp else None
+        tp = self.pacing.get("transfers", {}).get(str(t["index"]))
         if tp and tp.get("sndbuf"):  # small send buffer: the pacer, not the kernel's FIFO, decides the shares
             try:
                 conn.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, int(tp["sndbuf"]))
             except OSError:
                 pass
-        conn.send_json({"type": Msg.PUSH, "transfer": i, "from": self.host})
-        # when this transfer could start and when its connection was ready: lets a run
-        # split a barrier's cost into relay/wake-up, connection set-up and data
-        self.send({"type": Msg.TSEND, "transfer": i, "ready": t_ready, "connected": self.now()})
+        conn.send_json({"type": Msg.PUSH, "transfer": int(t["index"]), "from": self.host})
+        return conn
+
+    def send_transfer(self, t: dict, conn: Conn, connected: float | None) -> None:
+        """Send the transfer's bytes on ``conn`` (opened at ``connected``, or now when None)."""
+        i = int(t["index"])
+        t_ready = self.now()  # `after` satisfied and (store-and-forward) every byte held
+        tp = self.pacing.get("transfers", {}).get(str(i))
+        pacer = self.pacers.get(tp.get("uplink")) if tp else None
+        # when this transfer could start and when its connection was ready (before that, for a
+        # pipelined transfer connected early): lets a run split a barrier's cost into
+        # relay/wake-up, connection set-up and data
+        connected = self.now() if connected is None else connected
+        self.send({"type": Msg.TSEND, "transfer": i, "ready": t_ready, "connected": connected})
         bucket = TokenBucket(t.get("rate_cap"), 2 * self.chunk)
         # paced or capped transfers keep to chunk-sized frames (the pacer's turns); others coalesce
         frame = self.chunk if (tp or t.get("rate_cap")) else self.max_frame
