@@ -150,6 +150,7 @@ class _Sim:
         self.redundant = {h for h in self.wanted if not self.allreduce and not exact_once(h)}
         # distinct wanted bytes of those hosts (a plan may want a range twice)
         self.wanted_distinct = {h: IntervalSet(self.wanted[h]).total for h in self.redundant}
+        self._coverage: dict[str, tuple] = {}  # host -> (what its coverage time depends on, time)
         self.waiting_data: dict[str, set[int]] = defaultdict(set)
         self.queue: dict[str, list[int]] = defaultdict(list)
         self.busy_senders: set[str] = set()  # senders with a non-empty queue
@@ -277,7 +278,15 @@ class _Sim:
             held = self.holds[h].total
             if held + float(self.sent[live].sum()) < self.wanted_distinct[h] * (1 - _REL):
                 continue
-            when = self._coverage_time(h, live, t0, sent0)
+            # the earliest coverage time depends only on what h holds and on which live
+            # transfers progress at which rates: reuse it while those stay the same
+            key = (tuple(live), self.rate[live].tobytes(), held)
+            cached = self._coverage.get(h)
+            if cached is not None and cached[0] == key:
+                when = cached[1]
+            else:
+                when = self._coverage_time(h, live, t0, sent0)
+                self._coverage[h] = (key, when)
             if when <= self.t:
                 self.host_done[h] = when
                 self.redundant.discard(h)
@@ -556,7 +565,7 @@ class _Sim:
             u = self.upstream[w]
             ok = (st[u] == FLOWING) & (self.rate[u] > 0)
             if ok.any():
-                act = np.array([self._activation(int(i)) for i in w])
+                act = np.minimum(self.base[w] + np.minimum(self.chunk, self.size[w]), self.size[u])  # _activation
                 with np.errstate(divide="ignore", invalid="ignore"):
                     groups.append((np.where(ok, (act - self.sent[u]) / self.rate[u], np.inf), "activate", w))
         dt = math.inf
