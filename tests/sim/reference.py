@@ -1,8 +1,9 @@
 """An independent, slow, obviously-correct reference for ``topocast.sim.simulate``.
 
 Written from docs/design.md "Simulator" and the docstring of ``topocast.plan`` only (not from
-``sim/engine.py``), for small plans in tests. Everything is exact rational arithmetic
-(``fractions.Fraction``): no tolerances, no snapping, so every equality below is exact.
+``sim/engine.py``), for plans of up to a few thousand transfers in tests. Everything is exact
+rational arithmetic (GMP's ``mpq`` through gmpy2, else ``fractions.Fraction``): no tolerances,
+no snapping, so every equality below is exact.
 
 Semantics implemented
 ---------------------
