@@ -331,9 +331,9 @@ def main(argv=None) -> None:
     print(f"topocast bench_scale, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores")
     for part in filter(None, args.parts.split(",")):
         if part == "scaling":
-            report["scaling"] = [
-                r for r in report.get("scaling", []) if str(r["hosts"]) not in args.scaling_hosts.split(",")
-            ]
+            # keep the rows of other (hosts, planner) pairs from earlier runs merged into --json
+            redo = {(int(h), p) for h in args.scaling_hosts.split(",") for p in args.scaling_planners.split(",")}
+            report["scaling"] = [r for r in report.get("scaling", []) if (r["hosts"], r["planner"]) not in redo]
             part_scaling(
                 work,
                 args.repeat,

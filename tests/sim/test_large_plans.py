@@ -29,9 +29,13 @@ def assert_agree(plan, topo):
         assert s == pytest.approx(rs, rel=REL, abs=1e-12) and d == pytest.approx(rd, rel=REL, abs=1e-12), i
 
 
-def random_plan(topo, n_transfers: int, seed: int) -> Plan:
+def random_plan(topo, n_transfers: int, seed: int, window: int | None = None) -> Plan:
     """Random valid plan: store-and-forward transfers of ranges their sender will hold,
-    pipelined sub-ranges of an upstream, ``after`` links and rate caps, over many senders."""
+    pipelined sub-ranges of an upstream, ``after`` links and rate caps, over many senders.
+
+    ``window``: transfer k also waits for transfer k - window, which keeps about ``window``
+    transfers under way at a time (the reference's cost grows with that number times the
+    number of events)."""
     rng = random.Random(seed)
     hosts = list(topo.hosts)
     size, unit = 10**6, 10**4  # 100 units
@@ -62,8 +66,11 @@ def random_plan(topo, n_transfers: int, seed: int) -> Plan:
             a = rng.randrange(ln // unit)
             b = rng.randrange(a + 1, min(ln // unit, a + 20) + 1)
             ranges = [(o + a * unit, (b - a) * unit)]
-        if transfers and rng.random() < 0.2:
-            kw["after"] = (rng.randrange(len(transfers)),)
+        after = {rng.randrange(len(transfers))} if transfers and rng.random() < 0.2 else set()
+        if window and len(transfers) >= window:
+            after.add(len(transfers) - window)  # at most about `window` transfers under way
+        if after:
+            kw["after"] = tuple(sorted(after))
         if rng.random() < 0.2:
             kw["rate_cap"] = rng.choice([2e6, 5e6, 2e7])
         into[dst].append(len(transfers))
@@ -88,8 +95,16 @@ def test_stable_on_a_many_level_tree_agrees_with_reference(asymmetric):
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2])
 def test_random_plans_with_many_transfers_agree_with_reference(seed):
-    # (the exact reference's fractions grow with every event: 500 transfers keep it to seconds)
     topo = random_tree(60, 15, min_mbit=100, max_mbit=1000, asymmetric=seed % 2 == 0, seed=seed)
     plan = random_plan(topo, 500, seed)
+    check_plan(plan, topo)
+    assert_agree(plan, topo)
+
+
+@pytest.mark.slow
+def test_random_plan_with_thousands_of_transfers_agrees_with_reference():
+    # a window keeps ~50 transfers under way, so the exact reference stays at seconds
+    topo = random_tree(60, 15, min_mbit=100, max_mbit=1000, asymmetric=True, seed=3)
+    plan = random_plan(topo, 2000, 3, window=50)
     check_plan(plan, topo)
     assert_agree(plan, topo)

@@ -154,6 +154,7 @@ class _Sim:
         self.redundant = {h for h in self.wanted if not self.allreduce and not exact_once(h)}
         # distinct wanted bytes of those hosts (a plan may want a range twice)
         self.wanted_distinct = {h: IntervalSet(self.wanted[h]).total for h in self.redundant}
+        self._coverage: dict[str, tuple] = {}  # host -> (what its coverage time depends on, time)
         self.waiting_data: dict[str, set[int]] = defaultdict(set)
         self.queue: dict[str, list[int]] = defaultdict(list)
         self.busy_senders: set[str] = set()  # senders with a non-empty queue
@@ -163,6 +164,7 @@ class _Sim:
         self.to_check: list[int] = []
         # what the last rate computation saw, to recompute only what changed (_rates)
         self._flowing_before = np.zeros(n, dtype=bool)
+        self._users = np.zeros(len(self.capacity), dtype=np.int64)  # flowing transfers per resource
         self.timed: set[int] = set()  # transfers in LATENCY or REDUCING (see _due)
         self._cap_before = np.full(n, math.nan)
         self._coupled_before = np.full(n, -2, dtype=np.int64)
@@ -280,7 +282,15 @@ class _Sim:
             held = self.holds[h].total
             if held + float(self.sent[live].sum()) < self.wanted_distinct[h] * (1 - _REL):
                 continue
-            when = self._coverage_time(h, live, t0, sent0)
+            # the earliest coverage time depends only on what h holds and on which live
+            # transfers progress at which rates: reuse it while those stay the same
+            key = (tuple(live), self.rate[live].tobytes(), held)
+            cached = self._coverage.get(h)
+            if cached is not None and cached[0] == key:
+                when = cached[1]
+            else:
+                when = self._coverage_time(h, live, t0, sent0)
+                self._coverage[h] = (key, when)
             if when <= self.t:
                 self.host_done[h] = when
                 self.redundant.discard(h)
@@ -434,14 +444,10 @@ class _Sim:
         ended = np.flatnonzero(was & ~now)
         self.rate[~now] = 0.0
         self._flowing_before = now
+        self._count_users(np.flatnonzero(now & ~was), 1)
+        self._count_users(ended, -1)
         if nf == 0:
             return
-        starts = self.res_ptr[flowing]
-        lengths = self.res_ptr[flowing + 1] - starts
-        total = int(lengths.sum())
-        pair_flow = np.repeat(np.arange(nf), lengths)
-        offsets = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
-        pair_res = self.res_idx[offsets + np.arange(total)]
         caps = self.flow_cap[flowing]
         # coupled: pipelined, caught up, upstream still flowing
         u = self.upstream[flowing]
@@ -461,8 +467,10 @@ class _Sim:
         touched = (~was[flowing]) | (caps != self._cap_before[flowing]) | (coupled_to != self._coupled_before[flowing])
         self._cap_before[flowing] = caps
         self._coupled_before[flowing] = coupled_to
-        if not touched.any() and not len(ended):
-            return
+        if not touched.any() and (not len(ended) or not self._users[self._resources(ended)].any()):
+            return  # nothing changed, or the flows that ended shared no resource with a flowing one
+        pair_flow = np.repeat(np.arange(nf), self.res_ptr[flowing + 1] - self.res_ptr[flowing])
+        pair_res = self._resources(flowing)
         pos = np.full(self.n, -1, dtype=np.int64)
         pos[flowing] = np.arange(nf)
         k_c = np.flatnonzero(coupled & (pos[np.where(coupled, u, 0)] >= 0))
@@ -486,6 +494,17 @@ class _Sim:
                 children[p].append(k)
         self.rate[targets] = progressive_filling(pair_flow, pair_res, self.capacity, caps, children)
 
+    def _resources(self, idx: np.ndarray) -> np.ndarray:
+        """The resources the transfers ``idx`` cross (with repetitions)."""
+        starts = self.res_ptr[idx]
+        lengths = self.res_ptr[idx + 1] - starts
+        offsets = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
+        return self.res_idx[offsets + np.arange(int(lengths.sum()))]
+
+    def _count_users(self, idx: np.ndarray, step: int) -> None:
+        if len(idx):
+            np.add.at(self._users, self._resources(idx), step)
+
     def _touched_components(self, nf, pair_flow, pair_res, parents, kids, touched, ended):
         """Bool over the flowing transfers: in a component with a touched flow or a resource an
         ended flow freed (None: every flow is)."""
@@ -503,8 +522,7 @@ class _Sim:
         hit = np.zeros(nf + n_res, dtype=bool)
         hit[label[np.flatnonzero(touched)]] = True
         if len(ended):
-            freed = np.concatenate([self.res_of[int(i)] for i in ended])
-            hit[label[nf + freed]] = True
+            hit[label[nf + self._resources(ended)]] = True
         sub = hit[label[:nf]]
         return None if sub.all() else sub
 
@@ -552,7 +570,7 @@ class _Sim:
             u = self.upstream[w]
             ok = (st[u] == FLOWING) & (self.rate[u] > 0)
             if ok.any():
-                act = np.array([self._activation(int(i)) for i in w])
+                act = np.minimum(self.base[w] + np.minimum(self.chunk, self.size[w]), self.size[u])  # _activation
                 with np.errstate(divide="ignore", invalid="ignore"):
                     groups.append((np.where(ok, (act - self.sent[u]) / self.rate[u], np.inf), "activate", w))
         dt = math.inf
