@@ -24,11 +24,14 @@ CRITERIA = ("makespan", "aggregate_bandwidth")
 TIE = 1e-3  # relative difference below which two scores tie
 
 
-def choose(collective: str, topology, request, *, by: str = "makespan", candidates=None, chunk_size=None):
-    """Run every non-selector planner of ``collective``; return (best plan, notes)."""
-    from ...check import check_plan
-    from ...sim import simulate
+def choose(
+    collective: str, topology, request, *, by: str = "makespan", candidates=None, chunk_size=None, evaluated=None
+):
+    """Run every non-selector planner of ``collective``; return (best plan, notes).
 
+    ``evaluated``: name -> (plan, simulated result) or an error string, for planners a caller
+    has already planned, checked and simulated on this input (``topocast compare``): they are
+    taken as they are instead of being planned again."""
     if by not in CRITERIA:
         raise InputError(f"by must be one of {', '.join(CRITERIA)}, got {by!r}", element="by")
     infos = available_planners(collective, include_selectors=False)
@@ -36,11 +39,17 @@ def choose(collective: str, topology, request, *, by: str = "makespan", candidat
         wanted = [c.strip() for c in (candidates.split(",") if isinstance(candidates, str) else candidates)]
         infos = [i for i in infos if i.name in wanted]
     scored, skipped = [], {}
+    evaluated = evaluated or {}
     for info in infos:
+        done = evaluated.get(info.name)
+        if isinstance(done, str):
+            skipped[info.name] = done
+            continue
         try:
-            plan = info(topology, request)
-            check_plan(plan, topology)
-            result = simulate(plan, topology, chunk_size=chunk_size)
+            if done is not None:
+                plan, result = done
+            else:
+                plan, result = _evaluate(info, topology, request, chunk_size)
         except TopocastError as exc:
             skipped[info.name] = str(exc)
             continue
@@ -75,6 +84,16 @@ def choose(collective: str, topology, request, *, by: str = "makespan", candidat
     return best[2], notes
 
 
+def _evaluate(info, topology, request, chunk_size):
+    """(plan, simulated result) of one planner on ``request``, the plan checked first."""
+    from ...check import check_plan
+    from ...sim import simulate
+
+    plan = info(topology, request)
+    check_plan(plan, topology)
+    return plan, simulate(plan, topology, chunk_size=chunk_size)
+
+
 @register_planner(
     "broadcast",
     "auto",
@@ -82,8 +101,9 @@ def choose(collective: str, topology, request, *, by: str = "makespan", candidat
     reference="topocast (selection by predicted time, as docs/design.md 'Planners')",
     tags=("selector",),
 )
-def plan_auto(topology, request: Broadcast, *, by: str = "makespan", candidates=None) -> Plan:
-    plan, notes = choose("broadcast", topology, request, by=by, candidates=candidates)
+def plan_auto(topology, request: Broadcast, *, by: str = "makespan", candidates=None, evaluated=None) -> Plan:
+    """The best plan of the registered planners (``evaluated``: see :func:`choose`)."""
+    plan, notes = choose("broadcast", topology, request, by=by, candidates=candidates, evaluated=evaluated)
     return replace(
         plan,
         planner="auto",
