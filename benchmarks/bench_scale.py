@@ -16,7 +16,10 @@ Parts (``--parts``, default all; run each under the shared lock on a shared mach
   cross traffic off: latency-weighted max-min; every route has the same latency, so the
   weights are equal and the two models coincide), times and ratio;
 * ``scaling``: plan time, simulate time and peak RSS against hosts (random tree,
-  symmetric) for each planner, and the log-log plot ``--plot``.
+  symmetric) for each planner, and the log-log plot ``--plot``;
+* ``plan1k``: planning time alone of every default broadcast planner (no simulation), random
+  tree, 1,000 hosts, symmetric and asymmetric, each in its own process stopped after
+  ``--plan-timeout`` seconds, with the plan's number of transfers.
 
 Networks come from the project's generator (``topocast topology generate random-tree --hosts N
 --switches N/4 --min-mbit 100 --max-mbit 1000 [--asymmetric] --seed 1``), written to
@@ -41,7 +44,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 G5K = ROOT.parent / "shared" / "data" / "simgrid" / "g5k.xml"
 SIMGRID_PYTHON = "/usr/bin/python3"
-PARTS = ("compare1k", "tree10k", "cluster100k", "g5k", "simgrid", "scaling")
+PARTS = ("compare1k", "tree10k", "cluster100k", "g5k", "simgrid", "scaling", "plan1k")
 SCALING_HOSTS = (100, 300, 1000, 3000, 10000)
 SCALING_PLANNERS = ("flat", "depth_first", "fpfr", "stable", "optimal", "balanced_multicast")
 
@@ -290,6 +293,44 @@ def part_scaling(work: Path, repeat: int, report: dict, hosts=SCALING_HOSTS, pla
             )
 
 
+PLAN_CHILD = """
+import json, sys, time
+from topocast.plan import Broadcast
+from topocast.planners import get_planner
+from topocast.topology import load_topology
+topo = load_topology(sys.argv[1])
+t0 = time.perf_counter()
+plan = get_planner("broadcast", sys.argv[2])(topo, Broadcast(topo.hosts[0], 10**9))
+print(json.dumps({"plan": time.perf_counter() - t0, "transfers": len(plan.transfers)}))
+"""
+
+
+def part_plan1k(work: Path, repeat: int, report: dict, timeout: float = 120.0) -> None:
+    from topocast.planners import available_planners
+
+    print(f"== random tree, 1,000 hosts: planning time alone, every default broadcast planner (stop at {timeout:g} s)")
+    for asym in (False, True):
+        f = random_tree_file(work, 1000, asym)
+        name = "asymmetric" if asym else "symmetric"
+        for info in available_planners("broadcast"):
+            argv = [sys.executable, "-c", PLAN_CHILD, str(f), info.name]
+            try:
+                out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=True).stdout
+            except subprocess.TimeoutExpired:
+                print(f"  {name:10s} {info.name:24s} over {timeout:g} s  [{load()}]", flush=True)
+                report[f"plan_{info.name}_1000_{name}"] = {"over_s": timeout, "load": load()}
+                continue
+            except subprocess.CalledProcessError as exc:
+                print(f"  {name:10s} {info.name:24s} failed: {exc.stderr.strip()[-200:]}", flush=True)
+                continue
+            d = json.loads(out)
+            print(
+                f"  {name:10s} {info.name:24s} plan {d['plan']:7.2f} s  transfers {d['transfers']:8d}  [{load()}]",
+                flush=True,
+            )
+            report[f"plan_{info.name}_1000_{name}"] = {**d, "load": load()}
+
+
 def plot_scaling(rows: list[dict], path: str) -> None:
     import matplotlib
 
@@ -322,6 +363,7 @@ def main(argv=None) -> None:
     ap.add_argument("--work", default="/tmp/topocast-scale", help="folder for the generated networks")
     ap.add_argument("--scaling-hosts", default=",".join(map(str, SCALING_HOSTS)))
     ap.add_argument("--scaling-planners", default=",".join(SCALING_PLANNERS))
+    ap.add_argument("--plan-timeout", type=float, default=120.0, help="plan1k: seconds per planner (default 120)")
     ap.add_argument("--plot", help="write the scaling plot (PNG)")
     ap.add_argument("--json", help="write every figure as JSON (merged into the file if it exists)")
     args = ap.parse_args(argv)
@@ -341,6 +383,8 @@ def main(argv=None) -> None:
                 [int(x) for x in args.scaling_hosts.split(",")],
                 args.scaling_planners.split(","),
             )
+        elif part == "plan1k":
+            part_plan1k(work, args.repeat, report, args.plan_timeout)
         elif part in PARTS:
             globals()[f"part_{part}"](work, args.repeat, report)
         else:

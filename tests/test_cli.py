@@ -124,3 +124,27 @@ def test_docs_planner_table_is_generated_from_the_registry():
     assert doc.read_text() == markdown_table(available_planners()), (
         "run: topocast planners --markdown > docs/planners.md"
     )
+
+
+def test_compare_plans_each_planner_once_and_auto_reuses_its_choice(monkeypatch):
+    """In compare, auto chooses among the rows already planned and simulated (it plans and
+    simulates nothing itself), and auto's row is its choice's row."""
+    from topocast.cli.cmd_compare import compare
+    from topocast.planners import available_planners
+    from topocast.planners.broadcast import auto
+    from topocast.topology import load_topology
+
+    def not_again(info, *args):
+        raise AssertionError(f"auto planned {info.name} again")
+
+    monkeypatch.setattr(auto, "_evaluate", not_again)
+    topo = load_topology("builtin:two-clusters")
+    _, results = compare(topo, topo.hosts[0], 10**8)
+    names = [n for n, _ in results]
+    assert names == [i.name for i in available_planners("broadcast")]  # table order kept
+    rows = {n: r for n, r in results if not isinstance(r, str)}
+    others = [n for n in rows if n != "auto"]
+    best = min(others, key=lambda n: (rows[n].makespan, -rows[n].aggregate_bandwidth))
+    assert rows["auto"].algorithm == "auto"
+    assert rows["auto"].makespan <= rows[best].makespan * (1 + 1e-3)
+    assert rows["auto"].makespan in {rows[n].makespan for n in others}

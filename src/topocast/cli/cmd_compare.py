@@ -60,15 +60,23 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def plan_with(
-    info: PlannerInfo, topology: Topology, request: object, seed: int | None, rate_tolerance: float | None = None
+    info: PlannerInfo,
+    topology: Topology,
+    request: object,
+    seed: int | None,
+    rate_tolerance: float | None = None,
+    evaluated: dict[str, tuple[Plan, Result] | str] | None = None,
 ) -> Plan:
-    """Run a planner with the CLI's ``--seed`` and ``--rate-tolerance``, where it takes them."""
+    """Run a planner with the CLI's ``--seed`` and ``--rate-tolerance``, where it takes them;
+    a selector (``auto``) that takes ``evaluated`` gets the other planners' plans and results."""
     import inspect
 
     params = inspect.signature(info.func).parameters
     kwargs: dict[str, object] = {"seed": seed} if "seed" in params else {}
     if rate_tolerance is not None and "rate_tolerance" in params:
         kwargs["rate_tolerance"] = rate_tolerance
+    if evaluated is not None and "evaluated" in params:
+        kwargs["evaluated"] = evaluated
     return info(topology, request, **kwargs)
 
 
@@ -85,7 +93,10 @@ def compare(
     rate_tolerance: float | None = None,
 ) -> tuple[Bound, list[tuple[str, Result | str]]]:
     """Plan, check and simulate each algorithm; returns (bound, [(name, Result or error str)]).
-    ``on_step(name)`` is called after each algorithm (a progress display)."""
+    ``on_step(name)`` is called after each algorithm (a progress display).
+
+    Selectors (``auto``) run last and choose among the plans and predictions already made
+    here (same seed, rate tolerance and chunk size) instead of planning everything again."""
     if algorithms is None:
         infos = available_planners("broadcast")
     else:
@@ -93,20 +104,40 @@ def compare(
     request = Broadcast(source, size, tuple(destinations) if destinations else None)
     dests = request.resolve(topology)
     bound = broadcast_bounds(topology, source, dests)
-    results: list[tuple[str, Result | str]] = []
-    for info in infos:
+    outcome: dict[str, Result | str] = {}
+    evaluated: dict[str, tuple[Plan, Result] | str] = {}  # name -> (plan, result) or error, for the selectors
+    for info in sorted(infos, key=lambda i: "selector" in i.tags):  # stable: table order kept
         try:
-            plan = plan_with(info, topology, request, seed, rate_tolerance)
-            check_plan(plan, topology)
-            res = simulate(plan, topology, chunk_size=chunk_size or None)
-            results.append((info.name, res))
+            if "selector" in info.tags:
+                plan = plan_with(info, topology, request, seed, rate_tolerance, evaluated)
+                res = _reused(plan, evaluated) or _simulated(plan, topology, chunk_size)
+            else:
+                plan = plan_with(info, topology, request, seed, rate_tolerance)
+                res = _simulated(plan, topology, chunk_size)
+                evaluated[info.name] = (plan, res)
+            outcome[info.name] = res
         except TopocastError as exc:
             if algorithms is not None and len(infos) == 1:
                 raise
-            results.append((info.name, f"{type(exc).__name__}: {exc}"))
+            outcome[info.name] = evaluated[info.name] = f"{type(exc).__name__}: {exc}"
         if on_step is not None:
             on_step(info.name)
-    return bound, results
+    return bound, [(info.name, outcome[info.name]) for info in infos]
+
+
+def _simulated(plan, topology, chunk_size):
+    check_plan(plan, topology)
+    return simulate(plan, topology, chunk_size=chunk_size or None)
+
+
+def _reused(plan, evaluated):
+    """The prediction already made for the plan a selector chose (None: not made here)."""
+    from dataclasses import replace
+
+    chosen = evaluated.get(plan.notes.get("choice"))
+    if isinstance(chosen, tuple) and chosen[0].transfers == plan.transfers:
+        return replace(chosen[1], algorithm=plan.planner)
+    return None
 
 
 def run(args: argparse.Namespace) -> int:

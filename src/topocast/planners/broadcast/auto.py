@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING
 
 from ...errors import InputError, TopocastError
 from ...plan import Broadcast, Plan
-from ..registry import available_planners, register_planner
+from ..registry import PlannerInfo, available_planners, register_planner
 
 if TYPE_CHECKING:
+    from ...results import Result
     from ...topology import Topology
 
 __all__ = ["plan_auto", "choose"]
@@ -37,11 +38,13 @@ def choose(
     by: str = "makespan",
     candidates: str | Sequence[str] | None = None,
     chunk_size: int | None = None,
+    evaluated: dict[str, tuple[Plan, Result] | str] | None = None,
 ) -> tuple[Plan, dict[str, object]]:
-    """Run every non-selector planner of ``collective``; return (best plan, notes)."""
-    from ...check import check_plan
-    from ...sim import simulate
+    """Run every non-selector planner of ``collective``; return (best plan, notes).
 
+    ``evaluated``: name -> (plan, simulated result) or an error string, for planners a caller
+    has already planned, checked and simulated on this input (``topocast compare``): they are
+    taken as they are instead of being planned again."""
     if by not in CRITERIA:
         raise InputError(f"by must be one of {', '.join(CRITERIA)}, got {by!r}", element="by")
     infos = available_planners(collective, include_selectors=False)
@@ -49,11 +52,17 @@ def choose(
         wanted = [c.strip() for c in (candidates.split(",") if isinstance(candidates, str) else candidates)]
         infos = [i for i in infos if i.name in wanted]
     scored, skipped = [], {}
+    evaluated = evaluated or {}
     for info in infos:
+        done = evaluated.get(info.name)
+        if isinstance(done, str):
+            skipped[info.name] = done
+            continue
         try:
-            plan = info(topology, request)
-            check_plan(plan, topology)
-            result = simulate(plan, topology, chunk_size=chunk_size)
+            if done is not None:
+                plan, result = done
+            else:
+                plan, result = _evaluate(info, topology, request, chunk_size)
         except TopocastError as exc:
             skipped[info.name] = str(exc)
             continue
@@ -88,6 +97,16 @@ def choose(
     return best[2], notes
 
 
+def _evaluate(info: PlannerInfo, topology: Topology, request: object, chunk_size: int | None) -> tuple[Plan, Result]:
+    """(plan, simulated result) of one planner on ``request``, the plan checked first."""
+    from ...check import check_plan
+    from ...sim import simulate
+
+    plan = info(topology, request)
+    check_plan(plan, topology)
+    return plan, simulate(plan, topology, chunk_size=chunk_size)
+
+
 @register_planner(
     "broadcast",
     "auto",
@@ -96,9 +115,15 @@ def choose(
     tags=("selector",),
 )
 def plan_auto(
-    topology: Topology, request: Broadcast, *, by: str = "makespan", candidates: str | Sequence[str] | None = None
+    topology: Topology,
+    request: Broadcast,
+    *,
+    by: str = "makespan",
+    candidates: str | Sequence[str] | None = None,
+    evaluated: dict[str, tuple[Plan, Result] | str] | None = None,
 ) -> Plan:
-    plan, notes = choose("broadcast", topology, request, by=by, candidates=candidates)
+    """The best plan of the registered planners (``evaluated``: see :func:`choose`)."""
+    plan, notes = choose("broadcast", topology, request, by=by, candidates=candidates, evaluated=evaluated)
     return replace(
         plan,
         planner="auto",

@@ -41,6 +41,10 @@ VARIANTS = ("load-aware", "widest", "prim")
 def _route_matrix(topology: Topology, hosts: Sequence[str]):
     """Padded directed-link ids of route(h_i, h_j) (pad = an extra link of infinite capacity)."""
     n_links = len(topology.links)
+    if topology.is_tree() and not topology.routes:
+        mat = _tree_route_matrix(topology, hosts)
+        if mat is not None:
+            return mat
     routes = [[topology.route(u, v) if u != v else () for v in hosts] for u in hosts]
     lmax = max((len(r) for row in routes for r in row), default=1) or 1
     mat = np.full((len(hosts), len(hosts), lmax), n_links, dtype=np.int64)
@@ -49,6 +53,45 @@ def _route_matrix(topology: Topology, hosts: Sequence[str]):
             if r:
                 mat[i, j, : len(r)] = r
     return mat
+
+
+def _tree_route_matrix(topology: Topology, hosts: Sequence[str]) -> np.ndarray | None:
+    """``_route_matrix`` on a tree, every pair at once: the walk of ``Topology.route`` (up to
+    the lowest common ancestor, then down) taken one level per step for all pairs, instead of
+    h^2 walks in Python. None when a route is missing (a one-way link): the caller falls back to
+    ``Topology.route``, which names the pair."""
+    parent, depth, up, down = (np.asarray(x, dtype=np.int64) for x in topology._rooted_tree())
+    idx = np.array([topology.index(x) for x in hosts], dtype=np.int64)
+    if (depth[idx] < 0).any():
+        return None
+    h, pad = len(hosts), len(topology.links)
+    a, b = np.repeat(idx, h), np.tile(idx, h)
+    rises, falls = [], []  # per step: the link taken (or -2: no move)
+    while True:
+        moving = a != b
+        if not moving.any():
+            break
+        da, db = depth[a], depth[b]
+        ma, mb = moving & (da >= db), moving & (db >= da)
+        rises.append(np.where(ma, up[a], -2))
+        falls.append(np.where(mb, down[b], -2))
+        a = np.where(ma, parent[a], a)
+        b = np.where(mb, parent[b], b)
+    if not rises:
+        return np.full((h, h, 1), pad, dtype=np.int64)
+    rise, fall = np.stack(rises, axis=1), np.stack(falls, axis=1)  # pairs x steps
+    if (rise == -1).any() or (fall == -1).any():
+        return None
+    rise_len, fall_len = (rise >= 0).sum(axis=1), (fall >= 0).sum(axis=1)
+    lmax = max(int((rise_len + fall_len).max()), 1)
+    mat = np.full((h * h, lmax), pad, dtype=np.int64)
+    rows = np.broadcast_to(np.arange(h * h)[:, None], rise.shape)
+    # rises in walking order, then falls from the common ancestor down (last fall step first)
+    m = rise >= 0
+    mat[rows[m], (np.cumsum(m, axis=1) - 1)[m]] = rise[m]
+    m = fall >= 0
+    mat[rows[m], (rise_len[:, None] + fall_len[:, None] - np.cumsum(m, axis=1))[m]] = fall[m]
+    return mat.reshape(h, h, lmax)
 
 
 def dijkstra_tree(
@@ -61,16 +104,9 @@ def dijkstra_tree(
     h = len(hosts)
     mat = _route_matrix(topology, hosts)
     cap = np.append(topology.link_bandwidth, np.inf)
-    load = np.zeros(len(cap))
-    in_tree = np.zeros(h, dtype=bool)
-    in_tree[0] = True
-    rate = np.zeros(h)
-    rate[0] = np.inf
-    iso = cap[mat].min(axis=2)  # isolated bottleneck bw(u, v)
-    key = np.zeros(h)
-    key[0] = np.inf
     hops = []
     if variant != "load-aware":
+        iso = cap[mat].min(axis=2)  # isolated bottleneck bw(u, v)
         # step: classic Dijkstra/Prim over the overlay with isolated bandwidths
         best = np.full(h, -1.0)
         parent = np.full(h, -1)
@@ -89,18 +125,66 @@ def dijkstra_tree(
             best[upd] = val[upd]
             parent[upd] = u
         return hops
+    return _load_aware_hops(mat, cap, len(topology.links), hosts)
+
+
+#: Stale candidates re-evaluated at once, at first (doubled while none is still exact).
+REFRESH_CHUNK = 64
+
+
+def _load_aware_hops(mat, cap, n_links, hosts):
+    """The load-aware greedy: repeatedly add the hop u->v (u in the tree, v not) of largest
+    ``min(rate[u], min_{e in route(u,v)} c(e) / (load(e) + 1))``, lowest (u, v) on ties.
+
+    Loads only grow, so a value computed earlier is an upper bound of the current one ([I],
+    lazy greedy): ``ub`` keeps each candidate's last value, and only the candidates whose bound
+    reaches the maximum are re-evaluated, lowest index first, in chunks, until one is still
+    exact. That candidate is the one a full re-evaluation would pick (every other candidate is
+    at most its bound, below the maximum, or later in index order), so the tree is the same;
+    the work per step follows the stale candidates instead of all h x h pairs.
+    """
+    h = len(hosts)
+    load = np.zeros(len(cap))
+    rate = np.zeros(h)
+    rate[0] = np.inf
+    ub = np.full((h, h), -np.inf)
+    ub_flat = ub.reshape(-1)
+    out = np.zeros(h, dtype=bool)  # not in the tree yet
+    out[1:] = True
+
+    def value(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+        return np.minimum(rate[u], (cap / (load + 1.0))[mat[u, v]].min(axis=-1))
+
+    def join(u: int) -> None:  # u's candidate row, exact at the current loads
+        cols = np.flatnonzero(out)
+        ub[u, cols] = value(np.full(len(cols), u), cols)
+
+    join(0)
+    hops = []
     for _ in range(h - 1):
-        share = (cap / (load + 1.0))[mat].min(axis=2)  # h x h
-        cand = np.minimum(rate[:, None], share)
-        cand[~in_tree, :] = -1.0
-        cand[:, in_tree] = -1.0
-        flat = int(np.argmax(cand))
-        u, v = divmod(flat, h)
-        in_tree[v] = True
-        rate[v] = cand[u, v]
+        while True:
+            top = ub_flat.max()
+            ties = np.flatnonzero(ub_flat == top)
+            chunk, found = REFRESH_CHUNK, -1
+            for start in range(0, len(ties), chunk):
+                part = ties[start : start + chunk]
+                fresh = value(*np.divmod(part, h))
+                ub_flat[part] = fresh
+                exact = np.flatnonzero(fresh == top)
+                if len(exact):
+                    found = int(part[exact[0]])
+                    break
+                chunk *= 2
+            if found >= 0:
+                break
+        u, v = divmod(found, h)
+        rate[v] = top
+        out[v] = False
+        ub[:, v] = -np.inf
         r = mat[u, v]
-        load[r[r < len(topology.links)]] += 1.0
+        load[r[r < n_links]] += 1.0
         hops.append((hosts[u], hosts[v]))
+        join(v)
     return hops
 
 
