@@ -3,7 +3,8 @@ planner's predicted broadcast reaches (docs/experiments/pipeline-depth.md).
 
 Cases (1 GB from the first host, or g5k's ``bordeplage-1``, to every other host):
 
-* ``g5k``: SimGrid's g5k.xml from ../shared/data with every link at 2.25 ms; target: the best
+* ``g5k``: SimGrid's g5k.xml from ``--data`` (default: a folder ``shared/data`` beside the
+  repository, docs/topology.md) with every link at 2.25 ms; target: the best
   planner >= 0.95 of Σ max-flow;
 * ``g5k-shared``: the same with every host link half-duplex (``sharing: shared``); target: the
   best >= 0.9 of the half-duplex relay ceiling;
@@ -17,7 +18,7 @@ The bound printed is the relay ceiling (:func:`topocast.relay_bound.relay_ceilin
 bound, makespan, planning and simulation seconds, and the machine load.
 
     PYTHONPATH=src python benchmarks/bench_pipeline_depth.py [--cases g5k,g5k-shared,mc-1000-uniform-500-1000]
-        [--planners stable,depth_first,two_tree,optimal] [--data ../shared/data]
+        [--planners stable,depth_first,two_tree,optimal] [--data DIR]
 """
 
 from __future__ import annotations

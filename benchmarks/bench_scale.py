@@ -10,7 +10,7 @@ Parts (``--parts``, default all; run each under the shared lock on a shared mach
   ``-a optimal`` (plan + check + simulate), whole process, with peak RSS;
 * ``cluster100k``: 100,000 hosts in the multi-cluster generator (2,000 clusters):
   ``topocast simulate -a flat / depth_first / stable``;
-* ``g5k``: the 1,528-host SimGrid platform ../shared/data/simgrid/g5k.xml: ``topocast
+* ``g5k``: the 1,528-host SimGrid platform ``DATA/simgrid/g5k.xml`` (``--data``): ``topocast
   compare`` with every default broadcast planner;
 * ``simgrid``: one flow set simulated by topocast and by SimGrid 3.32 (CM02, TCP-gamma 0,
   cross traffic off: latency-weighted max-min; every route has the same latency, so the
@@ -42,7 +42,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-G5K = ROOT.parent / "shared" / "data" / "simgrid" / "g5k.xml"
+# real topologies: a folder beside the repository by default (docs/topology.md says where to get them)
+DATA = ROOT.parent / "shared" / "data"
+G5K = DATA / "simgrid" / "g5k.xml"
 SIMGRID_PYTHON = "/usr/bin/python3"
 PARTS = ("compare1k", "tree10k", "cluster100k", "g5k", "simgrid", "scaling", "plan1k")
 SCALING_HOSTS = (100, 300, 1000, 3000, 10000)
@@ -364,9 +366,12 @@ def main(argv=None) -> None:
     ap.add_argument("--scaling-hosts", default=",".join(map(str, SCALING_HOSTS)))
     ap.add_argument("--scaling-planners", default=",".join(SCALING_PLANNERS))
     ap.add_argument("--plan-timeout", type=float, default=120.0, help="plan1k: seconds per planner (default 120)")
+    ap.add_argument("--data", default=str(DATA), help="folder of real topologies (g5k: simgrid/g5k.xml in it)")
     ap.add_argument("--plot", help="write the scaling plot (PNG)")
     ap.add_argument("--json", help="write every figure as JSON (merged into the file if it exists)")
     args = ap.parse_args(argv)
+    global G5K
+    G5K = Path(args.data) / "simgrid" / "g5k.xml"
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     report: dict = json.loads(Path(args.json).read_text()) if args.json and Path(args.json).exists() else {}
