@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
+    from mpi4py.typing import BufSpec
+    from typing_extensions import Buffer
 
 __all__ = ["Message", "as_message", "reduction"]
 
@@ -35,7 +42,7 @@ def _to_numpy_dtype(datatype) -> np.dtype:
         raise ValueError(f"MPI datatype {datatype} has no numpy equivalent ({exc})") from None
 
 
-def as_message(spec, *, writable: bool, what: str) -> Message:
+def as_message(spec: BufSpec, *, writable: bool, what: str) -> Message:
     """``spec``: a numpy array, a bytes-like object, ``[buf, datatype]`` or ``[buf, count,
     datatype]`` (as mpi4py's upper-case methods take). Raises ValueError saying what is
     wrong with ``what`` (the argument's name)."""
@@ -53,8 +60,8 @@ def as_message(spec, *, writable: bool, what: str) -> Message:
             raise ValueError(
                 f"{what}: expected a buffer, [buf, datatype] or [buf, count, datatype], got a {type(spec).__name__} of {len(spec)}"
             )
-    try:
-        view = memoryview(obj)
+    try:  # memoryview raises the TypeError of a non-buffer, reported below
+        view = memoryview(cast("Buffer", obj))
     except TypeError:
         raise ValueError(f"{what}: {type(obj).__name__} is not a buffer (numpy array or bytes-like expected)") from None
     if not view.c_contiguous:
@@ -83,7 +90,7 @@ _LOGICAL = {"LAND": np.logical_and, "LOR": np.logical_or, "LXOR": np.logical_xor
 _BITWISE = {"BAND": np.bitwise_and, "BOR": np.bitwise_or, "BXOR": np.bitwise_xor}
 
 
-def op_name(op) -> str:
+def op_name(op: MPI.Op) -> str:
     from mpi4py import MPI
 
     for name in (*_ARITH, *_LOGICAL, *_BITWISE):
@@ -92,7 +99,7 @@ def op_name(op) -> str:
     raise ValueError(f"op: only MPI's built-in operations {', '.join((*_ARITH, *_LOGICAL, *_BITWISE))} are supported")
 
 
-def reduction(name: str, dtype: np.dtype):
+def reduction(name: str, dtype: np.dtype) -> Callable[[np.ndarray, np.ndarray], None]:
     """``combine(dst, src)``: ``dst = dst op src`` elementwise on the uint8 views ``dst``,
     ``src`` of whole elements of ``dtype``. ValueError when MPI does not define ``name`` on
     ``dtype``."""

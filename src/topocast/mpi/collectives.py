@@ -32,8 +32,9 @@ one MPI message per chunk) is larger than anything a plan can save
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
@@ -42,6 +43,19 @@ from ..plan import Broadcast, Plan
 from ..runtime import DEFAULT_CHUNK
 from .buffers import as_message, op_name, reduction
 from .engine import MPIRunError, RankStats, chunk_for, perform_local
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
+    from mpi4py.typing import BufSpec, InPlace
+    from numpy.typing import DTypeLike
+
+    from ..topology import Topology
+
+    # the host of each rank: a host per rank, or host -> rank
+    HostMapping = Sequence[str] | dict[str, int]
+
+#: the caller's own buffer, returned as it was passed
+_Buf = TypeVar("_Buf", bound="BufSpec")
 
 __all__ = ["bcast", "allreduce", "perform", "plan_of", "job_hosts", "DEFAULT_BCAST", "DEFAULT_ALLREDUCE"]
 
@@ -198,7 +212,9 @@ def _my_host(comm, topology, mapping) -> str:
     return MPI.Get_processor_name()
 
 
-def job_hosts(comm, topology=None, mapping=None, what: str = "topocast.mpi") -> list[str]:
+def job_hosts(
+    comm: MPI.Comm, topology: Topology | None = None, mapping: HostMapping | None = None, what: str = "topocast.mpi"
+) -> list[str]:
     """The host of every rank, checked against ``topology``: same error on every rank."""
     try:
         desc = _Desc(None, host=_my_host(comm, topology, mapping), topology=_topology_key(topology))
@@ -390,7 +406,17 @@ def _mpi_prediction(collective: str, topology, hosts, root: int, nbytes: int, co
     return simulate(plan, topo).makespan
 
 
-def plan_of(comm, collective: str, nbytes: int, *, root=0, itemsize=1, topology=None, algorithm="auto", mapping=None):
+def plan_of(
+    comm: MPI.Comm,
+    collective: str,
+    nbytes: int,
+    *,
+    root: int = 0,
+    itemsize: int = 1,
+    topology: Topology | None = None,
+    algorithm: str = "auto",
+    mapping: HostMapping | None = None,
+) -> Plan | None:
     """The plan ``bcast`` (``collective="broadcast"``) or ``allreduce`` (``"allreduce"``, of
     ``nbytes // itemsize`` elements) will follow for a message of ``nbytes`` bytes, made now
     and cached (collective: every rank calls it); None when the call will use MPI's own
@@ -443,8 +469,16 @@ def _allreduce_runner(
 
 
 def bcast(
-    comm, buf, root: int = 0, *, topology=None, algorithm: str = "auto", mapping=None, chunk_size=None, check=True
-):
+    comm: MPI.Comm,
+    buf: _Buf,
+    root: int = 0,
+    *,
+    topology: Topology | None = None,
+    algorithm: str = "auto",
+    mapping: HostMapping | None = None,
+    chunk_size: int | None = None,
+    check: bool = True,
+) -> _Buf:
     """Broadcast ``buf`` from ``root`` to every rank of ``comm``, as ``comm.Bcast(buf, root)``
     does, along a topocast plan for ``topology`` (default planner: ``auto``, which calls
     ``comm.Bcast`` itself where no plan can win; without a topology: ``DEFAULT_BCAST`` on a
@@ -489,17 +523,17 @@ def bcast(
 
 
 def allreduce(
-    comm,
-    sendbuf,
-    recvbuf,
-    op=None,
+    comm: MPI.Comm,
+    sendbuf: BufSpec | InPlace,
+    recvbuf: _Buf,
+    op: MPI.Op | None = None,
     *,
-    topology=None,
+    topology: Topology | None = None,
     algorithm: str = "auto",
-    mapping=None,
-    chunk_size=None,
-    check=True,
-):
+    mapping: HostMapping | None = None,
+    chunk_size: int | None = None,
+    check: bool = True,
+) -> _Buf:
     """``comm.Allreduce(sendbuf, recvbuf, op)`` along a topocast allreduce plan (default
     ``auto``, which calls ``comm.Allreduce`` itself where no plan can win; without a topology
     ``DEFAULT_ALLREDUCE`` on a uniform star). ``op``: a built-in MPI operation (default
@@ -554,7 +588,17 @@ def allreduce(
     return recvbuf
 
 
-def perform(comm, plan: Plan, buf, *, mapping=None, topology=None, chunk_size=None, op=None, dtype=None) -> RankStats:
+def perform(
+    comm: MPI.Comm,
+    plan: Plan,
+    buf: BufSpec,
+    *,
+    mapping: HostMapping | None = None,
+    topology: Topology | None = None,
+    chunk_size: int | None = None,
+    op: MPI.Op | None = None,
+    dtype: DTypeLike | None = None,
+) -> RankStats:
     """Perform ``plan`` on ``comm``: each rank plays its host (``mapping``: a host per rank or
     host -> rank; default ``MPI.Get_processor_name()``) with ``buf`` (``plan.size`` bytes;
     ranks that initially hold bytes hold them in ``buf``, receivers get theirs there).

@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -34,6 +36,9 @@ from ..errors import TopocastError
 from ..intervals import IntervalSet
 from ..plan import Plan
 from ..runtime.pacing import RoundRobin
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
 
 __all__ = ["MPIRunError", "RankStats", "perform_local", "chunk_for", "WINDOW", "NOTIFY_TAG"]
 
@@ -104,7 +109,7 @@ class _In:
     first: float | None = None
 
 
-def chunks_of(ranges, chunk: int):
+def chunks_of(ranges: Iterable[tuple[int, int]], chunk: int) -> Iterator[tuple[int, int]]:
     """``(start, end)`` of each piece of at most ``chunk`` bytes of ``ranges``, in order."""
     for off, length in ranges:
         for a in range(off, off + length, chunk):
@@ -141,7 +146,15 @@ def _offsets(chunks) -> list[int]:
     return out
 
 
-def perform_local(comm, plan: Plan, buf: np.ndarray, rank_of: dict[str, int], *, chunk: int, reduce=None) -> RankStats:
+def perform_local(
+    comm: MPI.Comm,
+    plan: Plan,
+    buf: np.ndarray,
+    rank_of: dict[str, int],
+    *,
+    chunk: int,
+    reduce: Callable[[np.ndarray, np.ndarray], None] | None = None,
+) -> RankStats:
     """This rank's part of ``plan`` on ``comm`` (every rank of the plan calls it together).
 
     ``buf``: the message as a writable uint8 array of ``plan.size`` bytes (read-only is fine
@@ -221,6 +234,7 @@ def perform_local(comm, plan: Plan, buf: np.ndarray, rank_of: dict[str, int], *,
                 for a, n in x.ranges:
                     part = x.tmp[off : off + n]
                     if x.reduce:
+                        assert reduce is not None  # callers pass it with every allreduce plan
                         reduce(buf[a : a + n], part)
                     else:
                         buf[a : a + n] = part

@@ -18,11 +18,17 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..plan import Plan
 from ..results import Result, aggregate_from_times
 from ..runtime.coordinator import RunError, RunOutcome
+
+if TYPE_CHECKING:
+    from ..runtime.launchers import Launcher
+    from ..topology import Topology
 
 __all__ = ["mpiexec_path", "perform_under_mpiexec", "perform_like_runtime"]
 
@@ -72,14 +78,22 @@ def perform_under_mpiexec(
 
 
 def perform_like_runtime(
-    plan: Plan, topology=None, *, launcher=None, file=None, chunk_size: int, timeout=None, dest_dir=None, **tcp_only
+    plan: Plan,
+    topology: Topology | None = None,
+    *,
+    launcher: Launcher | None = None,
+    file: str | None = None,
+    chunk_size: int,
+    timeout: float | None = None,
+    dest_dir: str | None = None,
+    before_start: Callable[[], object] | None = None,
+    **tcp_only: object,
 ) -> RunOutcome:
     """:func:`perform_under_mpiexec` called as ``topocast.runtime.perform`` is (``topocast run``):
     the options of the TCP agents (``tcp_only``: fair uplink, progress, idle timeout) do not
     apply to MPI ranks."""
     if dest_dir is not None:
         raise RunError("--dest-dir: the MPI launcher keeps the message in memory (use --launcher local)")
-    before_start = tcp_only.get("before_start")
     if before_start is not None:  # the CLI's prediction: finished before the ranks start, never during
         before_start()
     return perform_under_mpiexec(plan, file=file, chunk_size=chunk_size, timeout=timeout)

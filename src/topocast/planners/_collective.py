@@ -23,9 +23,17 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from ..errors import InputError, PlanError
 from ..plan import Ranges, Transfer, normalize_ranges
+
+if TYPE_CHECKING:
+    from ..plan import Broadcast
+    from ..topology import Topology
+
+#: one operation of an MPI step: (src, dst, ranges, reduce, label)
+Operation = tuple[str, str, Iterable[Sequence[int]], bool, str]
 
 __all__ = [
     "MPISchedule",
@@ -113,11 +121,20 @@ class MPISchedule:
         self.transfers.append(t)
         return len(self.transfers) - 1
 
-    def send(self, src: str, dst: str, ranges, *, reduce: bool = False, label: str = "", extra_after=()) -> int | None:
+    def send(
+        self,
+        src: str,
+        dst: str,
+        ranges: Iterable[Sequence[int]],
+        *,
+        reduce: bool = False,
+        label: str = "",
+        extra_after: Iterable[int] = (),
+    ) -> int | None:
         """A blocking send ``src -> dst`` (one operation of both hosts). ``None`` if empty."""
         return self.step([(src, dst, ranges, reduce, label)], extra_after=extra_after).get((src, dst))
 
-    def step(self, ops, *, extra_after=()) -> dict[tuple[str, str], int]:
+    def step(self, ops: Iterable[Operation], *, extra_after: Iterable[int] = ()) -> dict[tuple[str, str], int]:
         """Concurrent operations ``(src, dst, ranges, reduce, label)``: each waits for the
         latest operation of its two hosts; afterwards each host's frontier is the set of this
         step's transfers it takes part in. Returns ``{(src, dst): index}``."""
@@ -172,7 +189,9 @@ def _preorder(p: int) -> list[int]:
     return order
 
 
-def binomial_bcast(sched: MPISchedule, hosts: Sequence[str], root: int, ranges, label: str = "binomial") -> None:
+def binomial_bcast(
+    sched: MPISchedule, hosts: Sequence[str], root: int, ranges: Iterable[Sequence[int]], label: str = "binomial"
+) -> None:
     """MPICH ``bcast_intra_binomial`` over ``hosts`` (rank order) from ``hosts[root]``:
     relative rank ``r`` receives from ``r`` minus its lowest set bit, then sends to
     ``r + mask`` for decreasing masks (blocking sends, one after the other)."""
@@ -290,7 +309,7 @@ def ring_reduce_scatter(
 
 
 # --------------------------------------------------------------------------- request helpers
-def participants(topology, request) -> tuple[str, list[str]]:
+def participants(topology: Topology, request: Broadcast) -> tuple[str, list[str]]:
     """(source, hosts in rank order) of a broadcast request: the topology's host order
     restricted to the source and the destinations."""
     dests = request.resolve(topology)
@@ -298,7 +317,7 @@ def participants(topology, request) -> tuple[str, list[str]]:
     return request.source, [h for h in topology.hosts if h in members]
 
 
-def nic_bandwidth(topology, host: str) -> float:
+def nic_bandwidth(topology: Topology, host: str) -> float:
     """Bandwidth of a host's access (bytes/s): the slower direction of its widest attached
     link (the NIC speed in a cluster)."""
     from ..errors import TopologyError
@@ -314,7 +333,7 @@ def nic_bandwidth(topology, host: str) -> float:
     return best
 
 
-def switch_groups(topology, hosts: Sequence[str] | None = None) -> dict[str, list[str]]:
+def switch_groups(topology: Topology, hosts: Sequence[str] | None = None) -> dict[str, list[str]]:
     """Hosts grouped by the switch they attach to (the switch at the far end of their widest
     link; a host attached to no switch is a group of its own). Keys in first-seen order."""
     hosts = list(topology.hosts if hosts is None else hosts)
@@ -330,7 +349,9 @@ def switch_groups(topology, hosts: Sequence[str] | None = None) -> dict[str, lis
     return groups
 
 
-def parse_clusters(spec, hosts: Sequence[str], source: str = "clusters") -> list[list[str]]:
+def parse_clusters(
+    spec: str | Iterable[Iterable[str]], hosts: Sequence[str], source: str = "clusters"
+) -> list[list[str]]:
     """Explicit clusters: a list of host lists, or ``"a1,a2;b1,b2"``. Every host of
     ``hosts`` must appear exactly once."""
     if isinstance(spec, str):
@@ -353,7 +374,7 @@ def parse_clusters(spec, hosts: Sequence[str], source: str = "clusters") -> list
     return [sorted(g, key=order.__getitem__) for g in out if g]
 
 
-def detect_clusters(topology, hosts: Sequence[str] | None = None) -> list[list[str]]:
+def detect_clusters(topology: Topology, hosts: Sequence[str] | None = None) -> list[list[str]]:
     """Split ``hosts`` into clusters joined by wide-area links.
 
     Rule [I]:
@@ -417,7 +438,9 @@ def detect_clusters(topology, hosts: Sequence[str] | None = None) -> list[list[s
     return [hosts]
 
 
-def clusters_for(topology, hosts: Sequence[str], clusters=None) -> list[list[str]]:
+def clusters_for(
+    topology: Topology, hosts: Sequence[str], clusters: str | Iterable[Iterable[str]] | None = None
+) -> list[list[str]]:
     """Explicit ``clusters`` (see :func:`parse_clusters`) or :func:`detect_clusters`,
     restricted to ``hosts``."""
     if clusters is not None:
@@ -427,7 +450,7 @@ def clusters_for(topology, hosts: Sequence[str], clusters=None) -> list[list[str
     return [g for g in out if g]
 
 
-def wan_capacity(topology, a: str, b: str) -> float:
+def wan_capacity(topology: Topology, a: str, b: str) -> float:
     """Bandwidth of the inter-cluster part of ``route(a, b)``: the narrowest link on it that
     touches no host (the whole route if every link touches a host)."""
     links = [topology.links[i] for i in topology.route(a, b)]
@@ -500,7 +523,9 @@ class GridLayout:
             sched.step(ops)
 
 
-def connections_for(topology, a_hosts: Sequence[str], b_hosts: Sequence[str], connections=None) -> tuple[int, dict]:
+def connections_for(
+    topology: Topology, a_hosts: Sequence[str], b_hosts: Sequence[str], connections: int | None = None
+) -> tuple[int, dict[str, object]]:
     """Number of inter-cluster connections ``n`` and how it was chosen.
 
     Default (GridMPI congestion avoidance): ``n = floor(C_wan / B_nic)`` limited to

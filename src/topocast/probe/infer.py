@@ -16,14 +16,15 @@
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 
 from ..topology.io import measured_notes
 from ..topology.model import PhysicalLink, Topology
-from .bandwidth_tree import infer_bandwidth_tree
+from .bandwidth_tree import Bulk, infer_bandwidth_tree
 from .estimates import BandwidthTree, levels
 from .latency_tree import LatencyTree, infer_latency_tree, merge_short_links
 from .link_rates import measure_links
-from .session import robust_rtt
+from .session import ProbeSession, robust_rtt
 
 __all__ = ["build_topology", "infer_trees", "probe_network"]
 
@@ -36,7 +37,14 @@ def _round(x: float, digits: int = 3) -> float:
     return float(f"{x:.{digits}g}")
 
 
-def probe_network(session, hosts: list, *, duration: float = 0.3, pings: int = 10, rtt_threshold: float = 200e-6):
+def probe_network(
+    session: ProbeSession,
+    hosts: list[str],
+    *,
+    duration: float = 0.3,
+    pings: int = 10,
+    rtt_threshold: float = 200e-6,
+) -> tuple[LatencyTree, BandwidthTree]:
     """Measure with a started ``ProbeSession``: ``infer_trees`` on its round-trip times and
     timed transfers."""
     spreads: list[float] = []
@@ -50,7 +58,12 @@ def probe_network(session, hosts: list, *, duration: float = 0.3, pings: int = 1
 
 
 def infer_trees(
-    hosts: list, rtt, bulk, duration: float, rtt_threshold: float, rtt_spreads: list | None = None
+    hosts: list[str],
+    rtt: Callable[[str, str], float],
+    bulk: Bulk,
+    duration: float,
+    rtt_threshold: float,
+    rtt_spreads: list[float] | None = None,
 ) -> tuple[LatencyTree, BandwidthTree]:
     """The latency tree from ``rtt(a, b)`` (seconds); then, when it shows switches (two or
     more: the latencies tell places apart), that tree's links measured by ``bulk`` transfers

@@ -13,10 +13,16 @@ from __future__ import annotations
 
 import queue
 import signal
+import socket
 import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import IO, TYPE_CHECKING, Protocol
 
 from ..errors import TopocastError
 from .protocol import Conn, Msg, ProtocolError
+
+if TYPE_CHECKING:
+    from .launchers import Launcher
 
 __all__ = [
     "RunError",
@@ -36,8 +42,35 @@ class RunError(TopocastError):
     """The run could not be performed at all (agents did not start, bad input file, ...)."""
 
 
+class AgentProcess(Protocol):
+    """What a launcher's ``start`` returns: ``subprocess.Popen`` or the fork server's
+    ``ForkedAgent`` (the part of ``Popen``'s interface the coordinator uses)."""
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    @property
+    def stdin(self) -> IO[bytes] | None: ...
+
+    @property
+    def stderr(self) -> IO[bytes] | None: ...
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+    def kill(self) -> None: ...
+
+
 def connect_agents(
-    launcher, hosts, procs: dict, conns: dict, listener, control_addr, secret: bytes, dest_dir
+    launcher: Launcher,
+    hosts: Sequence[str],
+    procs: dict[str, AgentProcess],
+    conns: dict[str, Conn],
+    listener: socket.socket,
+    control_addr: str,
+    secret: bytes,
+    dest_dir: str | None,
 ) -> dict[str, dict]:
     """Start one agent per host (``procs[host]``) and wait (30 s at most) until each has
     connected back (``conns[host]``) and proved it knows ``secret``; returns each host's hello
@@ -98,7 +131,7 @@ def send_quietly(conn: Conn, msg: dict) -> None:
         pass
 
 
-def describe_exit(code) -> str:
+def describe_exit(code: int | None) -> str:
     """Why an agent stopped, from its exit status (None: still running)."""
     if code is None:
         return "lost contact with the agent (process still running)"
@@ -110,7 +143,7 @@ def describe_exit(code) -> str:
     return f"agent exited with status {code}"
 
 
-def wait_exit(proc, timeout: float = 2.0) -> bool:
+def wait_exit(proc: AgentProcess, timeout: float = 2.0) -> bool:
     """Has ``proc`` exited within ``timeout`` seconds?"""
     try:
         proc.wait(timeout=timeout)
@@ -119,7 +152,7 @@ def wait_exit(proc, timeout: float = 2.0) -> bool:
         return False
 
 
-def stop_agent(proc, grace: float = 2.0) -> None:
+def stop_agent(proc: AgentProcess, grace: float = 2.0) -> None:
     """Wait ``grace`` seconds for an agent to exit, then kill it."""
     if proc.poll() is None:
         try:
@@ -140,7 +173,7 @@ def stop_agent(proc, grace: float = 2.0) -> None:
             pass
 
 
-def stderr_tail(procs: dict, hosts) -> str:
+def stderr_tail(procs: Mapping[str, AgentProcess], hosts: Iterable[str]) -> str:
     """The last lines each exited agent of ``hosts`` wrote to its stderr, for error messages."""
     out = []
     for h in hosts:

@@ -30,8 +30,12 @@ import bisect
 import os
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from .protocol import T_DATA, T_END, T_JSON, Conn, Msg, ProtocolError, chunk_hash, connect, tune_tcp
+
+if TYPE_CHECKING:
+    from .agent import Agent
 
 PING_BYTES = 32
 BULK_FRAME = 32 * 1024  # small frames: the window's edges cut few bytes off at low rates
@@ -78,7 +82,7 @@ class _Prober:
         return time.monotonic() + float(msg.get("delay", 0.05))
 
 
-def serve_probe(agent, cfg: dict) -> int:
+def serve_probe(agent: Agent, cfg: dict) -> int:
     """Serve measurements for the coordinator until it says ``shutdown`` (or goes away)."""
     peers = {h: (str(a), int(p)) for h, (a, p) in cfg["peers"].items()}
     prober = _Prober(agent, peers, bool(cfg.get("shared_clock")))

@@ -24,7 +24,7 @@ class Allreduce:
     size: int
     hosts: tuple[str, ...] | None = None
 
-    def resolve(self, topology) -> list[str]:
+    def resolve(self, topology: Topology) -> list[str]:
         if self.size <= 0:
             raise PlanError(f"message size must be positive, got {self.size}", element="size")
         if self.hosts is None:

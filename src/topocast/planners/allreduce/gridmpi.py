@@ -23,7 +23,7 @@ single cluster there is no inter-cluster step and the plan is a ring allreduce.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from .._collective import GridLayout, MPISchedule, clusters_for, connections_for, ring_allgather, ring_reduce_scatter
@@ -54,6 +54,7 @@ def plan_gridmpi_allreduce(
     hosts = allreduce_hosts(topology, request)
     size = request.size
     groups = clusters_for(topology, hosts, clusters)
+    how: Mapping[str, object]  # how the number of connections was chosen (plan params)
     n, how = (len(groups[0]), {"connections_rule": "single cluster"}) if len(groups) == 1 else (None, {})
     for x in range(len(groups)):
         for y in range(x + 1, len(groups)):

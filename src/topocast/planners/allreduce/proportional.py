@@ -34,11 +34,18 @@ host's time is about ``(1 + 1/K) M / B_slow`` (it receives the last segment afte
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from ...plan import Transfer
 from .._collective import clusters_for, nic_bandwidth, switch_groups
 from ..registry import register_planner
 from ._common import allreduce_hosts, allreduce_plan
+
+if TYPE_CHECKING:
+    from ...plan import Broadcast, Plan
+    from ...topology import Topology
+    from ._common import Allreduce
 
 __all__ = ["plan_proportional", "ownership_shares", "reduction_groups", "segment_count"]
 
@@ -73,7 +80,9 @@ def ownership_shares(bandwidths: list[float], groups: int = 2) -> list[float]:
     return [s / scale for s in shares]
 
 
-def reduction_groups(topology, hosts, clusters=None) -> list[list[str]]:
+def reduction_groups(
+    topology: Topology, hosts: Sequence[str], clusters: str | Iterable[Iterable[str]] | None = None
+) -> list[list[str]]:
     """The clusters (``clusters=``, else detected as for ``gridmpi``); on one cluster, the
     hosts of each switch, so that every inter-switch link is crossed once per byte."""
     groups = clusters_for(topology, hosts, clusters)
@@ -112,7 +121,13 @@ def segment_count(size: int, groups: list[list[str]], segments: int | None) -> i
     reference="Rabenseifner, ICCS 2004 and Matsuda et al., Cluster 2006 (hierarchical reduce-scatter/allgather); "
     "ownership shares by water-filling and the segment pipeline: topocast",
 )
-def plan_proportional(topology, request, *, clusters=None, segments=None):
+def plan_proportional(
+    topology: Topology,
+    request: Allreduce | Broadcast,
+    *,
+    clusters: str | Iterable[Iterable[str]] | None = None,
+    segments: int | None = None,
+) -> Plan:
     hosts = allreduce_hosts(topology, request)
     size = request.size
     groups = reduction_groups(topology, hosts, clusters)

@@ -25,7 +25,7 @@ inter-cluster step and the plan is MPICH's scatter + ring allgather (van de Geij
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from ...plan import Broadcast, Plan
@@ -67,6 +67,7 @@ def plan_gridmpi_bcast(
     a = a[r:] + a[:r]  # relative order: the root is rank 0 of A
     others = [g for g in groups if source not in g]
     others.sort(key=lambda g: -topology.route_latency(source, g[0]))  # farthest first
+    how: Mapping[str, object]  # how the number of connections was chosen (plan params)
     n, how = 1, {"connections_rule": "single cluster"}
     for g in others:
         k, h = connections_for(topology, a, g, connections)

@@ -42,6 +42,8 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
 
@@ -52,10 +54,16 @@ from ._compact import DEFAULT_RATE_TOLERANCE, check_rate_tolerance, compact_nest
 from ._trees import Pipeline, _prefix, e1_rates, resource_arrays
 from .stable import stable_pipelines
 
+if TYPE_CHECKING:
+    from ...topology import Topology
+
 __all__ = ["plan_two_tree", "route_hierarchy", "nested_two_tree"]
 
+#: how route-ordered positions nest (:func:`route_hierarchy`): a position, or a list of pieces
+Nesting: TypeAlias = "int | list[Nesting]"
 
-def route_hierarchy(topology, source, members) -> tuple[list[str], list | int]:
+
+def route_hierarchy(topology: Topology, source: str, members: Sequence[str]) -> tuple[list[str], Nesting]:
     """The members in route order and how they nest: ``(order, nesting)``.
 
     ``order`` sorts the members by their route from ``source`` (directed link ids,
@@ -70,7 +78,7 @@ def route_hierarchy(topology, source, members) -> tuple[list[str], list | int]:
     if len(order) == 1:
         return order, 0
     shared = np.array([_common_prefix(routes[u], routes[v]) for u, v in zip(order, order[1:])], dtype=np.int64)
-    top: list = []
+    top: list[Nesting] = []
     todo = [(0, len(order) - 1, top)]  # (first, last position, the piece's list to fill)
     while todo:  # iterative: a line of a thousand switches nests a thousand deep
         a, b, piece = todo.pop()
@@ -80,8 +88,9 @@ def route_hierarchy(topology, source, members) -> tuple[list[str], list | int]:
             if s == e:
                 piece.append(s)
             else:
-                piece.append([])
-                todo.append((s, e, piece[-1]))
+                sub: list[Nesting] = []
+                piece.append(sub)
+                todo.append((s, e, sub))
     return order, top
 
 
@@ -94,7 +103,7 @@ def _common_prefix(r1, r2) -> int:
     return n
 
 
-def nested_two_tree(nesting, n: int) -> tuple[np.ndarray, np.ndarray]:
+def nested_two_tree(nesting: Nesting, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Parents (position, -1: fed by the source) of positions 0..n-1 in the trees T1 and T2.
 
     The paper's invariant [S:2tree]: every host sends at most two half-streams in all, so a
@@ -254,7 +263,9 @@ def _rates(topology, levels_hops, sizes, stable_rates):
     return np.maximum(sol.x, 0.0) * scale
 
 
-def two_stream_layout(size: int, rates) -> list[tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]]:
+def two_stream_layout(
+    size: int, rates: Sequence[float]
+) -> list[tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]]:
     """Byte sequences (T1, T2) of every level: stable's folded staged layout, two streams a level.
 
     Level L carries the complement of the union over j < L of the first
@@ -302,7 +313,9 @@ def _suffix(seq, p):
     summary="two-tree (double binary tree) per Stable Broadcast level, half the message on each tree, built switch by switch so no link carries more than a pipeline; depth ~log2 n per switch level; LP rates",
     reference="Sanders, Speck, Träff. Two-tree algorithms for full bandwidth broadcast, reduction and scan. Parallel Computing 35(12), 2009",
 )
-def plan_two_tree(topology, request: Broadcast, *, seed=None, rate_tolerance: float = DEFAULT_RATE_TOLERANCE) -> Plan:
+def plan_two_tree(
+    topology: Topology, request: Broadcast, *, seed: int | None = None, rate_tolerance: float = DEFAULT_RATE_TOLERANCE
+) -> Plan:
     """Plan a two-tree broadcast per level of ``stable``'s nested trees.
 
     ``rate_tolerance``: fraction of stable's expected aggregate bandwidth that may be given up
