@@ -198,3 +198,21 @@ def test_optimal_takes_two_tree_where_the_chain_fill_matters():
     flat = get_planner("broadcast", "optimal")(_star(300, 0.0), req)
     assert "predicted_aggregate_bandwidth" not in flat.notes
     assert flat.notes["method"] == "stable reaches the max-flow bound"
+
+
+def test_rates_stay_feasible_when_the_trees_cross_links_far_slower_than_stables():
+    """Found by the property tests: stable's one fast path (h1 -> h2 -> h0 at 125 MB/s) is
+    not a path of the two trees, which cross 10 B/s links; the LP's floor for level 1 must
+    not ask those links for more than they carry."""
+    links = [
+        L("h0", "h1", 10.0),
+        L("h1", "h2", 125e6),
+        L("h0", "h3", 10.0),
+        L("h0", "h4", 10.0),
+        L("h3", "h1", 10.0),
+        L("h0", "h2", 10.0, bandwidth_ba=125e6),
+    ]
+    topo = Topology("slow-crossings", ["h0", "h1", "h2", "h3", "h4"], [], links)
+    plan = get_planner("broadcast", "two_tree")(topo, Broadcast("h1", 1000, ("h0",)))
+    check_plan(plan, topo)
+    assert simulate(plan, topo).per_host["h0"].completed

@@ -244,7 +244,8 @@ def _hops(members, parents, source):
 def _rates(topology, levels_hops, sizes, stable_rates):
     """LP rates V_n of the levels (each tree at V_n / 2), feasible on every resource.
 
-    Level 1 keeps at least 10^-6 of stable's rate so that every destination completes."""
+    Level 1 keeps at least 10^-6 of stable's rate (or half of its largest feasible rate, if
+    that is less) so that every destination completes."""
     from scipy.optimize import linprog
 
     res_of, cap = resource_arrays(topology)
@@ -256,7 +257,12 @@ def _rates(topology, levels_hops, sizes, stable_rates):
     scale = float(cap[rows].max()) if len(rows) else 1.0
     if not len(rows):  # no limited link in the way: keep stable's rates
         return np.asarray(stable_rates, float)
-    bounds = [(stable_rates[0] * 1e-6 / scale, None)] + [(0, None)] * (len(sizes) - 1)
+    # level 1 alone at half its largest feasible rate is feasible, so the floor never makes
+    # the LP infeasible (the trees may cross links slower than 10^-6 of stable's rate)
+    first = uses[rows, 0]
+    level1_max = float((cap[rows][first > 0] / first[first > 0]).min()) if (first > 0).any() else math.inf
+    floor = min(stable_rates[0] * 1e-6, level1_max / 2)
+    bounds = [(floor / scale, None)] + [(0, None)] * (len(sizes) - 1)
     sol = linprog(-np.asarray(sizes, float), A_ub=uses[rows], b_ub=cap[rows] / scale, bounds=bounds, method="highs")
     if sol.status != 0:
         raise PlanError("two_tree: the rate LP found no feasible rates", element="topology")
