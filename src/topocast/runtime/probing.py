@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 PING_BYTES = 32
 BULK_FRAME = 32 * 1024  # small frames: the window's edges cut few bytes off at low rates
 DEFAULT_WARMUP = 0.05  # s of a bulk transfer left out of its rate
-DEFAULT_MIN_WINDOW = 0.08  # s: the shortest window a rate is read over
+DEFAULT_MIN_WINDOW = 0.16  # s: the shortest window a rate is read over
 DEFAULT_TOLERANCE = 0.03  # a running rate estimate that moves less than this has converged
 CHECK_EVERY = 0.01  # s between two looks at a running rate estimate
 
