@@ -89,7 +89,8 @@ class Store:
         self._source: tuple | None = None  # (kind, seed or fd, path, stat) for a source store
         self._read_lock = threading.Lock()
         self._follow: list | None = None  # the wanted ranges whose digest is followed
-        self._pieces: list[tuple[int, int]] = []  # their digest pieces, sorted by start
+        self._follow_pieces: list[tuple[int, int]] = []  # their digest pieces, in digest order
+        self._pieces: list[tuple[int, int]] = []  # the same, sorted by start (for lookups)
         self._piece_starts: list[int] = []
         self._piece_hashes: dict[tuple[int, int], int] = {}  # piece -> its hash, once held
         self._follow_lock = threading.Lock()
@@ -383,7 +384,8 @@ class Store:
         frame takes the frame's verified checksum as its hash (no second pass); a piece
         assembled from several frames is hashed once it is whole, while still in the cache."""
         self._follow = [tuple(r) for r in ranges]
-        self._pieces = sorted(set(digest_pieces(self._follow)))
+        self._follow_pieces = digest_pieces(self._follow)
+        self._pieces = sorted(set(self._follow_pieces))
         self._piece_starts = [a for a, _ in self._pieces]
         for a, b in self._pieces:
             self._hash_pieces(a, b, None)
@@ -412,8 +414,8 @@ class Store:
     def digest(self, ranges: Iterable[tuple[int, int]]) -> str:
         """Whole-message digest of ``ranges`` from what is stored (bounded memory)."""
         if self._follow is not None and [tuple(r) for r in ranges] == self._follow:
-            pieces = digest_pieces(self._follow)
-            for a, b in pieces:
+            pieces = self._follow_pieces
+            for a, b in pieces:  # a piece another thread's commit completed but has not hashed yet
                 self._hash_pieces(a, b, None)
             if all(p in self._piece_hashes for p in pieces):
                 return combine_piece_hashes(self._piece_hashes[p] for p in pieces)
