@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Protocol
 
 from ..errors import TopocastError
-from .protocol import Conn, Msg, ProtocolError
+from .protocol import Conn, Msg, ProtocolError, tune_tcp
 
 if TYPE_CHECKING:
     from .launchers import Launcher
@@ -96,6 +96,10 @@ def connect_agents(
             sock, _ = listener.accept()
         except TimeoutError:
             continue
+        if sock.family == socket.AF_INET:
+            # without TCP_NODELAY a control message sent while the previous one awaits its
+            # (delayed) acknowledgement waits for it: up to 40 ms per START, TDONE or SHUTDOWN
+            tune_tcp(sock)
         sock.settimeout(10)
         conn = Conn(sock)
         try:
