@@ -6,6 +6,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 
 import pytest
@@ -85,6 +86,7 @@ def test_a_server_that_cannot_start_falls_back_to_plain_agent_processes(monkeypa
 
     with monkeypatch.context() as m:
         m.setattr(fs.sys, "executable", "/bin/false")
+        m.setattr(fs, "_can_fork_here", lambda: False)
         broken = fs.ForkServerClient(_agent_env())
     t = time.monotonic()
     with pytest.raises(OSError):
@@ -93,3 +95,47 @@ def test_a_server_that_cannot_start_falls_back_to_plain_agent_processes(monkeypa
     monkeypatch.setattr(fs, "fork_server", lambda env: broken)
     out = perform(chain_plan(1 << 20), launcher=make_launcher("local"))
     assert out.failed == {}
+
+
+def test_a_single_threaded_process_forks_its_server_from_itself():
+    """``topocast run`` has one thread when it starts the server: the server is a fork of it
+    (ready at once), and agents forked from that server perform a plan."""
+    script = (
+        "from topocast.runtime import make_launcher, perform\n"
+        "from topocast.runtime.forkserver import fork_server\n"
+        "from topocast.runtime.launchers import _agent_env\n"
+        "from tests.runtime.helpers import chain_plan\n"
+        "launcher = make_launcher('local')\n"
+        "launcher.prepare()\n"
+        "kind = type(fork_server(_agent_env()).proc).__name__\n"
+        "out = perform(chain_plan(1 << 20), launcher=launcher)\n"
+        "print(kind, sorted(out.failed))\n"
+    )
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["_ServerHere", "[]"]
+
+
+def test_a_process_with_threads_starts_a_fresh_server_process():
+    """A fork copies only the calling thread: with another thread running, the server is a
+    new interpreter, not a fork of this process."""
+    import threading
+
+    import topocast.runtime.forkserver as fs
+
+    release = threading.Event()
+    other = threading.Thread(target=release.wait, daemon=True)
+    other.start()
+    try:
+        client = fs.ForkServerClient(_agent_env())
+    finally:
+        release.set()
+    try:
+        assert isinstance(client.proc, subprocess.Popen)
+        agent = client.start(_boot("tcp:127.0.0.1:1"))  # nobody listens: exits with a traceback
+        assert agent.wait(timeout=30) == 1
+    finally:
+        client.close()

@@ -7,6 +7,11 @@ a machine whose cores the run itself needs. The local launcher instead asks one 
 process, started once per coordinator process (early, while the caller still plans), to
 ``fork()`` each agent: a child starts with every module loaded.
 
+The server itself is a ``fork()`` of the coordinator process when that process still runs a
+single thread (the ``topocast run`` command: the server is then ready at once, with what the
+command has imported); otherwise (a test runner, a program with threads) it is a fresh
+``python -m topocast.runtime.forkserver``.
+
 We do not use ``multiprocessing``'s forkserver: its children re-run the caller's main script
 (spawn semantics), which for a benchmark or a test runner costs more than it saves.
 
@@ -35,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import traceback
 from typing import IO, Any
 
@@ -155,13 +161,15 @@ class ForkServerClient:
     """One running server and the agents it forked for this process."""
 
     def __init__(self, env: dict):
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "topocast.runtime.forkserver"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env=env,
-            start_new_session=True,
-        )
+        self.proc: Any = _fork_server_here() if _can_fork_here() else None
+        if self.proc is None:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "topocast.runtime.forkserver"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                env=env,
+                start_new_session=True,
+            )
         self._dir = tempfile.mkdtemp(prefix="topocast-agents-")
         self._ids = itertools.count()
         self._lock = threading.Lock()
@@ -222,6 +230,80 @@ class ForkServerClient:
             except OSError:
                 pass
         shutil.rmtree(self._dir, ignore_errors=True)
+
+
+def _can_fork_here() -> bool:
+    """Whether this process may become the server by ``fork()``: only while it runs one
+    thread (a fork copies no other thread, and a lock another thread held would stay held in
+    the child forever)."""
+    return threading.active_count() == 1
+
+
+class _ServerHere:
+    """The server as a ``fork()`` of this process (``Popen``'s ``stdin``, ``stdout``, ``pid``,
+    ``poll``, ``wait``, ``kill``): it inherits every module this process has already
+    imported, so it is ready in milliseconds instead of an interpreter start and numpy's
+    import; an agent forked from it is ready as soon as before."""
+
+    def __init__(self, pid: int, stdin: IO[bytes], stdout: IO[bytes]):
+        self.pid = pid
+        self.stdin: IO[bytes] | None = stdin
+        self.stdout: IO[bytes] | None = stdout
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                return self.returncode
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(f"fork server {self.pid}", timeout or 0.0)
+            time.sleep(0.005)
+        assert self.returncode is not None
+        return self.returncode
+
+    def kill(self) -> None:
+        if self.poll() is None:
+            os.kill(self.pid, signal.SIGKILL)
+
+
+def _fork_server_here() -> _ServerHere | None:
+    requests_r, requests_w = os.pipe()
+    replies_r, replies_w = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        for fd in (requests_r, requests_w, replies_r, replies_w):
+            os.close(fd)
+        return None
+    if pid == 0:  # the server: its own session, only its two pipes open
+        code = 1
+        try:
+            os.setsid()
+            os.dup2(requests_r, 0)
+            os.dup2(replies_w, 1)
+            os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+            # this process's streams may be a caller's wrappers (a test runner's capture):
+            # the server and its agents write to the file descriptors themselves
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (fd 1 carries the replies)
+            sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            code = serve(os.fdopen(0, "rb"), os.fdopen(1, "wb"))
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            os._exit(code)
+    os.close(requests_r)
+    os.close(replies_w)
+    return _ServerHere(pid, os.fdopen(requests_w, "wb"), os.fdopen(replies_r, "rb"))
 
 
 _client: ForkServerClient | None = None
