@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import math
 import sys
@@ -307,32 +308,16 @@ def run(args: argparse.Namespace) -> int:
 
     pool = ThreadPoolExecutor(1, thread_name_prefix="predict")
     expected = pool.submit(prediction_and_bound)
+    if not args.json:  # the table's modules, imported while this process waits for its agents
+        for module in ("rich.console", "rich.table"):
+            pool.submit(importlib.import_module, module)
     pool.shutdown(wait=False)
 
-    from rich.console import Console
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
-
-    err = Console(stderr=True)
-    progress = Progress(
-        TextColumn("{task.description:>8}"),
-        BarColumn(),
-        DownloadColumn(),
-        TransferSpeedColumn(),
-        console=err,
-        transient=True,
-    )
-    tasks = {}
-
-    def on_progress(held, t):
-        for h, n in held.items():
-            if h not in tasks:
-                tasks[h] = progress.add_task(h, total=sum(l for _, l in plan.wanted[h]))
-            progress.update(tasks[h], completed=n)
-
+    bars = _TransferBars(plan) if sys.stderr.isatty() and not args.json else None
     run_plan: Any = perform
     if args.launcher == "mpi":  # the plan's transfers as MPI messages (topocast.mpi)
         from ..mpi.launch import perform_like_runtime as run_plan
-    with progress:
+    try:
         outcome = run_plan(
             plan,
             topo,
@@ -342,12 +327,15 @@ def run(args: argparse.Namespace) -> int:
             dest_dir=args.dest_dir,
             timeout=args.timeout,
             idle_timeout=args.idle_timeout,
-            on_progress=on_progress,
+            on_progress=bars,
             fair_uplink=fair_uplink,
             goodput=goodput,
             prefault=args.prefault,
             before_start=expected.result,
         )
+    finally:
+        if bars is not None:
+            bars.close()
     predicted, bound = expected.result()
     measured = outcome.result
     if args.json:
@@ -376,8 +364,38 @@ def run(args: argparse.Namespace) -> int:
             }
         )
     else:
+        from rich.console import Console
+
         print_table(Console(), plan, algorithm, measured, predicted, bound, outcome, args.launcher)
     return 0 if not outcome.failed else 1
+
+
+class _TransferBars:
+    """One progress bar per receiving host on a terminal's stderr, started with the first
+    progress report: rich is imported while the data moves, not before (a run's set-up time
+    is part of what the user waits for)."""
+
+    def __init__(self, plan) -> None:
+        self.plan = plan
+        self.progress: Any = None
+        self.tasks: dict[str, Any] = {}
+
+    def __call__(self, held: dict[str, int], seconds: float) -> None:
+        if self.progress is None:
+            from rich.console import Console
+            from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
+
+            columns = (TextColumn("{task.description:>8}"), BarColumn(), DownloadColumn(), TransferSpeedColumn())
+            self.progress = Progress(*columns, console=Console(stderr=True), transient=True)
+            self.progress.start()
+        for h, n in held.items():
+            if h not in self.tasks:
+                self.tasks[h] = self.progress.add_task(h, total=sum(length for _, length in self.plan.wanted[h]))
+            self.progress.update(self.tasks[h], completed=n)
+
+    def close(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
 
 
 def _probe_first(args) -> None:
