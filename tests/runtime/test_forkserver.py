@@ -93,7 +93,10 @@ def test_a_server_that_cannot_start_falls_back_to_plain_agent_processes(monkeypa
         broken.start({"host": "x"})
     assert time.monotonic() - t < fs.START_TIMEOUT / 2
     monkeypatch.setattr(fs, "fork_server", lambda env: broken)
-    out = perform(chain_plan(1 << 20), launcher=make_launcher("local"))
+    try:
+        out = perform(chain_plan(1 << 20), launcher=make_launcher("local"))
+    finally:
+        broken.close()
     assert out.failed == {}
 
 

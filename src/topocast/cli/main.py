@@ -9,8 +9,11 @@ one line on stderr and exit with status 2, never a traceback.
 from __future__ import annotations
 
 import argparse
+import atexit
 import importlib
+import os
 import sys
+from typing import NoReturn
 
 from ..errors import TopocastError
 
@@ -70,5 +73,19 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
 
+def console_script() -> NoReturn:
+    """The ``topocast`` command: :func:`main`, then the exit handlers and a flush of the
+    standard streams, then the process ends without the interpreter's module-by-module
+    teardown (tens of milliseconds with numpy and rich loaded, after the work is done)."""
+    code = main()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (BrokenPipeError, ValueError):  # reader gone, or stream closed
+            pass
+    os._exit(code)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    console_script()

@@ -317,6 +317,8 @@ def fork_server(env: dict) -> ForkServerClient:
         if _client is None or not _client.alive():
             if _client is None:
                 atexit.register(_close_client)
+            else:
+                _client.close()
             _client = ForkServerClient(env)
         return _client
 
