@@ -324,3 +324,28 @@ def test_compare_plot_stays_readable_with_every_planner(tmp_path, monkeypatch):
     inside = hosts.get_window_extent()
     legend = hosts.get_legend().get_window_extent()
     assert inside.x0 <= legend.x0 and legend.x1 <= inside.x1, "the legend lies outside its panel"
+
+
+def test_the_command_runs_its_exit_handlers_and_flushes_its_output(tmp_path):
+    """The console script ends without the interpreter's teardown: what it printed must still
+    arrive whole, and its exit handlers (the local launcher's temporary folder) still run."""
+    r = subprocess.run(
+        [sys.executable, "-m", "topocast", "run", "builtin:two-clusters", "-a", "stable", "-s", "s"]
+        + ["--size", "1MiB", "--launcher", "local", "--json"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["failed"] == {}
+    assert not list(tmp_path.glob("topocast-agents-*"))
+    r = subprocess.run(
+        [sys.executable, "-m", "topocast", "run", "builtin:two-clusters", "-a", "stable", "-s", "nosuch"]
+        + ["--size", "1MiB"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 2
+    assert "nosuch" in r.stderr
