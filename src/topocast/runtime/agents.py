@@ -75,9 +75,10 @@ def connect_agents(
     """Start one agent per host (``procs[host]``) and wait (30 s at most) until each has
     connected back (``conns[host]``) and proved it knows ``secret``; returns each host's hello
     (address, data port)."""
-    for h in hosts:
-        boot = dict(launcher.boot(h), host=h, secret=secret.hex(), control=control_addr, dest_dir=dest_dir)
-        procs[h] = launcher.start(h, boot)
+    boots = {
+        h: dict(launcher.boot(h), host=h, secret=secret.hex(), control=control_addr, dest_dir=dest_dir) for h in hosts
+    }
+    procs.update(launcher.start_all(boots))
     hello: dict[str, dict] = {}
     deadline = time.monotonic() + CONNECT_TIMEOUT
     while len(hello) < len(hosts):

@@ -184,23 +184,36 @@ class ForkServerClient:
         return not self._gone and self.proc.poll() is None
 
     def start(self, boot: dict) -> ForkedAgent:
-        n = next(self._ids)
-        stderr_path = os.path.join(self._dir, f"agent-{n}.err")
-        open(stderr_path, "wb").close()
-        request = {"id": n, "boot": boot, "cwd": os.getcwd(), "stderr": stderr_path}
+        return self.start_all([boot])[0]
+
+    def start_all(self, boots: list[dict]) -> list[ForkedAgent]:
+        """Fork one agent per boot record: every request is written at once, then the
+        replies are collected (the server forks them one after the other)."""
+        stderr_paths = {}
+        requests = b""
+        for boot in boots:
+            n = next(self._ids)
+            stderr_paths[n] = os.path.join(self._dir, f"agent-{n}.err")
+            open(stderr_paths[n], "wb").close()
+            request = {"id": n, "boot": boot, "cwd": os.getcwd(), "stderr": stderr_paths[n]}
+            requests += json.dumps(request).encode() + b"\n"
         assert self.proc.stdin is not None
         with self._lock:
-            self.proc.stdin.write(json.dumps(request).encode() + b"\n")
+            self.proc.stdin.write(requests)
             self.proc.stdin.flush()
-            if not self._reply_ready.wait_for(lambda: n in self._replies or not self.alive(), START_TIMEOUT):
-                raise OSError(f"the agent fork server did not answer within {START_TIMEOUT:.0f} s")
-            pid = self._replies.pop(n, None)
-            if pid is None:
-                raise OSError("the agent fork server exited")
-            agent = ForkedAgent(pid, stderr_path)
-            self._agents[pid] = agent
-            if pid in self._early_exits:
-                agent._exit(self._early_exits.pop(pid))
+            return [self._forked(n, path) for n, path in stderr_paths.items()]
+
+    def _forked(self, n: int, stderr_path: str) -> ForkedAgent:
+        """The agent of request ``n``, once the server replied (called holding the lock)."""
+        if not self._reply_ready.wait_for(lambda: n in self._replies or not self.alive(), START_TIMEOUT):
+            raise OSError(f"the agent fork server did not answer within {START_TIMEOUT:.0f} s")
+        pid = self._replies.pop(n, None)
+        if pid is None:
+            raise OSError("the agent fork server exited")
+        agent = ForkedAgent(pid, stderr_path)
+        self._agents[pid] = agent
+        if pid in self._early_exits:
+            agent._exit(self._early_exits.pop(pid))
         return agent
 
     def _read(self) -> None:

@@ -79,6 +79,11 @@ class Launcher:
         proc.stdin.flush()
         return proc
 
+    def start_all(self, boots: dict[str, dict]) -> dict[str, Any]:
+        """Start one agent per host of ``boots`` (host -> boot record); a launcher that can
+        start them together overrides this."""
+        return {host: self.start(host, boot) for host, boot in boots.items()}
+
     def close(self) -> None:
         pass
 
@@ -100,12 +105,16 @@ class LocalLauncher(Launcher):
         fork_server(_agent_env())
 
     def start(self, host: str, boot: dict) -> Any:
+
+        return self.start_all({host: boot})[host]
+
+    def start_all(self, boots: dict[str, dict]) -> dict[str, Any]:
         from .forkserver import fork_server
 
-        try:
-            return fork_server(_agent_env()).start(boot)
-        except OSError:
-            return super().start(host, boot)
+        try:  # every fork requested at once: no reply round trip per agent
+            return dict(zip(boots, fork_server(_agent_env()).start_all(list(boots.values())), strict=True))
+        except OSError:  # no server: each agent as its own interpreter
+            return {host: Launcher.start(self, host, boot) for host, boot in boots.items()}
 
 
 class TestbedLauncher(Launcher):
