@@ -329,8 +329,9 @@ def test_compare_plot_stays_readable_with_every_planner(tmp_path, monkeypatch):
 def test_the_command_runs_its_exit_handlers_and_flushes_its_output(tmp_path):
     """The console script ends without the interpreter's teardown: what it printed must still
     arrive whole, and its exit handlers (the local launcher's temporary folder) still run."""
+    topocast = [sys.executable, "-c", "from topocast.cli.main import console_script; console_script()"]
     r = subprocess.run(
-        [sys.executable, "-m", "topocast", "run", "builtin:two-clusters", "-a", "stable", "-s", "s"]
+        [*topocast, "run", "builtin:two-clusters", "-a", "stable", "-s", "s"]
         + ["--size", "1MiB", "--launcher", "local", "--json"],
         capture_output=True,
         text=True,
@@ -341,8 +342,7 @@ def test_the_command_runs_its_exit_handlers_and_flushes_its_output(tmp_path):
     assert json.loads(r.stdout)["failed"] == {}
     assert not list(tmp_path.glob("topocast-agents-*"))
     r = subprocess.run(
-        [sys.executable, "-m", "topocast", "run", "builtin:two-clusters", "-a", "stable", "-s", "nosuch"]
-        + ["--size", "1MiB"],
+        [*topocast, "run", "builtin:two-clusters", "-a", "stable", "-s", "nosuch"] + ["--size", "1MiB"],
         capture_output=True,
         text=True,
         timeout=120,

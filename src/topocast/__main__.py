@@ -1,3 +1,3 @@
-from .cli.main import console_script
+from .cli.main import main
 
-console_script()
+raise SystemExit(main())

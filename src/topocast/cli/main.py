@@ -74,9 +74,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def console_script() -> NoReturn:
-    """The ``topocast`` command: :func:`main`, then the exit handlers and a flush of the
-    standard streams, then the process ends without the interpreter's module-by-module
-    teardown (tens of milliseconds with numpy and rich loaded, after the work is done)."""
+    """The installed ``topocast`` command: :func:`main`, then the exit handlers and a flush
+    of the standard streams, then the process ends without the interpreter's module-by-module
+    teardown (tens of milliseconds with numpy and rich loaded, after the work is done).
+    ``python -m topocast`` exits normally, so profilers that write at exit still can."""
     code = main()
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
@@ -88,4 +89,4 @@ def console_script() -> NoReturn:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    console_script()
+    sys.exit(main())
