@@ -35,7 +35,10 @@ COMMAND_MODULES = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; ``only``: with that one subcommand only (what running a
+    command needs: the other commands' modules are neither imported nor their options
+    built)."""
     parser = argparse.ArgumentParser(
         prog="topocast",
         description="Plan, predict and perform collective data movement on heterogeneous networks.",
@@ -44,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser.add_argument("--version", action="version", version=f"topocast {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    for name in COMMAND_MODULES if only is None else (only,):
         try:
             mod = importlib.import_module(f"topocast.cli.cmd_{name}")
         except ModuleNotFoundError as exc:
@@ -56,7 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    command = argv[0] if argv and argv[0] in COMMAND_MODULES else None
+    parser = build_parser(only=command)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
