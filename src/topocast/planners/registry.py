@@ -10,8 +10,10 @@ are keyword-only and any randomness goes through ``seed=``.
 from __future__ import annotations
 
 import difflib
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import TYPE_CHECKING, TypeVar
 
 from ..errors import UnknownPlanner
@@ -73,9 +75,42 @@ def register_planner(
     return deco
 
 
+_LISTED_IN_ORDER = False  # the registry follows _load_all's order (set once)
+
+
 def _ensure_loaded() -> None:
-    # Importing the package registers every built-in planner (explicit imports there).
-    from . import _load_all  # noqa: F401
+    """Register every built-in planner (``_load_all`` imports each module) and put the
+    registry in ``_load_all``'s order, whichever planner module a caller imported first."""
+    global _LISTED_IN_ORDER
+    from . import _load_all
+
+    if _LISTED_IN_ORDER:
+        return
+    modules = [m.__name__ for m in vars(_load_all).values() if isinstance(m, ModuleType)]
+    rank = {name: i for i, name in enumerate(modules)}
+    ordered = sorted(_REGISTRY.items(), key=lambda item: rank.get(item[1].func.__module__, len(rank)))
+    _REGISTRY.clear()
+    _REGISTRY.update(ordered)
+    _LISTED_IN_ORDER = True
+
+
+def _lookup(collective: str, name: str) -> PlannerInfo | None:
+    key = (collective, _ALIASES.get((collective, name), name))
+    return _REGISTRY.get(key)
+
+
+def _import_own_module(collective: str, name: str) -> None:
+    """Import the module a built-in planner is named after, if there is one
+    (``planners/broadcast/stable.py`` for ``stable``): a command that uses one planner does
+    not import them all."""
+    if not name.isidentifier():
+        return
+    module = f"{__package__}.{collective}.{name}"
+    try:
+        importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name not in (module, f"{__package__}.{collective}"):
+            raise
 
 
 def available_planners(collective: str | None = None, *, include_selectors: bool = True) -> list[PlannerInfo]:
@@ -95,11 +130,13 @@ def get_planner(collective: str, name: str | Callable[..., Plan]) -> PlannerInfo
     """
     if callable(name):
         return PlannerInfo(collective, getattr(name, "__name__", "custom"), name, "user-supplied planner", "")
-    _ensure_loaded()
-    key = (collective, name)
-    if key in _ALIASES:
-        key = (collective, _ALIASES[key])
-    info = _REGISTRY.get(key)
+    info = _lookup(collective, name)
+    if info is None:
+        _import_own_module(collective, name)
+        info = _lookup(collective, name)
+    if info is None:
+        _ensure_loaded()
+        info = _lookup(collective, name)
     if info is None:
         valid = sorted(n for (c, n) in _REGISTRY if c == collective)
         if not valid:
