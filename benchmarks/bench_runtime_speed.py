@@ -10,7 +10,8 @@ Cases (each repeated ``--repeat`` times; figures are the median and the spread):
 * ``chain``: ``depth_first`` over four hosts (``s -> d1 -> d2 -> d3``), every host's rate;
 * ``file``: a ``--file`` of ``--big`` bytes (default 10 GiB) to three hosts with ``--dest-dir``:
   sha256 of every copy against the source's, and the peak resident memory of every process;
-* the whole command's wall time against the measured makespan;
+* the whole command's wall time against the measured makespan, also for the pair with
+  ``--no-prefault`` (receivers touch their memory during the transfer, not before it);
 * ``start``: ``topocast run builtin:two-clusters -a stable -s s --size 8MiB --launcher
   local``, wall time beside its makespan (the plan's rate caps make the transfer itself
   about 0.7 s).
@@ -136,13 +137,37 @@ def plain_rate(size: int, keep: bool) -> float:
     return float(out.stdout)
 
 
-def topocast_run(args: list[str]) -> tuple[dict, float]:
+def topocast_command() -> list[str]:
+    """The installed ``topocast`` command beside this interpreter (what a user runs), or
+    ``python -m topocast`` from a source tree without one."""
+    script = Path(sys.executable).with_name("topocast")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "topocast"]
+
+
+def topocast_run(args: list[str], *, as_json: bool = True) -> tuple[str, float]:
+    """The command's standard output (JSON, or the table a user sees) and its wall time."""
     t = time.perf_counter()
-    out = subprocess.run([sys.executable, "-m", "topocast", "run", *args, "--json"], capture_output=True, text=True)
+    out = subprocess.run(
+        [*topocast_command(), "run", *args, *(["--json"] if as_json else [])], capture_output=True, text=True
+    )
     wall = time.perf_counter() - t
     if out.returncode not in (0, 1) or not out.stdout.strip():
         sys.exit(f"topocast run failed: {out.stderr.strip()[-2000:]}")
-    return json.loads(out.stdout), wall
+    return out.stdout, wall
+
+
+def topocast_json(args: list[str]) -> tuple[dict, float]:
+    stdout, wall = topocast_run(args)
+    return json.loads(stdout), wall
+
+
+def table_makespan(table: str) -> float:
+    """The measured seconds of the table's ``total`` row."""
+    for line in table.splitlines():
+        cells = [c.strip() for c in line.replace("┃", "│").split("│")]
+        if len(cells) > 2 and cells[1] == "total":
+            return float(cells[2])
+    raise ValueError(f"no total row in:\n{table}")
 
 
 def spread(xs: list[float], scale: float = 1.0, fmt: str = "{:.2f}") -> str:
@@ -190,15 +215,19 @@ def main() -> int:
         (work / "pair.yaml").write_text(PAIR)
         print(f"# runtime speed, {size} bytes, {args.repeat} repeats, {os.cpu_count()} cores, {load()}")
         wire, keep, plain_chain = [], [], []
-        pair, pair_wall, chain_min, chain, chain_wall = [], [], [], [], []
+        pair, pair_wall, pair_cold_wall, chain_min, chain, chain_wall = [], [], [], [], [], []
         for _ in range(args.repeat):
             wire.append(plain_rate(size, keep=False))
             keep.append(plain_rate(size, keep=True))
             plain_chain.append(plain_chain_rate(size))
-            d, w = topocast_run([str(work / "pair.yaml"), "-a", "flat", "-s", "s", "--size", str(size)])
+            d, w = topocast_json([str(work / "pair.yaml"), "-a", "flat", "-s", "s", "--size", str(size)])
             pair.append(d["measured"]["aggregate_bandwidth"])
             pair_wall.append((w, d["measured"]["makespan"]))
-            d, w = topocast_run([str(work / "star.yaml"), "-a", "depth_first", "-s", "s", "--size", str(size)])
+            d, w = topocast_json(
+                [str(work / "pair.yaml"), "-a", "flat", "-s", "s", "--size", str(size), "--no-prefault"]
+            )
+            pair_cold_wall.append((w, d["measured"]["makespan"]))
+            d, w = topocast_json([str(work / "star.yaml"), "-a", "depth_first", "-s", "s", "--size", str(size)])
             rates = [h["rate"] for h in d["measured"]["per_host"].values()]
             chain_min.append(min(rates))
             chain.append(statistics.mean(rates))
@@ -219,7 +248,7 @@ def main() -> int:
             f"{spread(plain_chain, 8e-9)} Gbit/s; topocast's slowest host = "
             f"{statistics.median(chain_min) / statistics.median(plain_chain):.0%} of it"
         )
-        for name, walls in (("pair", pair_wall), ("chain", chain_wall)):
+        for name, walls in (("pair", pair_wall), ("pair --no-prefault", pair_cold_wall), ("chain", chain_wall)):
             ratio = [w / (1.3 * m + 0.5) for w, m in walls]
             print(
                 f"{name} whole command: wall {spread([w for w, _ in walls])} s, makespan "
@@ -235,16 +264,18 @@ def main() -> int:
 
 
 def start_case(repeat: int) -> None:
-    """The small run whose cost is all start and finish (issue target: under 1 s wall)."""
+    """The small run whose cost is all start and finish (issue target: under 1 s wall), run
+    exactly as a user types it: the installed command, printing its table."""
     walls, spans = [], []
     for _ in range(repeat):
-        d, wall = topocast_run(
-            ["builtin:two-clusters", "-a", "stable", "-s", "s", "--size", "8MiB", "--launcher", "local"]
+        table, wall = topocast_run(
+            ["builtin:two-clusters", "-a", "stable", "-s", "s", "--size", "8MiB", "--launcher", "local"], as_json=False
         )
         walls.append(wall)
-        spans.append(d["measured"]["makespan"])
+        spans.append(table_makespan(table))
     print(
-        f"start: 8 MiB stable on two-clusters, wall {spread(walls)} s, makespan {spread(spans)} s, "
+        f"start: `{' '.join(Path(a).name for a in topocast_command()[:1])} run builtin:two-clusters -a stable -s s "
+        f"--size 8MiB --launcher local`, wall {spread(walls)} s, makespan {spread(spans)} s, "
         f"wall - makespan {spread([w - m for w, m in zip(walls, spans)])} s"
     )
 
@@ -255,7 +286,7 @@ def file_case(work: Path, big: int) -> None:
     want = make_file(src, big)
     print(f"file case: wrote {big} bytes in {time.perf_counter() - t:.1f} s; {load()}")
     dest = work / "dest"
-    d, wall = topocast_run(
+    d, wall = topocast_json(
         [str(work / "star.yaml"), "-a", "flat", "-s", "s", "--file", str(src), "--dest-dir", str(dest)]
     )
     m = d["measured"]
