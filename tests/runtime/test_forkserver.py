@@ -86,7 +86,6 @@ def test_a_server_that_cannot_start_falls_back_to_plain_agent_processes(monkeypa
 
     with monkeypatch.context() as m:
         m.setattr(fs.sys, "executable", "/bin/false")
-        m.setattr(fs, "_can_fork_here", lambda: False)
         broken = fs.ForkServerClient(_agent_env())
     t = time.monotonic()
     with pytest.raises(OSError):
@@ -109,22 +108,26 @@ def test_a_single_threaded_process_forks_its_server_from_itself():
         "from topocast.runtime.launchers import _agent_env\n"
         "from tests.runtime.helpers import chain_plan\n"
         "launcher = make_launcher('local')\n"
-        "launcher.prepare()\n"
+        "launcher.prepare(fork_this_process=True)\n"
         "kind = type(fork_server(_agent_env()).proc).__name__\n"
         "out = perform(chain_plan(1 << 20), launcher=launcher)\n"
         "print(kind, sorted(out.failed))\n"
+        "from topocast.runtime.forkserver import ForkServerClient\n"
+        "library = ForkServerClient(_agent_env())\n"  # not asked to fork: a fresh interpreter
+        "print(type(library.proc).__name__)\n"
+        "library.close()\n"
     )
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     done = subprocess.run(
         [sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=120, check=False
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["_ServerHere", "[]"]
+    assert done.stdout.split() == ["_ServerHere", "[]", "Popen"]
 
 
 def test_a_process_with_threads_starts_a_fresh_server_process():
     """A fork copies only the calling thread: with another thread running, the server is a
-    new interpreter, not a fork of this process."""
+    new interpreter, not a fork of this process, even when asked for one."""
     import threading
 
     import topocast.runtime.forkserver as fs
@@ -133,7 +136,7 @@ def test_a_process_with_threads_starts_a_fresh_server_process():
     other = threading.Thread(target=release.wait, daemon=True)
     other.start()
     try:
-        client = fs.ForkServerClient(_agent_env())
+        client = fs.ForkServerClient(_agent_env(), fork_this_process=True)
     finally:
         release.set()
     try:

@@ -273,7 +273,9 @@ def run(args: argparse.Namespace) -> int:
         _probe_first(args)
     launcher: Any = None if args.launcher == "mpi" else launcher_from_args(args)
     if launcher is not None:
-        launcher.prepare()  # e.g. the local launcher's fork server starts while we plan
+        # e.g. the local launcher's fork server starts (as a fork of this process, which still
+        # runs one thread and holds little) while we plan
+        launcher.prepare(fork_this_process=True)
     plan, topo, algorithm = _load_target(args)
     chunk = int(args.chunk_size or DEFAULT_CHUNK)
     goodput = args.goodput if args.goodput is not None else (GOODPUT_TESTBED if args.launcher == "testbed" else 1.0)

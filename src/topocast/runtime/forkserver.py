@@ -7,10 +7,12 @@ a machine whose cores the run itself needs. The local launcher instead asks one 
 process, started once per coordinator process (early, while the caller still plans), to
 ``fork()`` each agent: a child starts with every module loaded.
 
-The server itself is a ``fork()`` of the coordinator process when that process still runs a
-single thread (the ``topocast run`` command: the server is then ready at once, with what the
-command has imported); otherwise (a test runner, a program with threads) it is a fresh
-``python -m topocast.runtime.forkserver``.
+The server itself is a ``fork()`` of the coordinator process when the caller asks for it
+and that process still runs a single thread (the ``topocast run`` command: the server is then
+ready at once, with what the command has imported); otherwise (a library caller, a test
+runner, a program with threads) it is a fresh ``python -m topocast.runtime.forkserver``. A
+library caller does not get the fork by default: its memory would count in every agent's
+resident set.
 
 We do not use ``multiprocessing``'s forkserver: its children re-run the caller's main script
 (spawn semantics), which for a benchmark or a test runner costs more than it saves.
@@ -160,8 +162,8 @@ class ForkedAgent:
 class ForkServerClient:
     """One running server and the agents it forked for this process."""
 
-    def __init__(self, env: dict):
-        self.proc: Any = _fork_server_here() if _can_fork_here() else None
+    def __init__(self, env: dict, *, fork_this_process: bool = False):
+        self.proc: Any = _fork_server_here() if fork_this_process and _can_fork_here() else None
         if self.proc is None:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "topocast.runtime.forkserver"],
@@ -323,8 +325,9 @@ _client: ForkServerClient | None = None
 _client_lock = threading.Lock()
 
 
-def fork_server(env: dict) -> ForkServerClient:
-    """This process's fork server, started on first use (and again if it died)."""
+def fork_server(env: dict, *, fork_this_process: bool = False) -> ForkServerClient:
+    """This process's fork server, started on first use (and again if it died); with
+    ``fork_this_process``, as a fork of this process when it runs a single thread."""
     global _client
     with _client_lock:
         if _client is None or not _client.alive():
@@ -332,7 +335,7 @@ def fork_server(env: dict) -> ForkServerClient:
                 atexit.register(_close_client)
             else:
                 _client.close()
-            _client = ForkServerClient(env)
+            _client = ForkServerClient(env, fork_this_process=fork_this_process)
         return _client
 
 

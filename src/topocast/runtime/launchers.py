@@ -61,9 +61,12 @@ class Launcher:
     def command(self, host: str) -> list[str]:
         return [sys.executable, "-m", "topocast.runtime.agent"]
 
-    def prepare(self) -> None:
+    def prepare(self, *, fork_this_process: bool = False) -> None:
         """Called as early as the caller knows it will start agents (before planning): a
-        launcher can get ready meanwhile."""
+        launcher can get ready meanwhile. ``fork_this_process``: the caller is a small,
+        single-threaded process (the command line) that the local launcher's fork server may
+        be a fork of; a program holding much memory leaves it off, or every agent forked
+        from it would carry that memory in its resident set."""
 
     def start(self, host: str, boot: dict) -> Any:
         proc = subprocess.Popen(
@@ -99,10 +102,10 @@ class LocalLauncher(Launcher):
 
     name = "local"
 
-    def prepare(self) -> None:
+    def prepare(self, *, fork_this_process: bool = False) -> None:
         from .forkserver import fork_server
 
-        fork_server(_agent_env())
+        fork_server(_agent_env(), fork_this_process=fork_this_process)
 
     def start(self, host: str, boot: dict) -> Any:
 
