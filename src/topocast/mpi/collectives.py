@@ -42,7 +42,7 @@ from ..errors import TopocastError
 from ..plan import Broadcast, Plan
 from ..runtime import DEFAULT_CHUNK
 from .buffers import as_message, op_name, reduction
-from .engine import MPIRunError, RankStats, chunk_for, perform_local
+from .engine import MPIRunError, RankStats, chunk_for, perform_local, without_loose_caps
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -315,7 +315,7 @@ def _broadcast_plan(topology, hosts, root: int, nbytes: int, algorithm: str) -> 
     name = _planner_name("broadcast", algorithm, topology, request, nbytes)
     plan = get_planner("broadcast", name)(topology, request(nbytes))
     check_plan(plan, topology)
-    return plan
+    return without_loose_caps(plan, topology)
 
 
 def _allreduce_plan(topology, hosts, count: int, itemsize: int, algorithm: str) -> Plan:
@@ -335,20 +335,20 @@ def _allreduce_plan(topology, hosts, count: int, itemsize: int, algorithm: str) 
     name = _planner_name("allreduce", algorithm, topology, request, count * itemsize)
     plan = get_planner("allreduce", name)(topology, request(count))
     check_allreduce(plan, topology)
-    return _scale(plan, itemsize)
+    return without_loose_caps(_scale(plan, itemsize), topology)
 
 
 def _scale(plan: Plan, k: int) -> Plan:
-    """``plan`` with every offset, length and rate multiplied by ``k`` (elements -> bytes)."""
+    """``plan`` with every offset and length multiplied by ``k`` (elements -> bytes). Rate
+    caps stay: the planner took an element for a byte of the links' bytes/s, so a cap is
+    the share of a link the transfer gets, which is the same number of bytes/s."""
     if k == 1:
         return plan
 
     def rs(ranges):
         return tuple((o * k, n * k) for o, n in ranges)
 
-    transfers = tuple(
-        replace(t, ranges=rs(t.ranges), rate_cap=None if t.rate_cap is None else t.rate_cap * k) for t in plan.transfers
-    )
+    transfers = tuple(replace(t, ranges=rs(t.ranges)) for t in plan.transfers)
     return replace(
         plan,
         size=plan.size * k,
@@ -639,6 +639,7 @@ def perform(
         _check(replace(plan, transfers=tuple(replace(t, path=None) for t in plan.transfers)), _star(hosts), what)
     else:
         _check(plan, topology, what)
+        plan = without_loose_caps(plan, topology)
     return _run(comm, plan, msg.data, hosts, chunk_size, combine)
 
 
