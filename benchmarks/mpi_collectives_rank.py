@@ -1,7 +1,7 @@
 """One MPI rank of bench_mpi_collectives.py: topocast.mpi.bcast beside comm.Bcast and
 topocast.mpi.allreduce beside comm.Allreduce, in one job, alternating.
 
-    mpi_collectives_rank.py TOPOLOGY HOST0,HOST1,... SIZES COLLECTIVES REPEATS ALGORITHM [CHECK]
+    mpi_collectives_rank.py TOPOLOGY HOST0,HOST1,... SIZES COLLECTIVES REPEATS ALGORITHM [CHECK [CHUNK]]
 
 Rank k plays host k of the list (rank 0 is the broadcast root). Each topocast plan is made
 (and cached) before the timed calls (``plan_of``; None where ``auto`` calls MPI's own
@@ -28,9 +28,11 @@ sizes = [int(x) for x in sys.argv[3].split(",")]
 collectives = sys.argv[4].split(",")
 repeats = int(sys.argv[5])
 algorithm = sys.argv[6]
+chunk = int(sys.argv[8]) if len(sys.argv) > 8 else 0  # 0: the plan's chunk size, else 64 KiB
 kw = {"topology": topo, "mapping": hosts, "algorithm": algorithm}
 # nocheck: topocast's calls pass check=False (the warm-up calls agree on the arguments)
-trust = {"check": False} if len(sys.argv) > 7 and sys.argv[7] == "nocheck" else {}
+call_kw = {"check": False} if len(sys.argv) > 7 and sys.argv[7] == "nocheck" else {}
+call_kw["chunk_size"] = chunk or None
 
 
 def timed(fn) -> list:
@@ -49,7 +51,7 @@ for size in sizes:
             bufs = {"mpi": np.zeros(size, np.uint8), "topocast": np.zeros(size, np.uint8)}
             calls = {
                 "mpi": lambda: comm.Bcast(bufs["mpi"], root=0),
-                "topocast": lambda: tm.bcast(comm, bufs["topocast"], root=0, **trust, **kw),
+                "topocast": lambda: tm.bcast(comm, bufs["topocast"], root=0, **call_kw, **kw),
             }
         else:
             count = size // 4
@@ -58,7 +60,7 @@ for size in sizes:
             bufs = {"mpi": np.zeros(count, np.int32), "topocast": np.zeros(count, np.int32)}
             calls = {
                 "mpi": lambda: comm.Allreduce(send, bufs["mpi"]),
-                "topocast": lambda: tm.allreduce(comm, send, bufs["topocast"], **trust, **kw),
+                "topocast": lambda: tm.allreduce(comm, send, bufs["topocast"], **call_kw, **kw),
             }
         plans[f"{coll} {size}"] = (
             {"planner": "MPI's own (auto, below MPI_BELOW)", "choice": None, "transfers": 0}

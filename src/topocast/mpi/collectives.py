@@ -26,7 +26,7 @@ plans once. ``algorithm="auto"`` picks a planner by simulation once per power-of
 class, and calls MPI's own collective instead when the simulator predicts MPI's algorithm to
 take less than ``MPI_BELOW`` seconds: there, topocast's per-call cost (a Python progress loop,
 one MPI message per chunk) is larger than anything a plan can save
-(docs/experiments/mpi.md, "Small messages").
+(docs/experiments/mpi.md, "Agreeing on the arguments, and the cost of a small call").
 """
 
 from __future__ import annotations
