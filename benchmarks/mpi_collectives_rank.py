@@ -5,7 +5,7 @@ topocast.mpi.allreduce beside comm.Allreduce, in one job, alternating.
 
 Rank k plays host k of the list (rank 0 is the broadcast root). Each topocast plan is made
 (and cached) before the timed calls (``plan_of``; None where ``auto`` calls MPI's own
-collective), and each implementation is called twice untimed (MPI's connections, and
+collective), and each implementation is called three times untimed (MPI's connections, and
 topocast's prediction of a repeated call, are then warm as in a program's loop). Every call is timed on every rank from the exit of a
 barrier to its return; topocast's result is compared bitwise with MPI's (allreduce of int32).
 Rank 0 prints one JSON line: {"runs": [{collective, size, impl, rep, times: [per rank]}]}.
@@ -67,7 +67,8 @@ for size in sizes:
             if plan is None
             else {"planner": plan.planner, "choice": plan.notes.get("choice"), "transfers": len(plan.transfers)}
         )
-        for impl in ("mpi", "topocast", "mpi", "topocast"):  # untimed: warm connections and predictions
+        # untimed: warm connections, and a repeated call predicted (it followed itself twice)
+        for impl in ("mpi", "topocast") * 3:
             calls[impl]()
         for rep in range(repeats):
             order = ("mpi", "topocast") if rep % 2 == 0 else ("topocast", "mpi")

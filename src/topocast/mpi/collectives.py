@@ -8,12 +8,14 @@ its data is kept, and the communicator stays usable. Two ways:
   descriptor of its buffer, root and topology, and an ``allgather`` of the descriptors the
   first time or whenever they differ; every rank runs the same checks on the same table;
 * the fast way, for a repeated call: every rank remembers which call followed the previous
-  one last time (the same on every rank, since it is updated only by calls every rank agreed
-  on) and performs that predicted call at once, on scratch buffers if its own arguments are
-  not the predicted ones, while a non-blocking ``Iallreduce`` of "my arguments are the
-  predicted ones" runs beside it. When every rank says yes, the call is done: the check
-  cost no extra round trip. Otherwise the result is dropped and the call agrees the slow way
-  (a wrong prediction costs one extra run of the predicted call).
+  one the last two times (the same on every rank, since it is updated only by calls every
+  rank agreed on) and, when it was the same call both times, performs that predicted call
+  at once, on scratch buffers if its own arguments are not the predicted ones, while a
+  non-blocking ``Iallreduce`` of "my arguments are the predicted ones" runs beside it. When
+  every rank says yes, the call is done: the check cost no extra round trip. Otherwise the
+  result is dropped and the call agrees the slow way (a wrong prediction costs one extra
+  run of the predicted call: hence two times, so that a program whose calls do not repeat
+  in a fixed order pays the small ``Allreduce`` of the slow way, not whole runs).
 
 Hosts and ranks: each rank is one host of the topology, named by ``mapping`` (a host per
 rank, or host -> rank) or else by ``MPI.Get_processor_name()``. Without a topology the
@@ -74,7 +76,8 @@ _choices: dict = {}
 _known_hosts: dict = {}  # (communicator, topology) -> host of every rank, once checked
 _mpi_enough: dict = {}  # (collective, topology, hosts, root, size) -> MPI's own collective is used
 _previous: dict = {}  # communicator -> key of the last call every rank agreed on (None: start over)
-_following: dict = {}  # communicator -> {key of a call: the _Call that followed it last time}
+# communicator -> {key of a call: (the _Call that followed it last time, the same the time before)}
+_following: dict = {}
 _trusted: dict = {}  # (communicator, collective, descriptor without host) -> _Call, for check=False
 
 
@@ -104,10 +107,13 @@ class _Call:
 
 
 def _predicted(comm) -> _Call | None:
-    """The call that followed the previous one last time (the same on every rank)."""
+    """The call that followed the previous one the last two times (the same on every rank);
+    None when it was not the same call both times: a wrong prediction costs a whole run of
+    the predicted call, a call agreed the slow way only a small ``Allreduce``."""
     c = comm.py2f()
     prev = _previous.get(c)
-    return None if prev is None else _following.get(c, {}).get(prev)
+    entry = None if prev is None else _following.get(c, {}).get(prev)
+    return entry[0] if entry is not None and entry[1] else None
 
 
 def _speculate(comm, desc: _Desc, data: np.ndarray | None) -> bool:
@@ -137,7 +143,9 @@ def _agreed(comm, key: tuple, desc: _Desc, nbytes: int, run) -> None:
     prev = _previous.get(c)
     call = _Call(key, desc, nbytes, run)
     if prev is not None:
-        _following.setdefault(c, {})[prev] = call
+        table = _following.setdefault(c, {})
+        last = table.get(prev)
+        table[prev] = (call, last is not None and last[0].key == key)
     _previous[c] = key
     _trusted[(c, key[0], replace(desc, host=""))] = call
 
