@@ -105,6 +105,9 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--algorithm", default="auto", help="topocast planner (default auto)")
     ap.add_argument(
+        "--chunk-size", default=None, help="topocast's chunk size (e.g. 256KiB; default: the plan's, else 64 KiB)"
+    )
+    ap.add_argument(
         "--no-check",
         action="store_true",
         help="timed topocast calls pass check=False (no vote on the arguments; the warm-up calls agree on them)",
@@ -116,6 +119,7 @@ def main(argv=None) -> int:
         print("bench_mpi_collectives: needs root (emulated network)", file=sys.stderr)
         return 2
     sizes = [int(parse_size(s, field="--sizes")) for s in args.sizes.split(",") if s]
+    chunk = int(parse_size(args.chunk_size, field="--chunk-size")) if args.chunk_size else 0
     everything: dict = {"args": vars(args), "topologies": []}
     for spec in args.topology or ["builtin:hetero-2switch", "builtin:uniform-2switch", "builtin:two-clusters"]:
         topo = load_topology(spec)
@@ -125,6 +129,7 @@ def main(argv=None) -> int:
         try:
             rank_args = [str(HERE / "mpi_collectives_rank.py"), spec, ",".join(order), ",".join(map(str, sizes))]
             rank_args += [args.collectives, str(args.repeats), args.algorithm, "nocheck" if args.no_check else "check"]
+            rank_args += [str(chunk)]
             cmd, why = mpiexec_command(st, order, rank_args)
             if cmd is None:
                 print(f"{spec}: skipped: {why}")

@@ -124,6 +124,7 @@ def repeated() -> None:
             tm.allreduce(comm, MPI.IN_PLACE, inplace, algorithm=algorithm)
             check(inplace.tobytes() == ref.tobytes(), f"repeated allreduce IN_PLACE ({algorithm})")
         allreduce_all(counts=(40,), dtypes=(np.int32,), algorithm=algorithm)  # every rank changes size
+    predicted_only_after_two_repeats()
     # check=False: a call agreed on before runs without the vote
     for algorithm in ("auto", tm.DEFAULT_BCAST):
         for rep in range(3):
@@ -140,6 +141,28 @@ def repeated() -> None:
             comm.Allreduce(send, ref)
             tm.allreduce(comm, send, got, algorithm=algorithm, check=False)
             check(got.tobytes() == ref.tobytes(), f"allreduce check=False ({algorithm})")
+
+
+def predicted_only_after_two_repeats() -> None:
+    """A call is predicted (performed beside the vote) only when it followed the previous
+    call the last two times: in a, b, a, b, a the second b is not predicted, the third is;
+    once c follows a instead, b is not predicted after a again until it follows twice."""
+    from topocast.mpi.collectives import _predicted
+
+    def call(count: int) -> None:
+        x = np.arange(count, dtype=np.int32) if rank == 0 else np.zeros(count, np.int32)
+        tm.bcast(comm, x, root=0)
+        check(x.tobytes() == np.arange(count, dtype=np.int32).tobytes(), f"bcast of {count}")
+
+    a, b, c = 101, 202, 303
+
+    def predicted() -> int | None:
+        p = _predicted(comm)
+        return None if p is None else p.desc.count
+
+    for count, expected in ((a, None), (b, None), (a, None), (b, None), (a, b), (c, None), (a, None)):
+        call(count)
+        check(predicted() == expected, f"after a call of {count}: predicted {predicted()}, expected {expected}")
 
 
 def mode_large(mib: str) -> None:

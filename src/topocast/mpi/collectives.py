@@ -8,12 +8,14 @@ its data is kept, and the communicator stays usable. Two ways:
   descriptor of its buffer, root and topology, and an ``allgather`` of the descriptors the
   first time or whenever they differ; every rank runs the same checks on the same table;
 * the fast way, for a repeated call: every rank remembers which call followed the previous
-  one last time (the same on every rank, since it is updated only by calls every rank agreed
-  on) and performs that predicted call at once, on scratch buffers if its own arguments are
-  not the predicted ones, while a non-blocking ``Iallreduce`` of "my arguments are the
-  predicted ones" runs beside it. When every rank says yes, the call is done: the check
-  cost no extra round trip. Otherwise the result is dropped and the call agrees the slow way
-  (a wrong prediction costs one extra run of the predicted call).
+  one the last two times (the same on every rank, since it is updated only by calls every
+  rank agreed on) and, when it was the same call both times, performs that predicted call
+  at once, on scratch buffers if its own arguments are not the predicted ones, while a
+  non-blocking ``Iallreduce`` of "my arguments are the predicted ones" runs beside it. When
+  every rank says yes, the call is done: the check cost no extra round trip. Otherwise the
+  result is dropped and the call agrees the slow way (a wrong prediction costs one extra
+  run of the predicted call: hence two times, so that a program whose calls do not repeat
+  in a fixed order pays the small ``Allreduce`` of the slow way, not whole runs).
 
 Hosts and ranks: each rank is one host of the topology, named by ``mapping`` (a host per
 rank, or host -> rank) or else by ``MPI.Get_processor_name()``. Without a topology the
@@ -26,7 +28,7 @@ plans once. ``algorithm="auto"`` picks a planner by simulation once per power-of
 class, and calls MPI's own collective instead when the simulator predicts MPI's algorithm to
 take less than ``MPI_BELOW`` seconds: there, topocast's per-call cost (a Python progress loop,
 one MPI message per chunk) is larger than anything a plan can save
-(docs/experiments/mpi.md, "Small messages").
+(docs/experiments/mpi.md, "Agreeing on the arguments, and the cost of a small call").
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from ..errors import TopocastError
 from ..plan import Broadcast, Plan
 from ..runtime import DEFAULT_CHUNK
 from .buffers import as_message, op_name, reduction
-from .engine import MPIRunError, RankStats, chunk_for, perform_local
+from .engine import MPIRunError, RankStats, chunk_for, perform_local, without_loose_caps
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -74,7 +76,8 @@ _choices: dict = {}
 _known_hosts: dict = {}  # (communicator, topology) -> host of every rank, once checked
 _mpi_enough: dict = {}  # (collective, topology, hosts, root, size) -> MPI's own collective is used
 _previous: dict = {}  # communicator -> key of the last call every rank agreed on (None: start over)
-_following: dict = {}  # communicator -> {key of a call: the _Call that followed it last time}
+# communicator -> {key of a call: (the _Call that followed it last time, the same the time before)}
+_following: dict = {}
 _trusted: dict = {}  # (communicator, collective, descriptor without host) -> _Call, for check=False
 
 
@@ -104,10 +107,13 @@ class _Call:
 
 
 def _predicted(comm) -> _Call | None:
-    """The call that followed the previous one last time (the same on every rank)."""
+    """The call that followed the previous one the last two times (the same on every rank);
+    None when it was not the same call both times: a wrong prediction costs a whole run of
+    the predicted call, a call agreed the slow way only a small ``Allreduce``."""
     c = comm.py2f()
     prev = _previous.get(c)
-    return None if prev is None else _following.get(c, {}).get(prev)
+    entry = None if prev is None else _following.get(c, {}).get(prev)
+    return entry[0] if entry is not None and entry[1] else None
 
 
 def _speculate(comm, desc: _Desc, data: np.ndarray | None) -> bool:
@@ -137,7 +143,9 @@ def _agreed(comm, key: tuple, desc: _Desc, nbytes: int, run) -> None:
     prev = _previous.get(c)
     call = _Call(key, desc, nbytes, run)
     if prev is not None:
-        _following.setdefault(c, {})[prev] = call
+        table = _following.setdefault(c, {})
+        last = table.get(prev)
+        table[prev] = (call, last is not None and last[0].key == key)
     _previous[c] = key
     _trusted[(c, key[0], replace(desc, host=""))] = call
 
@@ -315,7 +323,7 @@ def _broadcast_plan(topology, hosts, root: int, nbytes: int, algorithm: str) -> 
     name = _planner_name("broadcast", algorithm, topology, request, nbytes)
     plan = get_planner("broadcast", name)(topology, request(nbytes))
     check_plan(plan, topology)
-    return plan
+    return without_loose_caps(plan, topology)
 
 
 def _allreduce_plan(topology, hosts, count: int, itemsize: int, algorithm: str) -> Plan:
@@ -335,20 +343,20 @@ def _allreduce_plan(topology, hosts, count: int, itemsize: int, algorithm: str) 
     name = _planner_name("allreduce", algorithm, topology, request, count * itemsize)
     plan = get_planner("allreduce", name)(topology, request(count))
     check_allreduce(plan, topology)
-    return _scale(plan, itemsize)
+    return without_loose_caps(_scale(plan, itemsize), topology)
 
 
 def _scale(plan: Plan, k: int) -> Plan:
-    """``plan`` with every offset, length and rate multiplied by ``k`` (elements -> bytes)."""
+    """``plan`` with every offset and length multiplied by ``k`` (elements -> bytes). Rate
+    caps stay: the planner took an element for a byte of the links' bytes/s, so a cap is
+    the share of a link the transfer gets, which is the same number of bytes/s."""
     if k == 1:
         return plan
 
     def rs(ranges):
         return tuple((o * k, n * k) for o, n in ranges)
 
-    transfers = tuple(
-        replace(t, ranges=rs(t.ranges), rate_cap=None if t.rate_cap is None else t.rate_cap * k) for t in plan.transfers
-    )
+    transfers = tuple(replace(t, ranges=rs(t.ranges)) for t in plan.transfers)
     return replace(
         plan,
         size=plan.size * k,
@@ -639,6 +647,7 @@ def perform(
         _check(replace(plan, transfers=tuple(replace(t, path=None) for t in plan.transfers)), _star(hosts), what)
     else:
         _check(plan, topology, what)
+        plan = without_loose_caps(plan, topology)
     return _run(comm, plan, msg.data, hosts, chunk_size, combine)
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -35,12 +35,14 @@ import numpy as np
 from ..errors import TopocastError
 from ..intervals import IntervalSet
 from ..plan import Plan
-from ..runtime.pacing import RoundRobin
+from ..runtime.pacing import RoundRobin, pacer_burst
 
 if TYPE_CHECKING:
     from mpi4py import MPI
 
-__all__ = ["MPIRunError", "RankStats", "perform_local", "chunk_for", "WINDOW", "NOTIFY_TAG"]
+    from ..topology import Topology
+
+__all__ = ["MPIRunError", "RankStats", "perform_local", "chunk_for", "without_loose_caps", "WINDOW", "NOTIFY_TAG"]
 
 WINDOW = 8  # chunks in flight per transfer (sends) and posted receives per transfer
 NOTIFY_TAG = 0  # "transfer j completed" messages; data tags start at 1
@@ -61,9 +63,30 @@ class MPIRunError(TopocastError, ValueError):
 
 def chunk_for(plan: Plan, default: int) -> int:
     """Chunk size: the plan's, else ``default``. A small message is not cut finer to
-    pipeline it through relays: each MPI message costs a few rounds of the progress loop,
-    and finer chunks measured no better (docs/experiments/mpi.md, "small messages")."""
+    pipeline it through relays (each MPI message costs a few rounds of the progress loop),
+    nor a large one coarser: 128 KiB to 1 MiB chunks measured no better than 64 KiB
+    (docs/experiments/mpi.md, "Why the uniform-2switch broadcast was slow")."""
     return int(plan.chunk_size or default)
+
+
+def without_loose_caps(plan: Plan, topology: Topology) -> Plan:
+    """``plan`` without the rate caps that cannot bind: a cap at or above the bandwidth of the
+    slowest link its transfer crosses. Pacing is not free here: the progress loop hands out
+    a chunk at a time, and a rank that waits for a core loses the credit of that wait, so
+    a chain paced at its links' own rate runs slower than the same chain unpaced
+    (docs/experiments/mpi.md, "How the plan is performed")."""
+    loose = set()
+    for i, t in enumerate(plan.transfers):
+        if t.rate_cap is None or t.src not in topology.hosts or t.dst not in topology.hosts:
+            continue
+        links = topology.route(t.src, t.dst) if t.path is None else topology.path_links(t.path)
+        if links and t.rate_cap >= float(topology.link_bandwidth[list(links)].min()):
+            loose.add(i)
+    if not loose:
+        return plan
+    return replace(
+        plan, transfers=tuple(replace(t, rate_cap=None) if i in loose else t for i, t in enumerate(plan.transfers))
+    )
 
 
 @dataclass
@@ -181,7 +204,8 @@ def perform_local(
     for i, t in enumerate(plan.transfers):
         chunks = list(chunks_of(t.ranges, chunk))
         if t.src == host:
-            bucket = RoundRobin(t.rate_cap, 2.0 * chunk, t0) if t.rate_cap else None
+            # a bucket of a few ms' worth would lose credit whenever this rank waits for a core
+            bucket = RoundRobin(t.rate_cap, pacer_burst(t.rate_cap, chunk), t0) if t.rate_cap else None
             outs.append(_Out(i, rank_of[t.dst], tags[i], chunks, t.pipelined, set(t.after), bucket, t.ranges))
         if t.dst == host:
             ins.append(_In(i, rank_of[t.src], tags[i], chunks, t.reduce, t.ranges))
