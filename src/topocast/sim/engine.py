@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import SimulationError
-from ..intervals import IntervalSet
+from ..intervals import IntervalSet, merge_grouped
 from ..memory import BYTES_PER_RANGE, BYTES_PER_TRANSFER, check_fits
 from ..plan import Plan
 from ..plan_graph import find_upstream
@@ -85,7 +85,17 @@ class _Sim:
             f"simulating a plan of {n:,} transfers",
             element="plan",
         )
-        self.size = np.array([sum(ln for _, ln in t.ranges) for t in tr], dtype=float)
+        # every transfer's ranges, as CSR: absolute offset, length, position in its sequence
+        self.rng_ptr = np.concatenate(([0], np.cumsum(n_ranges))).astype(np.int64)
+        flat = np.fromiter(
+            itertools.chain.from_iterable(itertools.chain.from_iterable(t.ranges for t in tr)), dtype=np.int64
+        )
+        self.rng_off, self.rng_len = flat[0::2], flat[1::2]
+        nbytes = np.zeros(n, dtype=np.int64)
+        np.add.at(nbytes, np.repeat(np.arange(n), n_ranges), self.rng_len)
+        before = np.cumsum(self.rng_len) - self.rng_len  # bytes of all earlier ranges
+        self.rng_seq = before - np.repeat(np.cumsum(nbytes) - nbytes, n_ranges)
+        self.size = nbytes.astype(float)
         self.status = np.full(n, PENDING, dtype=np.int8)
         self.flow_start = np.full(n, math.nan)
         self.t_done = np.full(n, math.nan)
@@ -207,32 +217,56 @@ class _Sim:
         self.left_all = {h: len(ix) for h, ix in self.incoming.items()}
         self.left_bytes = {h: sum(1 for i in ix if self.size[i] > 0) for h, ix in self.incoming.items()}
 
-        def exact_once(h: str) -> bool:
-            # every byte h receives is wanted, arrives once and is not held from the start:
-            # then h completes exactly when its last incoming transfer does
-            inc = IntervalSet()
-            inc.add_ranges(r for i in self.incoming.get(h, ()) for r in tr[i].ranges)
-            if inc.total != sum(self.size[i] for i in self.incoming.get(h, ())):
-                return False
-            want, init = IntervalSet(self.wanted[h]), IntervalSet(plan.initial.get(h, ()))
-            return all(want.covers(a, b) and init.missing(a, b) == [(a, b)] for a, b in inc)
-
-        # Hosts that may be credited mid-transfer (bytes received twice, already held or
-        # not wanted).
-        self.redundant = {h for h in self.wanted if not self.allreduce and not exact_once(h)}
         names = sorted({t.dst for t in tr} | set(self.wanted))
         self.host_id = {h: k for k, h in enumerate(names)}
         self.host_name = names
         self.dst_id = np.array([self.host_id[t.dst] for t in tr], dtype=np.int64)
-        self.is_redundant = np.zeros(len(names), dtype=bool)
-        self.is_redundant[[self.host_id[h] for h in self.redundant]] = True
-        # incoming transfers per host id, as CSR (for the coverage lower bounds)
+        # incoming transfers per host id, as CSR
         order = np.argsort(self.dst_id, kind="stable")
         self.inc_idx = order
         self.inc_ptr = np.searchsorted(self.dst_id[order], np.arange(len(names) + 1))
+        # Hosts that may be credited mid-transfer (bytes received twice, already held or
+        # not wanted).
+        self.is_redundant = np.zeros(len(names), dtype=bool)
+        if not self.allreduce:
+            wanted_ids = np.array([self.host_id[h] for h in self.wanted], dtype=np.int64)
+            self.is_redundant[wanted_ids] = ~self._exact_once(plan)[wanted_ids]
+        self.redundant = {names[k] for k in np.flatnonzero(self.is_redundant).tolist()}
         self.host_ver = np.zeros(len(names), dtype=np.int64)
         self.stale_hosts: set[int] = set()
         self.cover_heap: list[tuple] = []  # (time, host id, version, exact)
+
+    def _exact_once(self, plan: Plan) -> np.ndarray:
+        """Per host id: every byte it receives is wanted, arrives once and is not held from
+        the start; then it completes exactly when its last incoming transfer does."""
+        n_hosts = len(self.host_name)
+        inc_g = np.repeat(self.dst_id, self.rng_ptr[1:] - self.rng_ptr[:-1])
+        inc_s, inc_e = self.rng_off, self.rng_off + self.rng_len
+        received = np.bincount(inc_g, weights=self.rng_len, minlength=n_hosts)
+        g, s, e = merge_grouped(inc_g, inc_s, inc_e)
+        distinct = np.bincount(g, weights=e - s, minlength=n_hosts)
+        ok = distinct == received
+        span = int(max(e.max() if len(e) else 0, plan.size)) + 1
+
+        def host_ranges(by_host):
+            items = [
+                (self.host_id[h], off, off + ln) for h, rs in by_host.items() if h in self.host_id for off, ln in rs
+            ]
+            arr = np.array(items, dtype=np.int64).reshape(-1, 3)
+            return merge_grouped(arr[:, 0], arr[:, 1], arr[:, 2])
+
+        # every received interval lies inside one wanted interval of its host
+        wg, ws, we = host_ranges(self.wanted)
+        k = np.searchsorted(wg * span + ws, g * span + s, side="right") - 1
+        kk = np.clip(k, 0, None)
+        inside = (k >= 0) & (wg[kk] == g) & (we[kk] >= e) if len(wg) else np.zeros(len(g), dtype=bool)
+        # and meets none of the host's initial intervals
+        ig, is_, ie = host_ranges(plan.initial)
+        j = np.searchsorted(ig * span + ie, g * span + s, side="right")
+        jj = np.clip(j, 0, max(len(ig) - 1, 0))
+        meets = (j < len(ig)) & (ig[jj] == g) & (is_[jj] < e) if len(ig) else np.zeros(len(g), dtype=bool)
+        bad = np.bincount(g[~inside | meets], minlength=n_hosts) > 0
+        return ok & ~bad
 
     # ----------------------------------------------------------------- progress
     def _sent(self, i: int) -> float:
@@ -423,10 +457,9 @@ class _Sim:
         hs = np.fromiter(self.stale_hosts, dtype=np.int64, count=len(self.stale_hosts))
         self.stale_hosts = set()
         self.host_ver[hs] += 1
-        starts, ends = self.inc_ptr[hs], self.inc_ptr[hs + 1]
-        counts = ends - starts
+        pos, counts = _slices(self.inc_ptr, hs)
         group = np.repeat(np.arange(len(hs)), counts)
-        inc = self.inc_idx[np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))]
+        inc = self.inc_idx[pos]
         live = self.status[inc] == FLOWING
         n_live = np.bincount(group[live], minlength=len(hs))
         delivered = np.bincount(group[live], weights=self._sent_vec(inc[live]), minlength=len(hs))
@@ -485,20 +518,16 @@ class _Sim:
         missing = list(zip(gaps.starts, gaps.ends))  # sorted, disjoint (start, end)
         if not missing:
             return t0
-        p_start, p_end, p_shift, p_rate, p_sent = [], [], [], [], []
-        for j, s0 in zip(live, sent0.tolist()):
-            c = 0
-            r = float(self.rate[j])
-            for off, length in self.plan.transfers[j].ranges:
-                p_start.append(off)
-                p_end.append(off + length)
-                p_shift.append(c - off)  # sequence position of absolute position x: x + shift
-                p_rate.append(r)
-                p_sent.append(s0)
-                c += length
+        live_idx = np.asarray(live, dtype=np.int64)
+        pos, counts = _slices(self.rng_ptr, live_idx)
+        p_start = self.rng_off[pos].astype(float)
+        p_end = p_start + self.rng_len[pos]
+        p_shift = self.rng_seq[pos] - p_start  # sequence position of absolute position x: x + shift
+        p_rate = np.repeat(self.rate[live_idx], counts)
+        p_sent = np.repeat(np.asarray(sent0, dtype=float), counts)
         ms = np.asarray([a for a, _ in missing], dtype=float)
         me = np.asarray([b for _, b in missing], dtype=float)
-        cuts = np.unique(np.concatenate((np.asarray(p_start, float), np.asarray(p_end, float), ms, me)))
+        cuts = np.unique(np.concatenate((p_start, p_end, ms, me)))
         hi = cuts[1:]
         mid = 0.5 * (cuts[:-1] + hi)
         k = np.searchsorted(ms, mid, side="right") - 1
@@ -509,8 +538,8 @@ class _Sim:
         runs = np.searchsorted(cuts, p_end) - first
         piece = np.repeat(np.arange(len(first)), runs)
         interval = first[piece] + np.arange(len(piece)) - np.repeat(np.cumsum(runs) - runs, runs)
-        need = hi[interval] + (np.asarray(p_shift, float) - np.asarray(p_sent, float))[piece]
-        rate = np.asarray(p_rate, float)[piece]
+        need = hi[interval] + (p_shift - p_sent)[piece]
+        rate = p_rate[piece]
         with np.errstate(divide="ignore", invalid="ignore"):
             wait = np.where(need <= 0, 0.0, np.where(rate > 0, need / rate, np.inf))
         arrival = np.full(len(hi), np.inf)
@@ -704,10 +733,7 @@ class _Sim:
 
     def _resources(self, idx: np.ndarray) -> np.ndarray:
         """The resources the transfers ``idx`` cross (with repetitions)."""
-        starts = self.res_ptr[idx]
-        lengths = self.res_ptr[idx + 1] - starts
-        offsets = np.repeat(starts - np.cumsum(lengths) + lengths, lengths)
-        return self.res_idx[offsets + np.arange(int(lengths.sum()))]
+        return self.res_idx[_slices(self.res_ptr, idx)[0]]
 
     def _rebalance(self, seeds: set[int]) -> np.ndarray:
         """Max-min rates after a change at flows ``seeds``; returns the flows whose rate
@@ -723,7 +749,7 @@ class _Sim:
         connected to every other through shared links. Past a share of the flowing
         transfers, all of them are recomputed at once."""
         limit = max(LOCAL_COMPONENT_LIMIT, len(self.flowing) // 8)
-        group = self._close(seeds)
+        group = self._close(seeds) if len(seeds) <= limit else set(self.flowing)
         if len(group) == 1:
             (f,) = group
             done = self._rebalance_one(f)
@@ -782,13 +808,12 @@ class _Sim:
             capacity = self.capacity[used]
         cp = self.coupled_now[comp]
         k_c = np.flatnonzero(cp >= 0)
-        children: list[list[int]] | None = None
         parents = np.searchsorted(comp, cp[k_c])
+        parent = None
         if len(k_c):
-            children = [[] for _ in range(len(comp))]
-            for p, k in zip(parents.tolist(), k_c.tolist()):
-                children[p].append(k)
-        rates = progressive_filling(pair_flow, local, capacity, self.cap_now[comp], children)
+            parent = np.full(len(comp), -1, dtype=np.int64)
+            parent[k_c] = parents
+        rates = progressive_filling(pair_flow, local, capacity, self.cap_now[comp], parent=parent)
         if len(k_c):
             # a coupled flow held below its upstream's rate by its own bottleneck falls
             # behind at once: it is uncoupled at the next event
@@ -996,6 +1021,14 @@ class _Sim:
             kind="predicted",
             transfer_times=transfer_times,
         )
+
+
+def _slices(ptr: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Positions of the CSR rows ``idx`` (``ptr[i]:ptr[i + 1]`` each, concatenated) and the
+    length of each row."""
+    starts = ptr[idx]
+    lengths = ptr[idx + 1] - starts
+    return np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum())), lengths
 
 
 def simulate(plan: Plan, topology: Topology, *, chunk_size: int | None = None) -> Result:
