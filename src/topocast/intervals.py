@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-__all__ = ["IntervalSet", "merge_grouped"]
+__all__ = ["Holdings", "IntervalSet", "merge_grouped"]
 
 
 class IntervalSet:
@@ -135,3 +136,40 @@ def merge_grouped(group: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tu
     first = np.flatnonzero(head)
     last = np.append(first[1:], len(g)) - 1
     return g[first], s[first], reach[last] - g[first] * span
+
+
+class Holdings:
+    """What each host holds, merged lazily: recording a delivery is O(1), and a host's ranges
+    are merged into its ``IntervalSet`` only when that host is asked about, once for all the
+    deliveries since (a relay receiving thousands of ranges is merged a few times, not once per
+    delivery)."""
+
+    def __init__(self, initial: dict[str, Sequence[tuple[int, int]]] | None = None) -> None:
+        self.merged_sets: dict[str, IntervalSet] = defaultdict(IntervalSet)
+        self.pending: dict[str, list[tuple[int, int]]] = defaultdict(list)
+        self.pending_bytes: dict[str, float] = defaultdict(float)
+        for h, rs in (initial or {}).items():
+            self.merged_sets[h].add_ranges(rs)
+
+    def add(self, host: str, ranges: Sequence[tuple[int, int]], nbytes: float) -> None:
+        """Record that ``host`` received ``ranges`` (``nbytes`` bytes in all)."""
+        self.pending[host].extend(ranges)
+        self.pending_bytes[host] += nbytes
+
+    def merged(self, host: str) -> IntervalSet:
+        """What ``host`` holds, every delivery merged in."""
+        hs = self.merged_sets[host]
+        p = self.pending.get(host)
+        if p:
+            hs.add_ranges(p)
+            p.clear()
+            self.pending_bytes[host] = 0.0
+        return hs
+
+    def merged_total(self, host: str) -> float:
+        """Distinct bytes of the deliveries merged so far (without merging the rest)."""
+        return self.merged_sets[host].total
+
+    def upper_total(self, host: str) -> float:
+        """An upper bound on the distinct bytes ``host`` holds, without merging."""
+        return self.merged_sets[host].total + self.pending_bytes[host]

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import SimulationError
-from ..intervals import IntervalSet, merge_grouped
+from ..intervals import Holdings, IntervalSet, merge_grouped
 from ..memory import BYTES_PER_RANGE, BYTES_PER_TRANSFER, check_fits
 from ..plan import Plan
 from ..plan_graph import find_upstream
@@ -202,12 +202,7 @@ class _Sim:
     def _hosts(self, plan: Plan) -> None:
         """Holdings, wanted bytes, and how each host's completion is detected."""
         tr = plan.transfers
-        # what each host holds: merged IntervalSet plus ranges delivered since (merged lazily)
-        self.holds: dict[str, IntervalSet] = defaultdict(IntervalSet)
-        for h, rs in plan.initial.items():
-            self.holds[h].add_ranges(rs)
-        self.pending: dict[str, list] = defaultdict(list)
-        self.pending_bytes: dict[str, float] = defaultdict(float)
+        self.holds = Holdings(plan.initial)
         self.wanted = {h: rs for h, rs in plan.wanted.items()}
         self.wanted_bytes = {h: sum(ln for _, ln in rs) for h, rs in plan.wanted.items()}
         self.wanted_distinct = {h: IntervalSet(rs).total for h, rs in plan.wanted.items()}
@@ -286,16 +281,6 @@ class _Sim:
         if self.is_redundant[h]:
             self.stale_hosts.add(int(h))
 
-    def _held(self, h: str) -> IntervalSet:
-        """What ``h`` holds, with the ranges delivered since the last call merged in."""
-        hs = self.holds[h]
-        p = self.pending.get(h)
-        if p:
-            hs.add_ranges(p)
-            p.clear()
-            self.pending_bytes[h] = 0.0
-        return hs
-
     # ----------------------------------------------------------------- readiness
     def _avail(self, i: int) -> float:
         """Bytes of transfer ``i``'s sequence its sender can send now."""
@@ -321,7 +306,7 @@ class _Sim:
                 self.waiting_upstream.add(i)
                 self._schedule_activation(i)
                 return
-        elif not self._held(t.src).covers_ranges(t.ranges):
+        elif not self.holds.merged(t.src).covers_ranges(t.ranges):
             self.waiting_data[t.src].add(i)
             return
         self.waiting_upstream.discard(i)
@@ -413,8 +398,7 @@ class _Sim:
         self._stale(i)
         t = self.plan.transfers[i]
         h = t.dst
-        self.pending[h].extend(t.ranges)
-        self.pending_bytes[h] += self.size[i]
+        self.holds.add(h, t.ranges, self.size[i])
         self.left_all[h] -= 1
         if self.size[i] > 0:
             self.left_bytes[h] -= 1
@@ -424,8 +408,8 @@ class _Sim:
                 self.to_check.append(d)
         self.to_check.extend(self.downstream[i])
         if self.waiting_data.get(h):
-            before = self.holds[h].total
-            if self._held(h).total != before:
+            before = self.holds.merged_total(h)
+            if self.holds.merged(h).total != before:
                 self.to_check.extend(sorted(self.waiting_data.pop(h)))
         self._host_check(h)
 
@@ -440,9 +424,9 @@ class _Sim:
             # every incoming byte is wanted and new: not covered before the last one arrives
             if self.left_bytes.get(h, 0) > 0:
                 return
-        elif self.holds[h].total + self.pending_bytes[h] < self.wanted_distinct[h] * (1 - _REL):
+        elif self.holds.upper_total(h) < self.wanted_distinct[h] * (1 - _REL):
             return  # cannot hold every wanted byte yet
-        if self._held(h).covers_ranges(self.wanted[h]):
+        if self.holds.merged(h).covers_ranges(self.wanted[h]):
             self.host_done[h] = self.t
 
     # ----------------------------------------------------------------- mid-transfer coverage
@@ -468,7 +452,7 @@ class _Sim:
             name = self.host_name[h]
             if n_live[k] == 0 or name in self.host_done:
                 continue
-            held = self.holds[name].total + self.pending_bytes[name]
+            held = self.holds.upper_total(name)
             deficit = self.wanted_distinct[name] * (1 - _REL) - held - delivered[k]
             if deficit <= 0:
                 when = self.t
@@ -510,7 +494,7 @@ class _Sim:
         the interval is complete when its last byte arrives by the fastest transfer; the host
         is complete when its last interval is.
         """
-        held = self._held(h)
+        held = self.holds.merged(h)
         gaps = IntervalSet()
         for off, length in self.wanted[h]:
             for a, b in held.missing(off, off + length):
