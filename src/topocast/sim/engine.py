@@ -216,10 +216,6 @@ class _Sim:
         self.host_id = {h: k for k, h in enumerate(names)}
         self.host_name = names
         self.dst_id = np.array([self.host_id[t.dst] for t in tr], dtype=np.int64)
-        # incoming transfers per host id, as CSR
-        order = np.argsort(self.dst_id, kind="stable")
-        self.inc_idx = order
-        self.inc_ptr = np.searchsorted(self.dst_id[order], np.arange(len(names) + 1))
         # Hosts that may be credited mid-transfer (bytes received twice, already held or
         # not wanted).
         self.is_redundant = np.zeros(len(names), dtype=bool)
@@ -228,6 +224,7 @@ class _Sim:
             self.is_redundant[wanted_ids] = ~self._exact_once(plan)[wanted_ids]
         self.redundant = {names[k] for k in np.flatnonzero(self.is_redundant).tolist()}
         self.host_ver = np.zeros(len(names), dtype=np.int64)
+        self.live_in: list[set[int]] = [set() for _ in names]  # flowing transfers into each host
         self.stale_hosts: set[int] = set()
         self.cover_heap: list[tuple] = []  # (time, host id, version, exact)
 
@@ -360,6 +357,7 @@ class _Sim:
             self.res_flows[r].add(i)
             self.n_users[r] += 1
         self.started.append(i)
+        self.live_in[self.dst_id[i]].add(i)
         self._stale(i)
         # pipelined transfers waiting for this one may start now
         self.to_check.extend(self.downstream[i])
@@ -370,6 +368,7 @@ class _Sim:
         self._set_sent(i, float(self.size[i]))
         self.ver[i] += 1
         self.flowing.discard(i)
+        self.live_in[self.dst_id[i]].discard(i)
         rate = self.rate[i]
         for r in self.route_res[i]:
             self.res_flows[r].discard(i)
@@ -441,13 +440,14 @@ class _Sim:
         hs = np.fromiter(self.stale_hosts, dtype=np.int64, count=len(self.stale_hosts))
         self.stale_hosts = set()
         self.host_ver[hs] += 1
-        pos, counts = _slices(self.inc_ptr, hs)
-        group = np.repeat(np.arange(len(hs)), counts)
-        inc = self.inc_idx[pos]
-        live = self.status[inc] == FLOWING
-        n_live = np.bincount(group[live], minlength=len(hs))
-        delivered = np.bincount(group[live], weights=self._sent_vec(inc[live]), minlength=len(hs))
-        speed = np.bincount(group[live], weights=self.rate[inc[live]], minlength=len(hs))
+        # the flowing transfers into each host, not all its incoming ones (a host of a ring
+        # allgather has a thousand, one or two at a time under way)
+        lives = [self.live_in[h] for h in hs.tolist()]
+        n_live = np.array([len(x) for x in lives], dtype=np.int64)
+        inc = np.fromiter(itertools.chain.from_iterable(lives), dtype=np.int64, count=int(n_live.sum()))
+        group = np.repeat(np.arange(len(hs)), n_live)
+        delivered = np.bincount(group, weights=self._sent_vec(inc), minlength=len(hs))
+        speed = np.bincount(group, weights=self.rate[inc], minlength=len(hs))
         for k, h in enumerate(hs.tolist()):
             name = self.host_name[h]
             if n_live[k] == 0 or name in self.host_done:
@@ -471,7 +471,7 @@ class _Sim:
             if ver != self.host_ver[h] or name in self.host_done:
                 continue
             if not exact:
-                live = [j for j in self.incoming[name] if self.status[j] == FLOWING]
+                live = sorted(self.live_in[h])
                 if not live:
                     continue
                 sent_prev = self.sent0[live] + self.rate[live] * (t_prev - self.t0[live])
