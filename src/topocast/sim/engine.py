@@ -346,49 +346,59 @@ class _Sim:
         return injected
 
     # ----------------------------------------------------------------- state changes
-    def _start_flow(self, i: int) -> None:
-        self.status[i] = FLOWING
-        self.flow_start[i] = self.t
-        self.sent0[i] = 0.0
-        self.t0[i] = self.t
-        self.rate[i] = 0.0
-        self.flowing.add(i)
-        for r in self.route_res[i]:
-            self.res_flows[r].add(i)
-            self.n_users[r] += 1
-        self.started.append(i)
-        self.live_in[self.dst_id[i]].add(i)
-        self._stale(i)
-        # pipelined transfers waiting for this one may start now
-        self.to_check.extend(self.downstream[i])
-        if self.size[i] <= 0:
-            self._finish_flow(i)
+    def _start_flows(self, idx: list[int]) -> None:
+        """LATENCY -> FLOWING for the transfers ``idx`` (index order), at the current time."""
+        arr = np.asarray(idx, dtype=np.int64)
+        self.status[arr] = FLOWING
+        self.flow_start[arr] = self.t
+        self.sent0[arr] = 0.0
+        self.t0[arr] = self.t
+        self.rate[arr] = 0.0
+        np.add.at(self.n_users, self._resources(arr), 1)
+        for i in idx:
+            self.flowing.add(i)
+            for r in self.route_res[i]:
+                self.res_flows[r].add(i)
+            self.live_in[self.dst_id[i]].add(i)
+            self._stale(i)
+            # pipelined transfers waiting for this one may start now
+            self.to_check.extend(self.downstream[i])
+        self.started.extend(idx)
+        empty = arr[self.size[arr] <= 0]
+        if len(empty):
+            self._finish_flows(empty.tolist())
 
-    def _finish_flow(self, i: int) -> None:
-        self._set_sent(i, float(self.size[i]))
-        self.ver[i] += 1
-        self.flowing.discard(i)
-        self.live_in[self.dst_id[i]].discard(i)
-        rate = self.rate[i]
-        for r in self.route_res[i]:
-            self.res_flows[r].discard(i)
-            self.n_users[r] -= 1
-            if self.usage[r] >= self.capacity[r] * (1 - 1e-9):
-                self.freed.add(r)
-            self.usage[r] -= rate
-        self.rate[i] = 0.0
-        p = self.coupled_now[i]
-        if p >= 0:
-            self.kids[int(p)].discard(i)
-            self.coupled_now[i] = -1
-        self.cap_now[i] = math.nan
-        self.dirty.update(self.downstream[i])
-        if self.reduce_delay[i] > 0:
-            self.status[i] = REDUCING
-            self.t_event[i] = self.t + self.reduce_delay[i]
-            heapq.heappush(self.phase_heap, (self.t_event[i], i, REDUCING))
-        else:
-            self._complete(i)
+    def _finish_flows(self, idx: list[int]) -> None:
+        """FLOWING -> REDUCING or DONE for the transfers ``idx`` (index order): every byte sent."""
+        arr = np.asarray(idx, dtype=np.int64)
+        self.sent0[arr] = self.size[arr]
+        self.t0[arr] = self.t
+        self.ver[arr] += 1
+        res = self._resources(arr)
+        # a saturated resource they leave may let the flows left on it go faster
+        self.freed.update(np.unique(res[self.usage[res] >= self.capacity[res] * (1 - 1e-9)]).tolist())
+        lengths = self.res_ptr[arr + 1] - self.res_ptr[arr]
+        np.add.at(self.usage, res, -np.repeat(self.rate[arr], lengths))
+        np.add.at(self.n_users, res, -1)
+        self.rate[arr] = 0.0
+        self.cap_now[arr] = math.nan
+        for i in idx:
+            self._stale(i)
+            self.flowing.discard(i)
+            self.live_in[self.dst_id[i]].discard(i)
+            for r in self.route_res[i]:
+                self.res_flows[r].discard(i)
+            p = self.coupled_now[i]
+            if p >= 0:
+                self.kids[int(p)].discard(i)
+                self.coupled_now[i] = -1
+            self.dirty.update(self.downstream[i])
+            if self.reduce_delay[i] > 0:
+                self.status[i] = REDUCING
+                self.t_event[i] = self.t + self.reduce_delay[i]
+                heapq.heappush(self.phase_heap, (self.t_event[i], i, REDUCING))
+            else:
+                self._complete(i)
 
     def _complete(self, i: int) -> None:
         self.status[i] = DONE
@@ -563,8 +573,8 @@ class _Sim:
                     self._consider(i)
                 changed = True
             latency, reducing = self._due()
-            for i in latency:
-                self._start_flow(i)
+            if latency:
+                self._start_flows(latency)
                 changed = True
             for i in reducing:
                 self._complete(i)
@@ -968,9 +978,9 @@ class _Sim:
             if self.sender_free[src] < self.t * (1 + _REL):
                 self.sender_free[src] = min(self.sender_free[src], self.t)
             self.ready_senders.add(src)
-        for i in sorted(set(finished)):
-            if self.status[i] == FLOWING:
-                self._finish_flow(i)
+        finished = [i for i in sorted(set(finished)) if self.status[i] == FLOWING]
+        if finished:
+            self._finish_flows(finished)
 
     def _deadlock(self) -> None:
         stuck = np.flatnonzero(self.status != DONE)[:5].tolist()
