@@ -38,6 +38,7 @@ Times are seconds, sizes bytes, rates bytes/s.
 
 from __future__ import annotations
 
+import gc
 import heapq
 import itertools
 import math
@@ -354,7 +355,12 @@ class _Sim:
         self.sent0[arr] = 0.0
         self.t0[arr] = self.t
         self.rate[arr] = 0.0
-        np.add.at(self.n_users, self._resources(arr), 1)
+        if len(idx) > SMALL:
+            np.add.at(self.n_users, self._resources(arr), 1)
+        else:
+            for i in idx:
+                for r in self.route_res[i]:
+                    self.n_users[r] += 1
         for i in idx:
             self.flowing.add(i)
             for r in self.route_res[i]:
@@ -1046,4 +1052,12 @@ def simulate(plan: Plan, topology: Topology, *, chunk_size: int | None = None) -
     SimulationError
         When the plan cannot complete (dependency deadlock, a sender that never gets its data).
     """
-    return _Sim(plan, topology, chunk_size).run()
+    # The simulator allocates millions of small objects and makes no reference cycles: the
+    # cyclic collector would rescan the whole plan again and again for nothing.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _Sim(plan, topology, chunk_size).run()
+    finally:
+        if enabled:
+            gc.enable()
