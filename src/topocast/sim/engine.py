@@ -26,12 +26,14 @@ Cost follows the work: an event costs what it changes, not the size of the plan.
 * Each flowing transfer's next events (done, catching up with its upstream, freed from it,
   unblocked) are computed when its rate, or its upstream's, changes, and kept in a heap with
   the ends of latency phases and the senders' next injections; stale entries are skipped.
-* Max-min rates split over the connected components of the graph joining flows to the
-  resources they cross (and coupled pipelined flows to their upstreams): a flow's rate depends
-  only on its component. An event recomputes only the components of the flows that started,
-  changed constraints (cap, coupling) or shared a resource with a flow that ended, found by a
-  walk from those flows; when that walk grows past a share of the flowing transfers, every
-  flowing transfer is recomputed at once (vectorised) instead.
+* An event recomputes max-min rates only for the flows it can affect: those that started,
+  changed constraints (cap, coupling) or may gain from a saturated resource a flow left, grown
+  through saturated resources to every flow that could lose its bottleneck (``_rebalance``;
+  resources with slack stop the growth, so a broadcast tree whose flows all share links is
+  not recomputed whole at every event). Past a share of the flowing transfers, all of them
+  are recomputed at once (vectorised).
+* Flows that start or end at one instant are booked together, with arrays; events touching
+  a few flows work on Python scalars.
 
 Times are seconds, sizes bytes, rates bytes/s.
 """
