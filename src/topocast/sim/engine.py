@@ -780,6 +780,8 @@ class _Sim:
         rate = float(self.cap_now[f])
         for r in route:
             rate = min(rate, max(capacity[r] - usage[r] + old, 0.0))
+        if math.isinf(rate):
+            return None  # unbounded: the general case reports it
         low = rate * (1 + _REL)
         for r in route:
             sat = capacity[r] * (1 - 1e-9)
