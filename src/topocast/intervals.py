@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -144,7 +144,7 @@ class Holdings:
     deliveries since (a relay receiving thousands of ranges is merged a few times, not once per
     delivery)."""
 
-    def __init__(self, initial: dict[str, Sequence[tuple[int, int]]] | None = None) -> None:
+    def __init__(self, initial: Mapping[str, Sequence[tuple[int, int]]] | None = None) -> None:
         self.merged_sets: dict[str, IntervalSet] = defaultdict(IntervalSet)
         self.pending: dict[str, list[tuple[int, int]]] = defaultdict(list)
         self.pending_bytes: dict[str, float] = defaultdict(float)
