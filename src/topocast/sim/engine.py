@@ -191,6 +191,8 @@ class _Sim:
                 route_cache[key] = route
             route_of.append(route)
         self.route_res: list[tuple[int, ...]] = [r[0] for r in route_of]
+        # routes that cross no resource twice (a flow crossing one twice uses it twice)
+        self.route_simple = [len(set(r)) == len(r) for r in self.route_res]
         self.latency = np.array([r[1] for r in route_of], dtype=float)
         caps = np.array([r[2] for r in route_of], dtype=float)
         rate_cap = np.array([t.rate_cap if t.rate_cap is not None else math.inf for t in tr], dtype=float)
@@ -774,6 +776,8 @@ class _Sim:
         """``_rebalance`` of a single uncoupled flow, without arrays: its max-min rate is its
         cap or the least capacity the others leave on its route. None when flows beside it
         may lose their bottleneck (then the general case handles it)."""
+        if not self.route_simple[f]:
+            return None
         route = self.route_res[f]
         old = float(self.rate[f])
         usage, capacity = self.usage, self.capacity
