@@ -21,7 +21,7 @@ from collections import defaultdict, deque
 from typing import TYPE_CHECKING
 
 from .errors import PlanError
-from .intervals import IntervalSet
+from .intervals import Holdings
 from .plan import Plan
 from .plan_graph import contiguous_offset, find_upstream, topological_order
 
@@ -109,9 +109,9 @@ def check_plan(plan: Plan, topology: Topology) -> None:
         return
 
     # Step 3: causality replay (worklist over hosts whose holdings grew).
-    holds: dict[str, IntervalSet] = defaultdict(IntervalSet)
-    for h, rs in plan.initial.items():
-        holds[h].add_ranges(rs)
+    # deliveries are merged per host only when that host is asked about (thousands of
+    # transfers into one relay cost one merge, not thousands)
+    holds = Holdings(plan.initial)
     feasible = [False] * n
     waiting_deps = [len(set(p)) for p in preds]
     dependents: list[list[int]] = [[] for _ in range(n)]
@@ -128,7 +128,7 @@ def check_plan(plan: Plan, topology: Topology) -> None:
         t = transfers[i]
         if t.pipelined and upstream_of[i] is not None:
             return True  # the upstream was feasible (it is a predecessor)
-        return holds[t.src].covers_ranges(t.ranges)
+        return holds.merged(t.src).covers_ranges(t.ranges)
 
     while queue:
         i = queue.popleft()
@@ -139,14 +139,15 @@ def check_plan(plan: Plan, topology: Topology) -> None:
             continue
         feasible[i] = True
         t = transfers[i]
-        before = holds[t.dst].total
-        holds[t.dst].add_ranges(t.ranges)
+        holds.add(t.dst, t.ranges, t.nbytes)
         for d in dependents[i]:
             waiting_deps[d] -= 1
             if waiting_deps[d] == 0:
                 queue.append(d)
-        if holds[t.dst].total != before and pending_data.get(t.dst):
-            queue.extend(pending_data.pop(t.dst))
+        if pending_data.get(t.dst):
+            before = holds.merged_total(t.dst)
+            if holds.merged(t.dst).total != before:
+                queue.extend(pending_data.pop(t.dst))
     for i in range(n):
         if not feasible[i]:
             t = transfers[i]
@@ -154,14 +155,14 @@ def check_plan(plan: Plan, topology: Topology) -> None:
                 raise fail(i, "never starts: it waits for a transfer that can never start")
             missing = []
             for off, length in t.ranges:
-                missing.extend(holds[t.src].missing(off, off + length))
+                missing.extend(holds.merged(t.src).missing(off, off + length))
             a, b = missing[0]
             raise fail(i, f"host {t.src!r} sends bytes [{a}, {b}) it never receives")
 
     # Step 4: completeness.
     for h, rs in plan.wanted.items():
         for off, length in rs:
-            gap = holds[h].missing(off, off + length)
+            gap = holds.merged(h).missing(off, off + length)
             if gap:
                 a, b = gap[0]
                 raise fail(None, f"host {h!r} never receives bytes [{a}, {b}) of the message")

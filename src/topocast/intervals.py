@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 
-__all__ = ["IntervalSet"]
+import numpy as np
+
+__all__ = ["Holdings", "IntervalSet", "merge_grouped"]
 
 
 class IntervalSet:
@@ -110,3 +113,63 @@ class IntervalSet:
 
     def __repr__(self) -> str:
         return f"IntervalSet({list(self)})"
+
+
+def merge_grouped(group: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Union of the half-open integer intervals ``[starts, ends)`` of each group, vectorised
+    (what ``IntervalSet`` does one interval at a time, for many sets at once).
+
+    Returns ``(group, starts, ends)`` of the merged intervals, sorted by group then start;
+    touching intervals merge, empty ones are dropped. Groups and bounds are non-negative ints.
+    """
+    keep = ends > starts
+    g, s, e = group[keep].astype(np.int64), starts[keep].astype(np.int64), ends[keep].astype(np.int64)
+    if not len(g):
+        return g, s, e
+    order = np.lexsort((s, g))
+    g, s, e = g[order], s[order], e[order]
+    # offsetting each group by span keeps a running maximum of the ends from crossing groups
+    span = int(e.max()) + 1
+    reach = np.maximum.accumulate(g * span + e)
+    head = np.ones(len(g), dtype=bool)
+    head[1:] = g[1:] * span + s[1:] > reach[:-1]
+    first = np.flatnonzero(head)
+    last = np.append(first[1:], len(g)) - 1
+    return g[first], s[first], reach[last] - g[first] * span
+
+
+class Holdings:
+    """What each host holds, merged lazily: recording a delivery is O(1), and a host's ranges
+    are merged into its ``IntervalSet`` only when that host is asked about, once for all the
+    deliveries since (a relay receiving thousands of ranges is merged a few times, not once per
+    delivery)."""
+
+    def __init__(self, initial: Mapping[str, Sequence[tuple[int, int]]] | None = None) -> None:
+        self.merged_sets: dict[str, IntervalSet] = defaultdict(IntervalSet)
+        self.pending: dict[str, list[tuple[int, int]]] = defaultdict(list)
+        self.pending_bytes: dict[str, float] = defaultdict(float)
+        for h, rs in (initial or {}).items():
+            self.merged_sets[h].add_ranges(rs)
+
+    def add(self, host: str, ranges: Sequence[tuple[int, int]], nbytes: float) -> None:
+        """Record that ``host`` received ``ranges`` (``nbytes`` bytes in all)."""
+        self.pending[host].extend(ranges)
+        self.pending_bytes[host] += nbytes
+
+    def merged(self, host: str) -> IntervalSet:
+        """What ``host`` holds, every delivery merged in."""
+        hs = self.merged_sets[host]
+        p = self.pending.get(host)
+        if p:
+            hs.add_ranges(p)
+            p.clear()
+            self.pending_bytes[host] = 0.0
+        return hs
+
+    def merged_total(self, host: str) -> float:
+        """Distinct bytes of the deliveries merged so far (without merging the rest)."""
+        return self.merged_sets[host].total
+
+    def upper_total(self, host: str) -> float:
+        """An upper bound on the distinct bytes ``host`` holds, without merging."""
+        return self.merged_sets[host].total + self.pending_bytes[host]

@@ -28,6 +28,8 @@ def progressive_filling(
     capacity: np.ndarray,
     flow_cap: np.ndarray,
     children: list[list[int]] | None = None,
+    *,
+    parent: np.ndarray | None = None,
 ) -> np.ndarray:
     """Max-min fair rates (bytes/s) of ``len(flow_cap)`` flows.
 
@@ -41,6 +43,9 @@ def progressive_filling(
         Per-flow upper bound (``inf`` when none).
     children : list of lists, optional
         ``children[f]``: flows coupled to ``f`` (they freeze when ``f`` freezes).
+    parent : int array, optional
+        The same coupling given the other way: ``parent[c]`` is the flow ``c`` is coupled to
+        (-1: none). Each flow has at most one parent, and the couplings form a forest.
     """
     n = len(flow_cap)
     rate = np.zeros(n)
@@ -57,7 +62,11 @@ def progressive_filling(
     active = np.ones(n, dtype=bool)
     act = np.arange(n)  # indices of the active flows
     level = 0.0
-    has_children = children is not None and any(children)
+    if children is not None and parent is None:
+        parent = np.full(n, -1, dtype=np.int64)
+        for p, kids in enumerate(children):
+            parent[kids] = p
+    subtree = _Subtrees(parent) if parent is not None and (parent >= 0).any() else None
     while True:
         count = np.bincount(pr, minlength=n_res)
         used = count > 0
@@ -82,15 +91,8 @@ def progressive_filling(
             newly[act[act_cap <= act_cap.min() * (1 + 1e-9)]] = True
             if not newly.any():
                 newly[act] = True
-        if has_children:
-            assert children is not None  # has_children
-            stack = [int(f) for f in np.flatnonzero(newly)]
-            while stack:
-                f = stack.pop()
-                for c in children[f]:
-                    if active[c] and not newly[c]:
-                        newly[c] = True
-                        stack.append(c)
+        if subtree is not None:
+            newly |= subtree.below(newly) & active
         rate[newly] = level
         active &= ~newly
         act = np.flatnonzero(active)
@@ -98,3 +100,63 @@ def progressive_filling(
             return rate
         keep = active[pf]
         pf, pr = pf[keep], pr[keep]
+
+
+class _Subtrees:
+    """The coupling forest as an Euler tour (enter and leave steps of a depth-first walk), so
+    that "every flow below one of these" is a few vectorised steps: the flows below ``v``
+    are those entered between ``v``'s enter and leave steps, and marking those spans is a
+    running sum. The tour is ordered by list ranking (pointer jumping), without a Python
+    loop over the flows."""
+
+    def __init__(self, parent: np.ndarray) -> None:
+        n = len(parent)
+        kid = np.flatnonzero(parent >= 0)
+        kid = kid[np.argsort(parent[kid], kind="stable")]  # grouped by parent
+        par = parent[kid]
+        has_kids = np.zeros(n, dtype=bool)
+        has_kids[par] = True
+        roots = np.flatnonzero(has_kids & (parent < 0))
+        # step ids: enter v = 2 v, leave v = 2 v + 1 (steps of flows outside the forest unused)
+        nxt = np.full(2 * n, -1, dtype=np.int64)
+        first_kid = np.ones(len(kid), dtype=bool)
+        first_kid[1:] = par[1:] != par[:-1]
+        last_kid = np.append(first_kid[1:], True)[: len(kid)]
+        nxt[2 * par[first_kid]] = 2 * kid[first_kid]  # enter v -> enter first child
+        leaf = kid[~has_kids[kid]]
+        nxt[2 * leaf] = 2 * leaf + 1  # enter leaf -> leave leaf
+        nxt[2 * kid[~last_kid] + 1] = 2 * kid[1:][~last_kid[:-1]]  # leave v -> enter next sibling
+        nxt[2 * kid[last_kid] + 1] = 2 * par[last_kid] + 1  # leave last child -> leave parent
+        nxt[2 * roots[:-1] + 1] = 2 * roots[1:]  # one tour through every tree
+        # list ranking: steps to the end of the tour
+        steps = np.concatenate((2 * roots, 2 * kid, 2 * roots + 1, 2 * kid + 1))
+        dist = np.zeros(2 * n, dtype=np.int64)
+        dist[steps] = nxt[steps] >= 0
+        jump = nxt.copy()
+        live = steps[jump[steps] >= 0]
+        while len(live):
+            dist[live] += dist[jump[live]]
+            jump[live] = jump[jump[live]]
+            live = live[jump[live] >= 0]
+        pos = np.zeros(2 * n, dtype=np.int64)
+        pos[steps] = len(steps) - 1 - dist[steps]
+        self.enter = pos[0::2]
+        self.leave = pos[1::2]
+        self.n_steps = len(steps)
+        nodes = np.concatenate((roots, kid))
+        self.by_enter = np.full(len(steps), -1, dtype=np.int64)
+        self.by_enter[self.enter[nodes]] = nodes
+        self.has_kids = has_kids
+
+    def below(self, marked: np.ndarray) -> np.ndarray:
+        """Bool over the flows: below (or at) a marked flow that has coupled children."""
+        heads = np.flatnonzero(marked & self.has_kids)
+        out = np.zeros(len(marked), dtype=bool)
+        if not len(heads):
+            return out
+        diff = np.zeros(self.n_steps + 1, dtype=np.int64)
+        np.add.at(diff, self.enter[heads], 1)
+        np.add.at(diff, self.leave[heads] + 1, -1)
+        covered = self.by_enter[np.cumsum(diff[:-1]) > 0]
+        out[covered[covered >= 0]] = True
+        return out

@@ -1,0 +1,109 @@
+"""The incremental simulator's own paths against the exact reference (tests/sim/reference.py):
+events handled on Python scalars or on arrays, max-min recomputed locally (growing the set of
+flows until every flow outside it keeps its bottleneck) or for every flowing transfer at
+once; and the vectorised helpers they rest on, against plain versions."""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from topocast import check_plan
+from topocast.intervals import Holdings, IntervalSet, merge_grouped
+from topocast.sim import engine
+from topocast.sim.maxmin import _Subtrees
+from topocast.topology.generators import random_tree
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_large_plans import assert_agree, random_plan  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    "limit, small",
+    [(engine.LOCAL_COMPONENT_LIMIT, engine.SMALL), (2, engine.SMALL), (10**9, 0), (10**9, 10**9)],
+    ids=["default", "global-recompute", "arrays-only", "scalars-only"],
+)
+def test_every_rate_path_agrees_with_reference(monkeypatch, limit, small):
+    monkeypatch.setattr(engine, "LOCAL_COMPONENT_LIMIT", limit)
+    monkeypatch.setattr(engine, "SMALL", small)
+    topo = random_tree(40, 10, min_mbit=100, max_mbit=1000, asymmetric=True, seed=5)
+    plan = random_plan(topo, 250, 5)
+    check_plan(plan, topo)
+    assert_agree(plan, topo)
+
+
+def test_local_recompute_matches_a_full_one_at_every_event(monkeypatch):
+    """After every event, the rates kept by the local recomputation are the max-min rates of
+    all flowing transfers computed from scratch (to 1e-9)."""
+    topo = random_tree(40, 10, min_mbit=100, max_mbit=1000, seed=6)
+    plan = random_plan(topo, 300, 6)
+    update = engine._Sim._update_rates
+    events = []
+
+    def checked(self):
+        update(self)
+        flowing = np.array(sorted(self.flowing), dtype=np.int64)
+        if len(flowing):
+            dirty = set(self.dirty)
+            full = self._solve(flowing, residual=False)[0]
+            self.dirty = dirty
+            np.testing.assert_allclose(self.rate[flowing], full, rtol=1e-9, atol=0)
+            events.append(len(flowing))
+
+    monkeypatch.setattr(engine._Sim, "_update_rates", checked)
+    engine.simulate(plan, topo)
+    assert len(events) > 100 and max(events) > 10
+
+
+def test_coupling_forest_spans_are_the_subtrees():
+    rng = random.Random(0)
+    for _ in range(300):
+        n = rng.randint(1, 40)
+        parent = np.full(n, -1)
+        order = list(range(n))
+        rng.shuffle(order)
+        for k in range(1, n):
+            if rng.random() < 0.7:
+                parent[order[k]] = order[rng.randrange(k)]
+        marked = np.array([rng.random() < 0.3 for _ in range(n)])
+        expected = np.zeros(n, dtype=bool)
+        for v in np.flatnonzero(marked & np.isin(np.arange(n), parent)):
+            stack = [v]
+            while stack:
+                x = stack.pop()
+                expected[x] = True
+                stack.extend(np.flatnonzero(parent == x).tolist())
+        assert (_Subtrees(parent).below(marked) == expected).all(), (parent, marked)
+
+
+def test_merge_grouped_is_intervalset_per_group():
+    rng = random.Random(1)
+    for _ in range(300):
+        groups = rng.randint(1, 5)
+        items = []
+        for _ in range(rng.randint(0, 30)):
+            a = rng.randrange(50)
+            items.append((rng.randrange(groups), a, a + rng.randrange(10)))
+        g, s, e = (np.array([x[k] for x in items], dtype=np.int64) for k in range(3))
+        mg, ms, me = merge_grouped(g, s, e)
+        for k in range(groups):
+            want = list(IntervalSet([(a, b - a) for gg, a, b in items if gg == k]))
+            assert [(int(a), int(b)) for gg, a, b in zip(mg, ms, me) if gg == k] == want
+
+
+def test_holdings_merge_lazily_what_intervalset_merges_at_once():
+    rng = random.Random(2)
+    held = Holdings({"a": [(0, 10)]})
+    plain = IntervalSet([(0, 10)])
+    for _ in range(200):
+        rs = [(rng.randrange(1000), rng.randrange(1, 20)) for _ in range(rng.randint(1, 4))]
+        held.add("a", rs, sum(ln for _, ln in rs))
+        plain.add_ranges(rs)
+        assert held.upper_total("a") >= plain.total
+        if rng.random() < 0.1:
+            assert list(held.merged("a")) == list(plain)
+    assert list(held.merged("a")) == list(plain) and held.upper_total("a") == plain.total
