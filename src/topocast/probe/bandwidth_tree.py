@@ -145,7 +145,7 @@ def _group_by_round_robin(hosts: list, pr: _Prober) -> list[list]:
         (x, y) for i, x in enumerate(hosts) for y in hosts[i + 1 :] if not _separated(pr, rate, x, y)
     )
     groups = _largest_cliques_first(together, hosts)
-    return _settle_ambiguous(groups, together, pr)
+    return _adopt_lone_hosts(_settle_ambiguous(groups, together, pr), together)
 
 
 def _largest_cliques_first(together, hosts: list) -> list[list]:
@@ -187,6 +187,20 @@ def _settle_ambiguous(groups: list[list], together, pr: _Prober) -> list[list]:
                 home.remove(x)
                 cand.append(x)
                 break
+    return [g for g in groups if g]
+
+
+def _adopt_lone_hosts(groups: list[list], together) -> list[list]:
+    """A host left alone although never separated from the members of some group (another
+    host took its place in that group's clique and has moved on since) joins the largest
+    such group: all that crosses a link between it and that group starts or ends at the host
+    itself, so its own link fills first and that link can never be full (``equivalent``)."""
+    for lone in [g for g in groups if len(g) == 1]:
+        (x,) = lone
+        fits = [g for g in groups if g is not lone and g and all(together.has_edge(x, m) for m in g)]
+        if fits:
+            max(fits, key=len).append(x)
+            lone.clear()
     return [g for g in groups if g]
 
 
@@ -235,8 +249,8 @@ def _contend(pr: _Prober, probe: tuple, *load: tuple) -> bool:
 # ---------------------------------------------------------------- step 2: access links
 # ---------------------------------------------------------------- step 3: between groups
 def _between_groups(groups: list, pr: _Prober) -> dict:
-    """(i, j) -> (rate, rates, flows): what group i sends to group j in all (``_path_rate``),
-    from the fastest members of each (slow ones could not fill the path between them)."""
+    """(i, j) -> (total, rates, flows): what group i sends to group j in all, from the
+    fastest members of each (slow ones could not fill the path between the groups)."""
 
     def fastest(g: list) -> list:
         return sorted(g, key=lambda h: -pr.samples.speed(h))
@@ -249,16 +263,8 @@ def _between_groups(groups: list, pr: _Prober) -> dict:
             flows = [(a[n], b[n]) for n in range(k)] + [(b[n], a[(n + 1) % k]) for n in range(k)]
             rates = pr.run(flows)
             for src, dst, fs, rs in ((i, j, flows[:k], rates[:k]), (j, i, flows[k:], rates[k:])):
-                out[(src, dst)] = (_path_rate(pr, fs, rs), rs, fs)
+                out[(src, dst)] = (sum(rs), rs, fs)
     return out
-
-
-def _path_rate(pr: _Prober, flows: list, rates: list[float]) -> float:
-    """What the path between two groups carries: the transfers' total, or infinity when
-    they ran as fast as their hosts allow (the path never limited them: its rate is unknown
-    and higher, and the groups are joined first, not at their hosts' rate)."""
-    total = sum(rates)
-    return total if total < (1 - SLOWDOWN) * sum(pr.allowed(s, d) for s, d in flows) else math.inf
 
 
 # ---------------------------------------------------------------- step 4: the switch tree
