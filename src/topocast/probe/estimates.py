@@ -68,11 +68,11 @@ def host_link_estimate(samples: list, confirmed: list | None = None) -> Estimate
 
 
 def confirmed_top(samples: list, confirmed: list | None = None) -> float:
-    """The fastest sample that is confirmed: by itself (``confirmed[i]``: the mean of a
-    transfer measured again) or by another sample within ``NEAR_TOP`` below it; the fastest
-    sample when none is. A lone reading above all the others may be luck (on the testbed a
-    10 Mbit/s link now and then reads 11 % fast): ``FlowSamples.unconfirmed_tops`` has it
-    measured again, and the mean of the two readings counts."""
+    """The fastest sample that is confirmed: by itself (``confirmed[i]``: a transfer measured
+    again) or by another sample within ``NEAR_TOP`` below it; the fastest sample when none
+    is. A lone reading above all the others may be luck (on the testbed a 10 Mbit/s link now
+    and then reads 11 % fast): ``FlowSamples.unconfirmed_tops`` has it measured again, and
+    it counts only as far as the second reading confirms it (the lower of the two)."""
     flags = confirmed or [False] * len(samples)
     ordered = sorted(zip(samples, flags), reverse=True)
     for k, (value, sure) in enumerate(ordered):
@@ -84,7 +84,7 @@ def confirmed_top(samples: list, confirmed: list | None = None) -> float:
 class FlowSamples:
     """Every rate read per transfer (src, dst), and each host's send and receive samples
     from them: one per reading, or, for a transfer measured again because its reading was
-    a host's lone fastest (``retake``), the mean of its readings."""
+    a host's lone fastest (``retake``), the lowest of its readings."""
 
     def __init__(self) -> None:
         self.by_flow: dict[tuple, list[float]] = {}
@@ -106,7 +106,7 @@ class FlowSamples:
             if f[side] != h:
                 continue
             if f in self.retaken:
-                values.append(statistics.fmean(rates))
+                values.append(min(rates))
                 sure.append(True)
             else:
                 values += rates
