@@ -43,7 +43,7 @@ from collections.abc import Callable
 
 import networkx as nx
 
-from .estimates import SLOWDOWN, BandwidthTree, FlowSamples, disjoint_rounds, levels, round_robin
+from .estimates import RETAKES, SLOWDOWN, BandwidthTree, FlowSamples, disjoint_rounds, levels, round_robin
 from .link_rates import measure_links
 
 __all__ = ["infer_bandwidth_tree", "levels"]
@@ -132,8 +132,8 @@ def _group_by_round_robin(hosts: list, pr: _Prober) -> list[list]:
             rates = [(a + b) / 2 for a, b in zip(rates, pr.repeat(flows, rates))]
         for f, r in zip(flows, rates):
             rate.setdefault(f, []).append(r)
-    # a host's lone fastest reading is measured once more (``estimates.confirmed_top``)
-    for flows in disjoint_rounds(pr.samples.unconfirmed_tops()):
+    # a host's lone fastest reading is measured twice more (``estimates.confirmed_top``)
+    for flows in disjoint_rounds(pr.samples.unconfirmed_tops()) * RETAKES:
         pr.samples.retake(flows, pr.bulk(flows, pr.duration))
         pr.count += len(flows)
     for flows in _borderline_rounds(rounds, rate, pr):

@@ -23,6 +23,7 @@ SLOWDOWN = 0.15  # transfers this close to their hosts' rates were not limited b
 NEAR_TOP = 0.06  # a host link's samples this close to its fastest are all its own link's rate
 UNCERTAIN_SPREAD = 0.25
 LEVEL_WIDTH = 0.06  # a level of link rates spans at most this much (relative)
+RETAKES = 2  # further readings of a host's lone fastest transfer
 
 
 @dataclass
@@ -71,8 +72,9 @@ def confirmed_top(samples: list, confirmed: list | None = None) -> float:
     """The fastest sample that is confirmed: by itself (``confirmed[i]``: a transfer measured
     again) or by another sample within ``NEAR_TOP`` below it; the fastest sample when none
     is. A lone reading above all the others may be luck (on the testbed a 10 Mbit/s link now
-    and then reads 11 % fast): ``FlowSamples.unconfirmed_tops`` has it measured again, and
-    it counts only as far as the second reading confirms it (the lower of the two)."""
+    and then reads 11 % fast): ``FlowSamples.unconfirmed_tops`` has it measured twice more,
+    and the median of its readings counts (a lucky reading and one slowed down by other
+    traffic are both outvoted)."""
     flags = confirmed or [False] * len(samples)
     ordered = sorted(zip(samples, flags), reverse=True)
     for k, (value, sure) in enumerate(ordered):
@@ -84,7 +86,7 @@ def confirmed_top(samples: list, confirmed: list | None = None) -> float:
 class FlowSamples:
     """Every rate read per transfer (src, dst), and each host's send and receive samples
     from them: one per reading, or, for a transfer measured again because its reading was
-    a host's lone fastest (``retake``), the lowest of its readings."""
+    a host's lone fastest (``retake``), the median of its readings."""
 
     def __init__(self) -> None:
         self.by_flow: dict[tuple, list[float]] = {}
@@ -106,7 +108,7 @@ class FlowSamples:
             if f[side] != h:
                 continue
             if f in self.retaken:
-                values.append(min(rates))
+                values.append(statistics.median(rates))
                 sure.append(True)
             else:
                 values += rates
@@ -125,7 +127,7 @@ class FlowSamples:
 
     def unconfirmed_tops(self) -> list[tuple]:
         """The transfers whose reading is a host's fastest (sent or received) and that
-        nothing confirms (``confirmed_top``): to be measured again (``retake``)."""
+        nothing confirms (``confirmed_top``): to be measured twice more (``retake``)."""
         out: list[tuple] = []
         hosts = {h for f in self.by_flow for h in f}
         for h in sorted(hosts):

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .estimates import SLOWDOWN, BandwidthTree, Estimate, FlowSamples, round_robin
+from .estimates import RETAKES, SLOWDOWN, BandwidthTree, Estimate, FlowSamples, round_robin
 
 __all__ = ["measure_links"]
 
@@ -47,9 +47,10 @@ def measure_links(
     if known is None:
         run.tasks(_round_robin_tasks(adj, hosts, switches))
     run.tasks(_branch_tasks(adj, hosts, switches, run.speed()))
-    # a host's lone fastest reading measured once more, alone on its links (``confirmed_top``)
+    # a host's lone fastest reading measured twice more, alone on its links (``confirmed_top``)
     again = run.samples.unconfirmed_tops()
-    run.tasks([("again", [f], None) for f in again], retake=True)
+    for _ in range(RETAKES):
+        run.tasks([("again", [f], None) for f in again], retake=True)
     host_up = {h: run.samples.host_up(h) for h in hosts}
     host_down = {h: run.samples.host_down(h) for h in hosts}
     edges = _edge_tasks(adj, hosts, switches, run.speed())
