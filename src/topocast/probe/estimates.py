@@ -85,31 +85,37 @@ def confirmed_top(samples: list, confirmed: list | None = None) -> float:
 
 class FlowSamples:
     """Every rate read per transfer (src, dst), and each host's send and receive samples
-    from them: one per reading, or, for a transfer measured again because its reading was
-    a host's lone fastest (``retake``), the median of its readings."""
+    from them: one per reading, except that a transfer measured again because its reading
+    was a host's lone fastest (``retake``) gives the median of that reading and the new
+    ones, confirmed (``confirmed_top``)."""
 
     def __init__(self) -> None:
         self.by_flow: dict[tuple, list[float]] = {}
-        self.retaken: set[tuple] = set()
+        self.retaken: dict[tuple, list[float]] = {}  # the lone fastest reading, then the new ones
 
     def add(self, flows: list, rates: list[float]) -> None:
         for f, r in zip(flows, rates):
             self.by_flow.setdefault(tuple(f), []).append(r)
 
     def retake(self, flows: list, rates: list[float]) -> None:
-        self.add(flows, rates)
-        self.retaken.update(tuple(f) for f in flows)
+        for f, r in zip(map(tuple, flows), rates):
+            self.retaken.setdefault(f, [max(self.by_flow.get(f, [r]))]).append(r)
+            self.by_flow.setdefault(f, []).append(r)
 
     def samples(self, h: str, side: int) -> tuple[list[float], list[bool]]:
         """Host ``h``'s samples as sender (``side`` 0) or receiver (1), and which of them
         are confirmed by themselves."""
-        values, sure = [], []
+        values: list[float] = []
+        sure: list[bool] = []
         for f, rates in self.by_flow.items():
             if f[side] != h:
                 continue
             if f in self.retaken:
-                values.append(statistics.median(rates))
-                sure.append(True)
+                rest = list(rates)
+                for r in self.retaken[f]:
+                    rest.remove(r)
+                values += [*rest, statistics.median(self.retaken[f])]
+                sure += [False] * len(rest) + [True]
             else:
                 values += rates
                 sure += [False] * len(rates)
