@@ -117,3 +117,22 @@ def test_a_slow_host_shares_the_link_it_crosses(seed):
     pr = _Prober(FakeNetwork(truth, noise=0.03, seed=seed, uneven=True).bulk, 0.3)
     assert _contend(pr, ("b4", "s"), ("b1", "a1"), ("b2", "a2"), ("b3", "a3"))
     assert not _contend(pr, ("b4", "b1"), ("s", "b2"), ("a1", "b3"), ("a2", "b4"))
+
+
+def test_one_stalled_transfer_does_not_split_a_group():
+    """A transfer between two hosts under one switch read 40 % slow once (a stall of the
+    machine running the emulation): its round is measured again and the hosts stay together."""
+    truth = load_topology("builtin:hetero-2switch")
+    net = FakeNetwork(truth, noise=0.01, seed=0)
+    stalled = {"done": False}
+
+    def bulk(flows, duration):
+        rates = net.bulk(flows, duration)
+        if not stalled["done"] and ("a1", "a2") in flows:
+            stalled["done"] = True
+            rates[flows.index(("a1", "a2"))] *= 0.6
+        return rates
+
+    tree = infer_bandwidth_tree(list(truth.hosts), bulk, 0.3)
+    assert stalled["done"]
+    assert {frozenset(g) for g in tree.groups} == host_groups(truth)

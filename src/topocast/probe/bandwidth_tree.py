@@ -10,16 +10,20 @@ shared with other transfers):
    disjoint pairs: in each round every host sends one transfer and receives one, so no host
    link is shared and every switch-to-switch link carries as many transfers as the round
    sends across it. A transfer more than the contention threshold slower than its hosts'
-   rates (each host's fastest transfers) separates its two hosts: they are under different
-   switches. The threshold is ``NOISE_FACTOR`` times the measured noise (the first round
-   measured twice; the spread of its transfers that ran at their hosts' rates), within
-   bounds; rounds with a transfer near the threshold are measured once more and the rates
-   averaged. Hosts under one switch are never separated
-   from each other: the groups are the largest cliques of never-separated hosts, taken
-   largest first (a pair across a link that its round left idle is not separated, but a
-   whole group rarely is). A host whose own link is too slow to fill any switch-to-switch
-   link is separated from nobody: it is placed by a contention test (transfers from its
-   group's other members into the candidate group, with and without its own).
+   rates separates its two hosts: they are under different switches. A host's rate is read
+   from its fastest confirmed readings (``estimates.confirmed_top``: a lone fastest reading
+   is measured twice more, so that one lucky reading cannot make every other transfer of
+   the host look slowed down). The threshold is ``NOISE_FACTOR`` times the measured noise
+   (the first round measured twice; the spread of its transfers that ran at their hosts'
+   rates both times), within bounds; rounds with a transfer near the threshold are measured
+   once more and the rates averaged. Hosts under one switch are never separated from each
+   other: the groups are the largest cliques of never-separated hosts, taken largest first
+   (a pair across a link that its round left idle is not separated, but a whole group
+   rarely is). A host whose own link is too slow to fill any switch-to-switch link is
+   separated from nobody: it is placed by a contention test on totals (``_contend``:
+   transfers from its group's other members fill the link towards the candidate group; does
+   the host's own transfer take its share of that total?), and a host left alone though
+   never separated from some group joins it.
    Cost: N(N - 1) transfers, in N - 1 rounds (plus the repeated ones): O(N) rounds.
 2. **Between groups.** For each pair of groups, up to ``FLOWS_PER_PAIR`` transfers each way,
    started together (distinct senders and receivers): their total is what the path between
@@ -53,6 +57,7 @@ NOISE_FACTOR = 4.0  # a slowdown this many times the spread is contention, not n
 MIN_THRESHOLD, MAX_THRESHOLD = 0.1, 0.35
 REPEATS = 3  # extra measurements of an undecided contention test
 FLOWS_PER_PAIR = 3
+SAME_PROFILE = 0.8  # a separated pair agreeing on this share of the others is re-measured
 LEVEL_GAP = 0.1  # clusters of groups joined at rates this close go under one switch
 
 Bulk = Callable[[list, float], list]  # (flows [(src, dst)], duration) -> rates in bytes/s
@@ -139,6 +144,13 @@ def _group_by_round_robin(hosts: list, pr: _Prober) -> list[list]:
     for flows in _borderline_rounds(rounds, rate, pr):
         for f, r in zip(flows, pr.repeat(flows, [statistics.fmean(rate[f]) for f in flows])):
             rate[f].append(r)
+    # a separation that the two hosts' other separations contradict (a transfer between
+    # two hosts under one switch slowed down by a stall of this shared machine): its round
+    # twice more, and the median reading decides (``_deficit``)
+    for flows in _contradicted_rounds(rounds, rate, pr, hosts):
+        for _ in range(2):
+            for f, r in zip(flows, pr.repeat(flows, [statistics.fmean(rate[f]) for f in flows])):
+                rate[f].append(r)
     together = nx.Graph()
     together.add_nodes_from(hosts)
     together.add_edges_from(
@@ -207,11 +219,27 @@ def _adopt_lone_hosts(groups: list[list], together) -> list[list]:
 def _deficit(pr: _Prober, rate: dict, s: str, d: str) -> float:
     """How much slower s -> d ran than its two hosts allow (0: not at all)."""
     allow = pr.allowed(s, d)
-    return 1 - statistics.fmean(rate[(s, d)]) / allow if allow > 0 else 0.0
+    return 1 - statistics.median(rate[(s, d)]) / allow if allow > 0 else 0.0
 
 
 def _separated(pr: _Prober, rate: dict, x: str, y: str) -> bool:
     return max(_deficit(pr, rate, x, y), _deficit(pr, rate, y, x)) > pr.threshold
+
+
+def _contradicted_rounds(rounds: list, rate: dict, pr: _Prober, hosts: list) -> list[list]:
+    """The rounds of the separated pairs whose two hosts are separated from the same other
+    hosts (at least ``SAME_PROFILE`` of them): hosts under different switches differ at least
+    on each other's switch mates."""
+    sep = {(x, y): _separated(pr, rate, x, y) for x in hosts for y in hosts if x != y}
+    suspect = set()
+    for i, x in enumerate(hosts):
+        for y in hosts[i + 1 :]:
+            others = [h for h in hosts if h not in (x, y)]
+            if sep[(x, y)] and others:
+                same = sum(sep[(x, h)] == sep[(y, h)] for h in others) / len(others)
+                if same >= SAME_PROFILE:
+                    suspect |= {(x, y), (y, x)}
+    return [flows for flows in rounds if suspect & set(flows)]
 
 
 def _borderline_rounds(rounds: list, rate: dict, pr: _Prober) -> list[list]:
