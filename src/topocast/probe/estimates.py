@@ -92,12 +92,15 @@ class FlowSamples:
     def __init__(self) -> None:
         self.by_flow: dict[tuple, list[float]] = {}
         self.retaken: dict[tuple, list[float]] = {}  # the lone fastest reading, then the new ones
+        self._estimates: dict[tuple, Estimate] = {}  # (host, side) -> estimate, until new readings
 
     def add(self, flows: list, rates: list[float]) -> None:
+        self._estimates.clear()
         for f, r in zip(flows, rates):
             self.by_flow.setdefault(tuple(f), []).append(r)
 
     def retake(self, flows: list, rates: list[float]) -> None:
+        self._estimates.clear()
         for f, r in zip(map(tuple, flows), rates):
             self.retaken.setdefault(f, [max(self.by_flow.get(f, [r]))]).append(r)
             self.by_flow.setdefault(f, []).append(r)
@@ -122,10 +125,15 @@ class FlowSamples:
         return values, sure
 
     def host_up(self, h: str) -> Estimate:
-        return host_link_estimate(*self.samples(h, 0))
+        return self._estimate(h, 0)
 
     def host_down(self, h: str) -> Estimate:
-        return host_link_estimate(*self.samples(h, 1))
+        return self._estimate(h, 1)
+
+    def _estimate(self, h: str, side: int) -> Estimate:
+        if (h, side) not in self._estimates:
+            self._estimates[(h, side)] = host_link_estimate(*self.samples(h, side))
+        return self._estimates[(h, side)]
 
     def speed(self, h: str) -> float:
         """The host's fastest confirmed reading, either way."""
