@@ -1,6 +1,7 @@
 """A stand-in for the agents' measurements on a known topology: bulk transfers get max-min
 fair rates (the simulator's progressive filling) times a goodput factor, with multiplicative
-noise; round-trip times are twice the route's latency plus a per-host stack delay, with
+noise (``uneven``: a full link split unevenly between its transfers, as TCP does);
+round-trip times are twice the route's latency plus a per-host stack delay, with
 noise."""
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ from topocast.sim.maxmin import progressive_filling
 
 
 class FakeNetwork:
-    def __init__(self, topology, *, goodput: float = 0.955, noise: float = 0.03, seed: int = 0):
-        self.topo, self.goodput, self.noise = topology, goodput, noise
+    def __init__(self, topology, *, goodput: float = 0.955, noise: float = 0.03, seed: int = 0, uneven: bool = False):
+        self.topo, self.goodput, self.noise, self.uneven = topology, goodput, noise, uneven
         self.rng = np.random.default_rng(seed)
         self.rounds = 0
         self.stack_delay = {h: float(self.rng.uniform(10e-6, 40e-6)) for h in topology.hosts}
@@ -28,7 +29,30 @@ class FakeNetwork:
         rates = progressive_filling(
             np.array(pf, dtype=np.int64), np.array(pr, dtype=np.int64), cap, np.full(len(flows), np.inf)
         )
+        if self.uneven:
+            rates = self._split_unevenly(flows, rates, cap)
         return [float(r) * (1 + self.rng.normal(0, self.noise)) for r in rates]
+
+    def _split_unevenly(self, flows, rates, cap):
+        """As TCP does on a full link: the transfers limited by one link share it unevenly
+        (random shares, the same total)."""
+        rates = np.array(rates, dtype=float)
+        by_link: dict = {}
+        for k, (s, d) in enumerate(flows):
+            full = [
+                lk
+                for lk in self.topo.route(s, d)
+                if abs(sum(rates[j] for j, f in enumerate(flows) if lk in self.topo.route(*f)) - cap[lk])
+                < 1e-6 * cap[lk]
+            ]
+            if full:
+                by_link.setdefault(full[0], []).append(k)
+        for members in by_link.values():
+            if len(members) > 1:
+                w = self.rng.uniform(0.3, 1.7, len(members))
+                total = rates[members].sum()
+                rates[members] = total * w / w.sum()
+        return rates
 
     def rtt(self, a, b):
         rtt = 2 * self.topo.route_latency(a, b) + self.stack_delay[a] + self.stack_delay[b]

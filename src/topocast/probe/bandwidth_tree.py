@@ -10,16 +10,20 @@ shared with other transfers):
    disjoint pairs: in each round every host sends one transfer and receives one, so no host
    link is shared and every switch-to-switch link carries as many transfers as the round
    sends across it. A transfer more than the contention threshold slower than its hosts'
-   rates (each host's fastest transfers) separates its two hosts: they are under different
-   switches. The threshold is ``NOISE_FACTOR`` times the measured noise (the first round
-   measured twice; the spread of its transfers that ran at their hosts' rates), within
-   bounds; rounds with a transfer near the threshold are measured once more and the rates
-   averaged. Hosts under one switch are never separated
-   from each other: the groups are the largest cliques of never-separated hosts, taken
-   largest first (a pair across a link that its round left idle is not separated, but a
-   whole group rarely is). A host whose own link is too slow to fill any switch-to-switch
-   link is separated from nobody: it is placed by a contention test (transfers from its
-   group's other members into the candidate group, with and without its own).
+   rates separates its two hosts: they are under different switches. A host's rate is read
+   from its fastest confirmed readings (``estimates.confirmed_top``: a lone fastest reading
+   is measured twice more, so that one lucky reading cannot make every other transfer of
+   the host look slowed down). The threshold is ``NOISE_FACTOR`` times the measured noise
+   (the first round measured twice; the spread of its transfers that ran at their hosts'
+   rates both times), within bounds; rounds with a transfer near the threshold are measured
+   once more and the rates averaged. Hosts under one switch are never separated from each
+   other: the groups are the largest cliques of never-separated hosts, taken largest first
+   (a pair across a link that its round left idle is not separated, but a whole group
+   rarely is). A host whose own link is too slow to fill any switch-to-switch link is
+   separated from nobody: it is placed by a contention test on totals (``_contend``:
+   transfers from its group's other members fill the link towards the candidate group; does
+   the host's own transfer take its share of that total?), and a host left alone though
+   never separated from some group joins it.
    Cost: N(N - 1) transfers, in N - 1 rounds (plus the repeated ones): O(N) rounds.
 2. **Between groups.** For each pair of groups, up to ``FLOWS_PER_PAIR`` transfers each way,
    started together (distinct senders and receivers): their total is what the path between
@@ -37,12 +41,13 @@ when no other set of transfers can fill it either (``equivalent``).
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable
 
 import networkx as nx
 
-from .estimates import SLOWDOWN, BandwidthTree, host_link_estimate, levels, round_robin
+from .estimates import RETAKES, SLOWDOWN, BandwidthTree, FlowSamples, disjoint_rounds, levels, round_robin
 from .link_rates import measure_links
 
 __all__ = ["infer_bandwidth_tree", "levels"]
@@ -50,8 +55,9 @@ __all__ = ["infer_bandwidth_tree", "levels"]
 NOISE_PRIOR = 0.05  # the relative run-to-run spread assumed before any was measured
 NOISE_FACTOR = 4.0  # a slowdown this many times the spread is contention, not noise
 MIN_THRESHOLD, MAX_THRESHOLD = 0.1, 0.35
-REPEATS = 2  # extra measurements of a borderline contention test
+REPEATS = 3  # extra measurements of an undecided contention test
 FLOWS_PER_PAIR = 3
+SAME_PROFILE = 0.8  # a separated pair agreeing on this share of the others is re-measured
 LEVEL_GAP = 0.1  # clusters of groups joined at rates this close go under one switch
 
 Bulk = Callable[[list, float], list]  # (flows [(src, dst)], duration) -> rates in bytes/s
@@ -61,29 +67,14 @@ class _Prober:
     def __init__(self, bulk: Bulk, duration: float):
         self.bulk, self.duration = bulk, duration
         self.count = 0
-        self.best_up: dict[str, list] = {}
-        self.best_down: dict[str, list] = {}
-        self.alone: dict[tuple, float] = {}
-        self.together: dict[tuple, list] = {}
+        self.samples = FlowSamples()
         self.repeats: list[tuple] = []  # (flow, rate, rate again) of transfers measured twice alike
 
     def run(self, flows: list) -> list[float]:
         rates = self.bulk(flows, self.duration)
         self.count += len(flows)
-        for (s, d), r in zip(flows, rates):
-            self.best_up.setdefault(s, []).append(r)
-            self.best_down.setdefault(d, []).append(r)
+        self.samples.add(flows, rates)
         return rates
-
-    def together_rates(self, flows: tuple) -> list[float]:
-        if flows not in self.together:
-            self.together[flows] = self.run(list(flows))
-        return self.together[flows]
-
-    def alone_rate(self, flow: tuple) -> float:
-        if flow not in self.alone:
-            self.alone[flow] = self.run([flow])[0]
-        return self.alone[flow]
 
     def repeat(self, flows: list, before: list[float]) -> list[float]:
         """Measure ``flows`` again; their differences to ``before`` feed the noise estimate."""
@@ -93,17 +84,17 @@ class _Prober:
 
     def allowed(self, src: str, dst: str) -> float:
         """The fastest a transfer src -> dst can run: its hosts' link rates so far."""
-        return min(host_link_estimate(self.best_up[src]).value, host_link_estimate(self.best_down[dst]).value)
+        return min(self.samples.host_up(src).value, self.samples.host_down(dst).value)
 
     @property
     def noise(self) -> float:
         """A transfer's relative spread from one measurement to the next, among the transfers
-        that ran at their hosts' rates (nothing else limited them: the spread a same-switch
-        pair shows; a shared link's split between TCP flows varies much more): the median of
-        |r1 / r2 - 1| (for two measurements with relative spread s each, about s)."""
-        free = [abs(a / b - 1) for f, a, b in self.repeats if max(a, b) >= (1 - SLOWDOWN) * self.allowed(*f)]
-        every = [abs(a / b - 1) for _, a, b in self.repeats]
-        return statistics.median(free or every) if every else NOISE_PRIOR
+        that ran at their hosts' rates both times (nothing else limited them: the spread a
+        same-switch pair shows; a shared link's split between TCP flows varies much more):
+        the median of |r1 / r2 - 1| (for two measurements with relative spread s each, about
+        s); ``NOISE_PRIOR`` until three such pairs of readings exist."""
+        free = [abs(a / b - 1) for f, a, b in self.repeats if min(a, b) >= (1 - SLOWDOWN) * self.allowed(*f)]
+        return statistics.median(free) if len(free) >= 3 else NOISE_PRIOR
 
     @property
     def threshold(self) -> float:
@@ -124,7 +115,7 @@ def infer_bandwidth_tree(hosts: list, bulk: Bulk, duration: float = 0.5) -> Band
     for a, b in links:
         adj.setdefault(a, []).append(b)
         adj.setdefault(b, []).append(a)
-    tree = measure_links(adj, hosts, switches, bulk, duration, known=(pr.best_up, pr.best_down))
+    tree = measure_links(adj, hosts, switches, bulk, duration, known=pr.samples)
     tree.groups = [list(g) for g in groups]
     tree.measurements += pr.count
     tree.noise, tree.threshold = pr.noise, pr.threshold
@@ -146,16 +137,27 @@ def _group_by_round_robin(hosts: list, pr: _Prober) -> list[list]:
             rates = [(a + b) / 2 for a, b in zip(rates, pr.repeat(flows, rates))]
         for f, r in zip(flows, rates):
             rate.setdefault(f, []).append(r)
+    # a host's lone fastest reading is measured twice more (``estimates.confirmed_top``)
+    for flows in disjoint_rounds(pr.samples.unconfirmed_tops()) * RETAKES:
+        pr.samples.retake(flows, pr.bulk(flows, pr.duration))
+        pr.count += len(flows)
     for flows in _borderline_rounds(rounds, rate, pr):
         for f, r in zip(flows, pr.repeat(flows, [statistics.fmean(rate[f]) for f in flows])):
             rate[f].append(r)
+    # a separation that the two hosts' other separations contradict (a transfer between
+    # two hosts under one switch slowed down by a stall of this shared machine): its round
+    # twice more, and the median reading decides (``_deficit``)
+    for flows in _contradicted_rounds(rounds, rate, pr, hosts):
+        for _ in range(2):
+            for f, r in zip(flows, pr.repeat(flows, [statistics.fmean(rate[f]) for f in flows])):
+                rate[f].append(r)
     together = nx.Graph()
     together.add_nodes_from(hosts)
     together.add_edges_from(
         (x, y) for i, x in enumerate(hosts) for y in hosts[i + 1 :] if not _separated(pr, rate, x, y)
     )
     groups = _largest_cliques_first(together, hosts)
-    return _settle_ambiguous(groups, together, pr)
+    return _adopt_lone_hosts(_settle_ambiguous(groups, together, pr), together)
 
 
 def _largest_cliques_first(together, hosts: list) -> list[list]:
@@ -165,7 +167,8 @@ def _largest_cliques_first(together, hosts: list) -> list[list]:
     groups: list[list] = []
     left = together.copy()
     while left.number_of_nodes():
-        best = max(nx.find_cliques(left), key=lambda c: (len(c), -min(hosts.index(h) for h in c)))
+        # ties go to the clique of the earliest hosts (the same answer on every run)
+        best = min(nx.find_cliques(left), key=lambda c: (-len(c), sorted(hosts.index(h) for h in c)))
         groups.append(sorted(best, key=hosts.index))
         left.remove_nodes_from(best)
     return groups
@@ -181,26 +184,62 @@ def _settle_ambiguous(groups: list[list], together, pr: _Prober) -> list[list]:
         for cand in groups:
             if cand is home or not all(together.has_edge(x, m) for m in cand):
                 continue
-            others = [m for m in home if m != x]
-            k = min(len(others), len(cand) - 1, FLOWS_PER_PAIR)
+            # the load from the members of H sure to be there (separated from C), fastest
+            # first, to the fastest of C: what fills the link between the two if anything does
+            sure = sorted(
+                (m for m in home if m != x),
+                key=lambda m: (all(together.has_edge(m, c) for c in cand), -pr.samples.speed(m)),
+            )
+            into = sorted(cand, key=lambda c: -pr.samples.speed(c))
+            k = min(len(sure), len(cand) - 1, FLOWS_PER_PAIR)
             if k < 1:
                 continue
-            load = [(others[i], cand[i]) for i in range(k)]
-            if not _contend(pr, (x, cand[k]), *load):
+            load = [(sure[i], into[i]) for i in range(k)]
+            if not _contend(pr, (x, into[k]), *load):
                 home.remove(x)
                 cand.append(x)
                 break
     return [g for g in groups if g]
 
 
+def _adopt_lone_hosts(groups: list[list], together) -> list[list]:
+    """A host left alone although never separated from the members of some group (another
+    host took its place in that group's clique and has moved on since) joins the largest
+    such group: all that crosses a link between it and that group starts or ends at the host
+    itself, so its own link fills first and that link can never be full (``equivalent``)."""
+    for lone in [g for g in groups if len(g) == 1]:
+        (x,) = lone
+        fits = [g for g in groups if g is not lone and g and all(together.has_edge(x, m) for m in g)]
+        if fits:
+            max(fits, key=len).append(x)
+            lone.clear()
+    return [g for g in groups if g]
+
+
 def _deficit(pr: _Prober, rate: dict, s: str, d: str) -> float:
     """How much slower s -> d ran than its two hosts allow (0: not at all)."""
     allow = pr.allowed(s, d)
-    return 1 - statistics.fmean(rate[(s, d)]) / allow if allow > 0 else 0.0
+    return 1 - statistics.median(rate[(s, d)]) / allow if allow > 0 else 0.0
 
 
 def _separated(pr: _Prober, rate: dict, x: str, y: str) -> bool:
     return max(_deficit(pr, rate, x, y), _deficit(pr, rate, y, x)) > pr.threshold
+
+
+def _contradicted_rounds(rounds: list, rate: dict, pr: _Prober, hosts: list) -> list[list]:
+    """The rounds of the separated pairs whose two hosts are separated from the same other
+    hosts (at least ``SAME_PROFILE`` of them): hosts under different switches differ at least
+    on each other's switch mates."""
+    sep = {(x, y): _separated(pr, rate, x, y) for x in hosts for y in hosts if x != y}
+    suspect = set()
+    for i, x in enumerate(hosts):
+        for y in hosts[i + 1 :]:
+            others = [h for h in hosts if h not in (x, y)]
+            if sep[(x, y)] and others:
+                same = sum(sep[(x, h)] == sep[(y, h)] for h in others) / len(others)
+                if same >= SAME_PROFILE:
+                    suspect |= {(x, y), (y, x)}
+    return [flows for flows in rounds if suspect & set(flows)]
 
 
 def _borderline_rounds(rounds: list, rate: dict, pr: _Prober) -> list[list]:
@@ -211,37 +250,28 @@ def _borderline_rounds(rounds: list, rate: dict, pr: _Prober) -> list[list]:
 
 
 def _contend(pr: _Prober, probe: tuple, *load: tuple) -> bool:
-    """Does ``probe`` started together with the ``load`` transfers slow down, or slow them
-    down (against the probe alone and the load without it: a shared link that limits)?
-    "Slow" is relative to the measured noise (``_Prober.threshold``). A slowdown near the
-    threshold (within a factor 2 either way) is measured up to ``REPEATS`` times more, with
-    fresh baselines, and the ratios averaged: one noisy round must not decide."""
+    """Does ``probe`` share a full link with the ``load`` transfers? The load's total alone
+    (L0) against its total beside the probe (L1): where they share a link the load fills,
+    the link's total stays the same and the load loses what the probe carries (score
+    (L0 - L1) / probe's rate about 1); elsewhere it loses nothing (about 0). Totals, not each
+    transfer's slowdown: TCP splits a shared link unevenly and differently every time, but
+    the total is steady. Normalized by the probe's own rate, a slow host (its link far below
+    the shared one) is tested as surely as a fast one. The score is taken again (load alone,
+    then with the probe) while the decision at 1/2 lies within two standard errors of the
+    mean, ``REPEATS`` times at most; the standard error from the measured noise (and the
+    scores' own spread once there are several)."""
     flows = [probe, *load]
-    together = pr.run(flows)
-    base = _baseline(pr, probe, load)
-    ratios = [_slowest_ratio(together, base)]
-    for _ in range(REPEATS):
-        theta = pr.threshold
-        slowdown = 1 - statistics.fmean(ratios)
-        if not theta / 2 < slowdown < 2 * theta:
-            break
-        together = pr.repeat(flows, together)
-        base = _baseline(pr, probe, load, fresh=True)
-        ratios.append(_slowest_ratio(together, base))
-    return 1 - statistics.fmean(ratios) > pr.threshold
-
-
-def _baseline(pr: _Prober, probe: tuple, load: tuple, fresh: bool = False) -> list[float]:
-    if fresh:  # measured again alike: the differences feed the noise estimate
-        old = [pr.alone.pop(probe, None), *(pr.together.pop(load, None) or [pr.alone.pop(load[0], None)])]
-        new = _baseline(pr, probe, load)
-        pr.repeats += [(f, a, b) for f, a, b in zip([probe, *load], new, old) if a and b]
-        return new
-    return [pr.alone_rate(probe)] + (pr.together_rates(load) if len(load) > 1 else [pr.alone_rate(load[0])])
-
-
-def _slowest_ratio(together: list[float], base: list[float]) -> float:
-    return min((r / b if b > 0 else 1.0) for r, b in zip(together, base))
+    scores: list[float] = []
+    while True:
+        alone = sum(pr.run(list(load)))
+        rates = pr.run(flows)
+        scores.append((alone - sum(rates[1:])) / rates[0] if rates[0] > 0 else 0.0)
+        spread = math.sqrt(2) * pr.noise * alone / max(rates[0], 1e-9)
+        if len(scores) >= 2:
+            spread = max(spread, statistics.stdev(scores))
+        mean = statistics.fmean(scores)
+        if abs(mean - 0.5) > 2 * spread / math.sqrt(len(scores)) or len(scores) > REPEATS:
+            return mean > 0.5
 
 
 # ---------------------------------------------------------------- step 2: access links
@@ -251,7 +281,7 @@ def _between_groups(groups: list, pr: _Prober) -> dict:
     fastest members of each (slow ones could not fill the path between the groups)."""
 
     def fastest(g: list) -> list:
-        return sorted(g, key=lambda h: -max(pr.best_up.get(h, [0.0]) + pr.best_down.get(h, [0.0])))
+        return sorted(g, key=lambda h: -pr.samples.speed(h))
 
     out = {}
     for i in range(len(groups)):

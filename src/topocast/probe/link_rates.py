@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .estimates import SLOWDOWN, BandwidthTree, Estimate, host_link_estimate, round_robin
+from .estimates import RETAKES, SLOWDOWN, BandwidthTree, Estimate, FlowSamples, round_robin
 
 __all__ = ["measure_links"]
 
@@ -37,22 +37,22 @@ EDGE_REPEATS = 2  # measurements of each link between switches (the fastest coun
 
 
 def measure_links(
-    adj: dict, hosts: list, switches: list, bulk: Bulk, duration: float, known: tuple | None = None
+    adj: dict, hosts: list, switches: list, bulk: Bulk, duration: float, known: FlowSamples | None = None
 ) -> BandwidthTree:
     """Measure every link of the tree ``adj`` (node -> neighbours) between ``hosts`` and
     ``switches``; ``bulk(flows, duration)`` starts transfers together and returns their rates.
-    ``known``: (sent, received) rates of every host, from transfers that already met every
-    other host under its switch (then no round robin is run again)."""
-    run = _Runner(adj, hosts, bulk, duration)
+    ``known``: the readings of transfers that already met every other host under its
+    switch (then no round robin is run again)."""
+    run = _Runner(adj, hosts, bulk, duration, known)
     if known is None:
         run.tasks(_round_robin_tasks(adj, hosts, switches))
-    else:
-        for h in hosts:
-            run.up[h] += known[0].get(h, [])
-            run.down[h] += known[1].get(h, [])
     run.tasks(_branch_tasks(adj, hosts, switches, run.speed()))
-    host_up = {h: host_link_estimate(run.up[h]) for h in hosts}
-    host_down = {h: host_link_estimate(run.down[h]) for h in hosts}
+    # a host's lone fastest reading measured twice more, alone on its links (``confirmed_top``)
+    again = run.samples.unconfirmed_tops()
+    for _ in range(RETAKES):
+        run.tasks([("again", [f], None) for f in again], retake=True)
+    host_up = {h: run.samples.host_up(h) for h in hosts}
+    host_down = {h: run.samples.host_down(h) for h in hosts}
     edges = _edge_tasks(adj, hosts, switches, run.speed())
     # other traffic and scheduling only ever slow a transfer down: of repeated measurements
     # of a link, the fastest is the best estimate of what it carries (our reading)
@@ -74,18 +74,19 @@ def measure_links(
 class _Runner:
     """Runs measurement tasks packed into rounds; keeps every host's send/receive samples."""
 
-    def __init__(self, adj: dict, hosts: list, bulk: Bulk, duration: float):
+    def __init__(self, adj: dict, hosts: list, bulk: Bulk, duration: float, known: FlowSamples | None):
         self.adj, self.bulk, self.duration = adj, bulk, duration
-        self.up: dict[str, list] = {h: [] for h in hosts}
-        self.down: dict[str, list] = {h: [] for h in hosts}
+        self.hosts = hosts
+        self.samples = known if known is not None else FlowSamples()
         self.count = 0
 
     def speed(self) -> dict[str, float]:
-        """Each host's fastest transfer so far, either way."""
-        return {h: max(self.up[h] + self.down[h], default=0.0) for h in self.up}
+        """Each host's fastest confirmed transfer so far, either way."""
+        return {h: self.samples.speed(h) for h in self.hosts}
 
-    def tasks(self, tasks: list) -> list[list[float]]:
-        """Each task's rates, in order."""
+    def tasks(self, tasks: list, retake: bool = False) -> list[list[float]]:
+        """Each task's rates, in order (``retake``: transfers measured again,
+        ``FlowSamples.retake``)."""
         results: list = [None] * len(tasks)
         for round_ in _pack(self.adj, tasks):
             flows = [f for k in round_ for f in tasks[k][1]]
@@ -95,9 +96,7 @@ class _Runner:
             for k in round_:
                 results[k] = rates[pos : pos + len(tasks[k][1])]
                 pos += len(tasks[k][1])
-            for (s, d), r in zip(flows, rates):
-                self.up[s].append(r)
-                self.down[d].append(r)
+            (self.samples.retake if retake else self.samples.add)(flows, rates)
         return results
 
 
