@@ -34,7 +34,11 @@ Everything here is ours ([I]):
    shallow structures as well, ``two_tree`` (depth about log2 n, docs/algorithms.md 11) and,
    up to 256 destinations, ``dijkstra``'s widest relay tree, and the unpaced ``depth_first``
    pipeline; predict each with the simulator and keep the one with the largest aggregate
-   bandwidth (ties: the pipelines).
+   bandwidth (ties: the pipelines). Simulating is the expensive part, so each structure first
+   gets a rate ceiling computed from its transfers alone (caps, narrowest links, chain fill
+   latencies, max-flow bounds; :func:`rate_ceiling`); they are simulated by decreasing
+   ceiling, and one whose ceiling lies below the best prediction so far is not simulated.
+   Predictions the caller already made (``topocast compare``) are reused.
 
 What it is not: a proof of optimality over all routings. Packing Steiner trees is NP-hard
 and routing alone can stay below the max-flow bound (docs/algorithms.md 8); the notes report the
