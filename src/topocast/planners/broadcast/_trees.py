@@ -364,6 +364,22 @@ class Pipeline:
             self._link_uses = uses
         return self._link_uses
 
+    def link_ids(self) -> np.ndarray:
+        """Directed link ids the hops cross, one entry per use."""
+        if self._link_uses is None and self.arborescence is not None:
+            arb = self.arborescence
+            down_used, up_used = arb.chain_usage(self.active)
+            return np.concatenate((arb.down[down_used], arb.up[up_used]))
+        uses = self.link_uses
+        ids = np.fromiter(uses.keys(), dtype=np.int64, count=len(uses))
+        return np.repeat(ids, np.fromiter(uses.values(), dtype=np.int64, count=len(uses)))
+
+    def member_nodes(self, topology: Topology) -> np.ndarray:
+        """The members' node indices, in chain order."""
+        if self._members is None and self.arborescence is not None:
+            return self.arborescence.node[self.active]
+        return np.array([topology.index(m) for m in self.members], dtype=np.int64)
+
     @property
     def n_members(self) -> int:
         """Number of members (without building their names)."""

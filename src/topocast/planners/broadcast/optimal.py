@@ -79,7 +79,20 @@ def _level_sets(pipelines):
     return sets
 
 
-def _solve(cols, _unused, dests, floors, res_of, cap):
+def _dest_rows(topology, dests) -> np.ndarray:
+    """Row of each topology node among ``dests`` (-1 for the others)."""
+    row = np.full(topology.n_nodes, -1, dtype=np.int64)
+    row[[topology.index(d) for d in dests]] = np.arange(len(dests))
+    return row
+
+
+def _column_key(topology, p) -> tuple[bytes, bytes, bytes]:
+    """What makes two columns the same: their destination set and their link uses."""
+    links, uses = np.unique(p.link_ids(), return_counts=True)
+    return np.sort(p.member_nodes(topology)).tobytes(), links.tobytes(), uses.tobytes()
+
+
+def _solve(cols, topology, dests, floors, res_of, cap):
     """One LP solve (HiGHS, sparse). Returns (x, objective, link duals y, floor duals mu)."""
     from scipy.optimize import linprog
     from scipy.sparse import coo_matrix, vstack
@@ -89,25 +102,24 @@ def _solve(cols, _unused, dests, floors, res_of, cap):
     n_res = len(cap)
     finite = np.isfinite(cap)
     scale = float(cap[finite].max()) if finite.any() else 1.0
-    didx = {d: i for i, d in enumerate(dests)}
-    ri, rj, rv, fi, fj = [], [], [], [], []
+    drow = _dest_rows(topology, dests)
+    ri, rj, fi, fj = [], [], [], []
     for j, c in enumerate(cols):
-        for lid, u in c.link_uses.items():
-            ri.append(res_of[lid])
-            rj.append(j)
-            rv.append(u)
-        for m in c.members:
-            i = didx.get(m)
-            if i is not None:
-                fi.append(i)
-                fj.append(j)
-    a_cap = coo_matrix((rv, (ri, rj)), shape=(n_res, len(cols))).tocsr()
+        res = res_of[c.link_ids()]  # one entry per use: the sparse matrix sums them
+        ri.append(res)
+        rj.append(np.full(len(res), j, dtype=np.int64))
+        rows_of = drow[c.member_nodes(topology)]
+        rows_of = rows_of[rows_of >= 0]
+        fi.append(rows_of)
+        fj.append(np.full(len(rows_of), j, dtype=np.int64))
+    r_i, r_j, f_i, f_j = (np.concatenate(v) for v in (ri, rj, fi, fj))
+    a_cap = coo_matrix((np.ones(len(r_i)), (r_i, r_j)), shape=(n_res, len(cols))).tocsr()
     used_rows = np.zeros(n_res, dtype=bool)
-    used_rows[np.asarray(ri, dtype=np.int64)] = True
+    used_rows[r_i] = True
     rows = np.flatnonzero(finite & used_rows)
-    a_fl = coo_matrix((-np.ones(len(fi)), (fi, fj)), shape=(len(dests), len(cols)))
+    a_fl = coo_matrix((-np.ones(len(f_i)), (f_i, f_j)), shape=(len(dests), len(cols)))
     a = vstack([a_cap[rows], a_fl]).tocsr()
-    obj = -np.array([float(len(c.members)) for c in cols])
+    obj = -np.array([float(c.n_members) for c in cols])
     # floors relaxed by a hair so round-off in stable's own rates never makes the LP infeasible
     b = np.concatenate([cap[rows] / scale, -np.asarray(floors) / scale * (1 - 1e-9)])
     sol = linprog(obj, A_ub=a, b_ub=b, bounds=(0, None), method="highs")
@@ -143,14 +155,15 @@ def _price(topology, source, arb_fixed, level_sets, y, mu, dests, res_of, rev):
             topology, source, plink, child_key=lambda l: (y[res_of[rev[l]]], int(topology.link_dst[l]))
         )
     out = []
-    mu_of = dict(zip(dests, mu))
+    mu_node = np.zeros(topology.n_nodes)
+    mu_node[[topology.index(d) for d in dests]] = mu
     for k, s in enumerate(level_sets):
         active = np.zeros(arb.size, dtype=bool)
-        idx = [arb.pos[topology.index(d)] for d in s]
-        active[[i for i in idx if i >= 0]] = True
+        idx = arb.pos[[topology.index(d) for d in s]]
+        active[idx[idx >= 0]] = True
         active[0] = False
         p = pipeline_over(arb, active)
-        profit = sum(1.0 + mu_of.get(m, 0.0) for m in p.members) - sum(u * y[res_of[l]] for l, u in p.link_uses.items())
+        profit = float(np.sum(1.0 + mu_node[p.member_nodes(topology)])) - float(np.sum(y[res_of[p.link_ids()]]))
         out.append((profit, k, p))
     return out
 
@@ -498,18 +511,18 @@ def _column_generation(topology, src, dests, sets, cols, floors, res_of, cap, re
     else:
         price_sets = sets
     cols = list(cols)
-    seen = {(frozenset(p.members), tuple(sorted(p.link_uses.items()))) for p in cols}
+    seen = {_column_key(topology, p) for p in cols}
     best = None
     rounds = 0
     for rounds in range(1, max_rounds + 1):
-        out = _solve(cols, None, dests, floors, res_of, cap)
+        out = _solve(cols, topology, dests, floors, res_of, cap)
         if out is None:
             break
         x, val, y, mu = out
         best = (x.copy(), list(cols))
         added = 0
         for profit, _, p in _price(topology, src, arb_fixed, price_sets, y, mu, dests, res_of, rev):
-            key = (frozenset(p.members), tuple(sorted(p.link_uses.items())))
+            key = _column_key(topology, p)
             if profit > 1e-9 and key not in seen:
                 seen.add(key)
                 cols.append(p)
