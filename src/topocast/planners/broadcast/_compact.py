@@ -131,10 +131,12 @@ def _last_trees_over(
     count = np.zeros(arb.size, dtype=np.int64)  # trees holding each position
     prev = None
     for p in pipelines:
-        if prev is not None and np.any(p.active & ~prev):
+        active = p.active
+        assert active is not None  # pipelines over an arborescence
+        if prev is not None and np.any(active & ~prev):
             return None
-        count += p.active
-        prev = p.active
+        count += active
+        prev = active
     pos = arb.pos[[arb.topology.index(d) for d in destinations]]
     trees = count[np.sort(pos[pos >= 0])]  # in preorder, the first tree's member order
     return trees[trees > 0] - 1

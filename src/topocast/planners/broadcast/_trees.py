@@ -366,7 +366,7 @@ class Pipeline:
 
     def link_ids(self) -> np.ndarray:
         """Directed link ids the hops cross, one entry per use."""
-        if self._link_uses is None and self.arborescence is not None:
+        if self._link_uses is None and self.arborescence is not None and self.active is not None:
             arb = self.arborescence
             down_used, up_used = arb.chain_usage(self.active)
             return np.concatenate((arb.down[down_used], arb.up[up_used]))

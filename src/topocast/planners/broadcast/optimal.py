@@ -311,9 +311,8 @@ def rate_ceiling(topology, plan: Plan, per_host_bound: Mapping[str, float]) -> f
     row = {d: k for k, d in enumerate(dests)}
     into = np.array([row.get(t.dst, -1) for t in plan.transfers], dtype=np.int64)
     keep = into >= 0
-    into, own_start, own_rate, slow_start, slow_rate = (
-        a[keep] for a in (into, own_start, own_rate, slow_start, slow_rate)
-    )
+    into = into[keep]
+    own_start, own_rate, slow_start, slow_rate = (a[keep] for a in (own_start, own_rate, slow_start, slow_rate))
     size = np.array([float(ranges_length(plan.wanted[d])) for d in dests])
 
     def delivered(at: np.ndarray) -> np.ndarray:
