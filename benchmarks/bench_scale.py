@@ -19,7 +19,12 @@ Parts (``--parts``, default all; run each under the shared lock on a shared mach
   symmetric) for each planner, and the log-log plot ``--plot``;
 * ``plan1k``: planning time alone of every default broadcast planner (no simulation), random
   tree, 1,000 hosts, symmetric and asymmetric, each in its own process stopped after
-  ``--plan-timeout`` seconds, with the plan's number of transfers.
+  ``--plan-timeout`` seconds, with the plan's number of transfers;
+* ``perplanner``: what each default broadcast planner costs inside ``topocast compare`` on the
+  1,000-host random trees and ``g5k.xml``: load, plan, check and simulate seconds, each planner
+  in its own process stopped after ``--plan-timeout`` seconds;
+* ``plan100k``: the 100,000-host multi-cluster network (YAML and JSON): loading seconds, and
+  planning seconds and transfers of ``flat``, ``depth_first`` and ``stable`` (no simulation).
 
 Networks come from the project's generator (``topocast topology generate random-tree --hosts N
 --switches N/4 --min-mbit 100 --max-mbit 1000 [--asymmetric] --seed 1``), written to
@@ -46,7 +51,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data"
 G5K = DATA / "simgrid" / "g5k.xml"
 SIMGRID_PYTHON = "/usr/bin/python3"
-PARTS = ("compare1k", "tree10k", "cluster100k", "g5k", "simgrid", "scaling", "plan1k")
+PARTS = ("compare1k", "tree10k", "cluster100k", "g5k", "simgrid", "scaling", "plan1k", "perplanner", "plan100k")
 SCALING_HOSTS = (100, 300, 1000, 3000, 10000)
 SCALING_PLANNERS = ("flat", "depth_first", "fpfr", "stable", "optimal", "balanced_multicast")
 
@@ -333,6 +338,92 @@ def part_plan1k(work: Path, repeat: int, report: dict, timeout: float = 120.0) -
             report[f"plan_{info.name}_1000_{name}"] = {**d, "load": load()}
 
 
+STEPS_CHILD = """
+import json, sys, time
+t0 = time.perf_counter()
+from topocast.check import check_plan
+from topocast.plan import Broadcast
+from topocast.planners import get_planner
+from topocast.sim import simulate
+from topocast.topology import load_topology
+topo = load_topology(sys.argv[1])
+t1 = time.perf_counter()
+plan = get_planner("broadcast", sys.argv[2])(topo, Broadcast(topo.hosts[0], 10**9))
+t2 = time.perf_counter()
+out = {"load": t1 - t0, "plan": t2 - t1, "transfers": len(plan.transfers)}
+print(json.dumps(out), flush=True)
+check_plan(plan, topo)
+t3 = time.perf_counter()
+simulate(plan, topo)
+out.update(check=t3 - t2, simulate=time.perf_counter() - t3)
+print(json.dumps(out), flush=True)
+"""
+
+
+def _steps(argv: list[str], timeout: float) -> tuple[dict, bool]:
+    """The last JSON line a STEPS_CHILD printed, and whether it finished within ``timeout``."""
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=True)
+        out, done = proc.stdout, True
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+        done = False
+    lines = [ln for ln in out.splitlines() if ln.startswith("{")]
+    return (json.loads(lines[-1]) if lines else {}), done
+
+
+def part_perplanner(
+    work: Path, repeat: int, report: dict, timeout: float = 120.0, only: str = "rt1000,rt1000-asym,g5k"
+) -> None:
+    from topocast.planners import available_planners
+
+    print(f"== every default broadcast planner, each in its own process (stop at {timeout:g} s)")
+    nets = [("rt1000", random_tree_file(work, 1000, False)), ("rt1000-asym", random_tree_file(work, 1000, True))]
+    if G5K.exists():
+        nets.append(("g5k", G5K))
+    for net, f in [(n, f) for n, f in nets if n in only.split(",")]:
+        total = 0.0
+        for info in available_planners("broadcast", include_selectors=False):
+            t0 = time.perf_counter()
+            d, done = _steps([sys.executable, "-c", STEPS_CHILD, str(f), info.name], timeout)
+            wall = time.perf_counter() - t0
+            total += wall
+            steps = "  ".join(f"{k} {d[k]:6.2f}" for k in ("load", "plan", "check", "simulate") if k in d)
+            state = "" if done else f"  STOPPED at {timeout:g} s"
+            print(
+                f"  {net:11s} {info.name:24s} process {wall:7.2f} s  {steps}  transfers {d.get('transfers', '?')}"
+                f"{state}  [{load()}]",
+                flush=True,
+            )
+            report[f"perplanner_{net}_{info.name}"] = {**d, "process": wall, "finished": done, "load": load()}
+        print(f"  {net:11s} sum of the processes {total:.1f} s (each pays its own start and loading)", flush=True)
+
+
+def part_plan100k(work: Path, repeat: int, report: dict) -> None:
+    print("== multi-cluster, 100,000 hosts: loading and planning (no simulation)")
+    yaml_file = cluster_file(work, 100000)
+    json_file = yaml_file.with_suffix(".json")
+    if not json_file.exists():
+        from topocast.topology import load_topology
+        from topocast.topology.io import save_file
+
+        save_file(load_topology(yaml_file), json_file)
+    for f in (yaml_file, json_file):
+        for planner in ("flat", "depth_first", "stable"):
+            for _ in range(repeat):
+                w, rss, out = timed([sys.executable, "-c", PLAN_STEPS_CHILD, str(f), planner])
+                d = json.loads(out)
+                print(
+                    f"  {f.suffix:5s} {planner:12s} load {d['load']:6.2f} s  plan {d['plan']:6.2f} s  "
+                    f"transfers {d['transfers']:8d}  process {w:6.2f} s  peak RSS {rss:6.0f} MiB  [{load()}]",
+                    flush=True,
+                )
+                report.setdefault("plan100k", []).append({"file": f.suffix, "planner": planner, **d, "process": w})
+
+
+PLAN_STEPS_CHILD = STEPS_CHILD.split("check_plan(plan, topo)")[0]
+
+
 def plot_scaling(rows: list[dict], path: str) -> None:
     import matplotlib
 
@@ -365,7 +456,10 @@ def main(argv=None) -> None:
     ap.add_argument("--work", default="/tmp/topocast-scale", help="folder for the generated networks")
     ap.add_argument("--scaling-hosts", default=",".join(map(str, SCALING_HOSTS)))
     ap.add_argument("--scaling-planners", default=",".join(SCALING_PLANNERS))
-    ap.add_argument("--plan-timeout", type=float, default=120.0, help="plan1k: seconds per planner (default 120)")
+    ap.add_argument(
+        "--plan-timeout", type=float, default=120.0, help="plan1k, perplanner: seconds per planner (default 120)"
+    )
+    ap.add_argument("--perplanner-nets", default="rt1000,rt1000-asym,g5k", help="perplanner: comma list of networks")
     ap.add_argument("--data", default=str(DATA), help="folder of real topologies (g5k: simgrid/g5k.xml in it)")
     ap.add_argument("--plot", help="write the scaling plot (PNG)")
     ap.add_argument("--json", help="write every figure as JSON (merged into the file if it exists)")
@@ -390,6 +484,8 @@ def main(argv=None) -> None:
             )
         elif part == "plan1k":
             part_plan1k(work, args.repeat, report, args.plan_timeout)
+        elif part == "perplanner":
+            part_perplanner(work, args.repeat, report, args.plan_timeout, args.perplanner_nets)
         elif part in PARTS:
             globals()[f"part_{part}"](work, args.repeat, report)
         else:

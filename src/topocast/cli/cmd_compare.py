@@ -13,6 +13,7 @@ from ..check import check_plan
 from ..errors import TopocastError
 from ..plan import Broadcast
 from ..planners import available_planners, get_planner
+from ..planners.broadcast._compact import DEFAULT_RATE_TOLERANCE
 from ..sim import simulate
 from ..units import format_bandwidth, format_size, format_time
 from .common import (
@@ -106,13 +107,16 @@ def compare(
     bound = broadcast_bounds(topology, source, dests)
     outcome: dict[str, Result | str] = {}
     evaluated: dict[str, tuple[Plan, Result] | str] = {}  # name -> (plan, result) or error, for the selectors
-    for info in sorted(infos, key=lambda i: "selector" in i.tags):  # stable: table order kept
+    # ``optimal`` compares other planners' default plans by their fluid prediction: it may
+    # reuse ours when they are the same (no chunk, the default rate tolerance)
+    reusable = not chunk_size and rate_tolerance in (None, DEFAULT_RATE_TOLERANCE)
+    for info in sorted(infos, key=_run_order):  # stable: table order kept
         try:
             if "selector" in info.tags:
                 plan = plan_with(info, topology, request, seed, rate_tolerance, evaluated)
                 res = _reused(plan, evaluated) or _simulated(plan, topology, chunk_size)
             else:
-                plan = plan_with(info, topology, request, seed, rate_tolerance)
+                plan = plan_with(info, topology, request, seed, rate_tolerance, evaluated if reusable else None)
                 res = _simulated(plan, topology, chunk_size)
                 evaluated[info.name] = (plan, res)
             outcome[info.name] = res
@@ -123,6 +127,15 @@ def compare(
         if on_step is not None:
             on_step(info.name)
     return bound, [(info.name, outcome[info.name]) for info in infos]
+
+
+def _run_order(info: PlannerInfo) -> int:
+    """Planners that can reuse other planners' predictions run after them; selectors last."""
+    import inspect
+
+    if "selector" in info.tags:
+        return 2
+    return 1 if "evaluated" in inspect.signature(info.func).parameters else 0
 
 
 def _simulated(plan, topology, chunk_size):

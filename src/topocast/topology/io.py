@@ -158,8 +158,16 @@ def _name(value: object, source: str | None, obj: object, element: str) -> str:
     return str(value)
 
 
+@functools.lru_cache(maxsize=8192, typed=True)
+def _cached_quantity(parser: Callable[..., float], value: str | int | float) -> float:
+    # a generated network repeats a few hundred bandwidth strings over 100,000 links
+    return parser(value, field=None)
+
+
 def _unit(parser: Callable[..., float], value: object, source: str | None, obj: object, element: str) -> float:
     try:
+        if isinstance(value, (str, int, float)):
+            return _cached_quantity(parser, value)
         return parser(value, field=None)
     except InputError as exc:
         raise _fail(source, obj, element, exc.message) from None
@@ -192,6 +200,68 @@ def _names(value: object, source: str | None, obj: object, element: str) -> list
     return [_name(v, source, value, f"{element}[{i}]") for i, v in enumerate(value)]
 
 
+def _plain_link(ld: object, seen: Mapping[str, str]) -> PhysicalLink | None:
+    """The link of ``ld`` when it is a plain two-way link between declared names with a
+    bandwidth and perhaps a latency (what generators write, 100,000 times); None for anything
+    else, which :func:`_checked_link` reads with every check and its message."""
+    if type(ld) is not dict or not ld.keys() <= _PLAIN_LINK_KEYS:
+        return None
+    a, b, bw, lat = ld.get("a"), ld.get("b"), ld.get("bandwidth"), ld.get("latency", 0)
+    if type(a) is not str or type(b) is not str or a == b or a not in seen or b not in seen:
+        return None
+    if not isinstance(bw, (str, int, float)) or isinstance(bw, bool):
+        return None
+    if not isinstance(lat, (str, int, float)) or isinstance(lat, bool):
+        return None
+    try:
+        bw_value = _cached_quantity(parse_bandwidth, bw)
+        lat_value = _cached_quantity(parse_time, lat)
+    except InputError:
+        return None
+    if not (bw_value > 0 and lat_value >= 0):
+        return None
+    return PhysicalLink(a, b, bw_value, lat_value, None, "duplex", None, directed=False)
+
+
+_PLAIN_LINK_KEYS = frozenset(("a", "b", "bandwidth", "latency"))
+
+
+def _checked_link(i: int, ld: object, seen: Mapping[str, str], source: str | None, raw_links: list) -> PhysicalLink:
+    """Link ``i`` of the file with every check (a clear error naming the link and field)."""
+    el = f"links[{i}]"
+    ld = _expect(ld, dict, source, raw_links, el, "a mapping {a, b, bandwidth, ...}")
+    if "a" in ld and "b" in ld:
+        el = f"links[{i}] ({ld['a']}-{ld['b']})"
+    _check_keys(ld, LINK_KEYS, source, el)
+    for k in ("a", "b", "bandwidth"):
+        if k not in ld:
+            raise _fail(source, ld, el, f"missing {k!r}")
+    a = _name(ld["a"], source, ld, f"{el}: a")
+    b = _name(ld["b"], source, ld, f"{el}: b")
+    for end, key in ((a, "a"), (b, "b")):
+        if end not in seen:
+            raise _fail(source, ld, f"{el}: {key}", f"{end!r} is not a declared host or switch")
+    bw = _bandwidth(ld["bandwidth"], source, ld, f"{el}: bandwidth")
+    bw_ba = None
+    if ld.get("bandwidth_ba") is not None:
+        bw_ba = _bandwidth(ld["bandwidth_ba"], source, ld, f"{el}: bandwidth_ba")
+        if bw_ba == bw:
+            bw_ba = None  # symmetric after all: one canonical form
+    lat = _time(ld.get("latency", 0), source, ld, f"{el}: latency")
+    sharing = ld.get("sharing", "duplex")
+    if sharing not in SHARING_POLICIES:
+        raise _fail(source, ld, f"{el}: sharing", f"expected one of {', '.join(SHARING_POLICIES)}, got {sharing!r}")
+    lname = ld.get("name")
+    if lname is not None:
+        lname = _name(lname, source, ld, f"{el}: name")
+    directed = ld.get("directed", False)
+    if not isinstance(directed, bool):
+        raise _fail(source, ld, f"{el}: directed", f"expected true or false, got {directed!r}")
+    if a == b:
+        raise _fail(source, ld, el, f"a link must join two different nodes, got {a!r} twice")
+    return PhysicalLink(a, b, bw, lat, bw_ba, sharing, lname, directed=directed)
+
+
 def from_data(data: object, source: str | None = None, *, default_name: str = "topology") -> Topology:
     """Build a :class:`Topology` from already-parsed YAML/JSON data."""
     if data is None:
@@ -215,52 +285,23 @@ def from_data(data: object, source: str | None = None, *, default_name: str = "t
             seen[n] = kind
 
     links: list[PhysicalLink] = []
-    pairs_seen: dict[tuple[str, str], str] = {}
+    pairs_seen: dict[tuple[str, str], int] = {}  # directed pair -> index of its link
     raw_links = data.get("links") or []
     raw_links = _expect(raw_links, list, source, data, "links", "a list of links")
     for i, ld in enumerate(raw_links):
-        el = f"links[{i}]"
-        ld = _expect(ld, dict, source, raw_links, el, "a mapping {a, b, bandwidth, ...}")
-        if "a" in ld and "b" in ld:
-            el = f"links[{i}] ({ld['a']}-{ld['b']})"
-        _check_keys(ld, LINK_KEYS, source, el)
-        for k in ("a", "b", "bandwidth"):
-            if k not in ld:
-                raise _fail(source, ld, el, f"missing {k!r}")
-        a = _name(ld["a"], source, ld, f"{el}: a")
-        b = _name(ld["b"], source, ld, f"{el}: b")
-        for end, key in ((a, "a"), (b, "b")):
-            if end not in seen:
-                raise _fail(source, ld, f"{el}: {key}", f"{end!r} is not a declared host or switch")
-        bw = _bandwidth(ld["bandwidth"], source, ld, f"{el}: bandwidth")
-        bw_ba = None
-        if ld.get("bandwidth_ba") is not None:
-            bw_ba = _bandwidth(ld["bandwidth_ba"], source, ld, f"{el}: bandwidth_ba")
-            if bw_ba == bw:
-                bw_ba = None  # symmetric after all: one canonical form
-        lat = _time(ld.get("latency", 0), source, ld, f"{el}: latency")
-        sharing = ld.get("sharing", "duplex")
-        if sharing not in SHARING_POLICIES:
-            raise _fail(source, ld, f"{el}: sharing", f"expected one of {', '.join(SHARING_POLICIES)}, got {sharing!r}")
-        lname = ld.get("name")
-        if lname is not None:
-            lname = _name(lname, source, ld, f"{el}: name")
-        directed = ld.get("directed", False)
-        if not isinstance(directed, bool):
-            raise _fail(source, ld, f"{el}: directed", f"expected true or false, got {directed!r}")
-        if a == b:
-            raise _fail(source, ld, el, f"a link must join two different nodes, got {a!r} twice")
-        for pair in ((a, b),) if directed else ((a, b), (b, a)):
+        link = _plain_link(ld, seen) or _checked_link(i, ld, seen, source, raw_links)
+        a, b = link.a, link.b
+        for pair in ((a, b),) if link.directed else ((a, b), (b, a)):
             if pair in pairs_seen:
                 raise _fail(
                     source,
                     ld,
-                    el,
-                    f"duplicate link {pair[0]}->{pair[1]} (already in {pairs_seen[pair]}); "
+                    f"links[{i}] ({a}-{b})",
+                    f"duplicate link {pair[0]}->{pair[1]} (already in links[{pairs_seen[pair]}]); "
                     "merge parallel links into one (sum their bandwidths)",
                 )
-            pairs_seen[pair] = f"links[{i}]"
-        links.append(PhysicalLink(a, b, bw, lat, bw_ba, sharing, lname, directed=directed))
+            pairs_seen[pair] = i
+        links.append(link)
     lnames = Counter(l.name for l in links if l.name is not None)
     for i, l in enumerate(links):
         if l.name is not None and lnames[l.name] > 1:

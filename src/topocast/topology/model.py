@@ -16,6 +16,7 @@ by the widest bottleneck, then by node order (deterministic).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -66,6 +67,11 @@ class Link:
     latency: float
     sharing: str
     physical: int
+
+
+def _where(p: int, pl: PhysicalLink) -> str:
+    """How an error names physical link ``p``."""
+    return f"link {p} ({pl.a}-{pl.b})" if pl.name is None else f"link {pl.name!r} ({pl.a}-{pl.b})"
 
 
 # The tree rooted at node 0 (parent, depth, up link, down link per node), see Topology._rooted_tree.
@@ -211,30 +217,31 @@ class Topology:
 
         directed: list[Link] = []
         pair_to_link: dict[tuple[str, str], int] = {}
+        isfinite = math.isfinite
         for p, pl in enumerate(self.physical_links):
-            where = f"link {p} ({pl.a}-{pl.b})" if pl.name is None else f"link {pl.name!r} ({pl.a}-{pl.b})"
-            for end in (pl.a, pl.b):
-                if end not in index:
-                    raise self._err(where, f"endpoint {end!r} is not a declared host or switch")
-            if pl.a == pl.b:
-                raise self._err(where, "a link must join two different nodes")
+            a, b, bw_ab, bw_ba, lat = pl.a, pl.b, pl.bandwidth, pl.reverse_bandwidth, pl.latency
+            # the checks are plain comparisons (a topology may have 100,000 links); the
+            # element naming the link is only formatted for an error
+            if a not in index or b not in index:
+                end = a if a not in index else b
+                raise self._err(_where(p, pl), f"endpoint {end!r} is not a declared host or switch")
+            if a == b:
+                raise self._err(_where(p, pl), "a link must join two different nodes")
             if pl.sharing not in SHARING_POLICIES:
-                raise self._err(where, f"sharing {pl.sharing!r} is not one of {', '.join(SHARING_POLICIES)}")
-            for label, bw in (("bandwidth", pl.bandwidth), ("bandwidth_ba", pl.reverse_bandwidth)):
-                if not (isinstance(bw, (int, float)) and np.isfinite(bw) and bw > 0):
-                    raise self._err(where, f"{label} must be a positive number of bytes/s, got {bw!r}")
-            if not (np.isfinite(pl.latency) and pl.latency >= 0):
-                raise self._err(where, f"latency must be >= 0 seconds, got {pl.latency!r}")
-            ends = (
-                ((pl.a, pl.b, pl.bandwidth),)
-                if pl.directed
-                else ((pl.a, pl.b, pl.bandwidth), (pl.b, pl.a, pl.reverse_bandwidth))
-            )
+                raise self._err(_where(p, pl), f"sharing {pl.sharing!r} is not one of {', '.join(SHARING_POLICIES)}")
+            for label, bw in (("bandwidth", bw_ab), ("bandwidth_ba", bw_ba)):
+                if not (isinstance(bw, (int, float)) and isfinite(bw) and bw > 0):
+                    raise self._err(_where(p, pl), f"{label} must be a positive number of bytes/s, got {bw!r}")
+            if not (isfinite(lat) and lat >= 0):
+                raise self._err(_where(p, pl), f"latency must be >= 0 seconds, got {lat!r}")
+            ends = ((a, b, bw_ab),) if pl.directed else ((a, b, bw_ab), (b, a, bw_ba))
             for u, v, bw in ends:
                 if (u, v) in pair_to_link:
-                    raise self._err(where, f"duplicate link between {u!r} and {v!r} (merge parallel links into one)")
+                    raise self._err(
+                        _where(p, pl), f"duplicate link between {u!r} and {v!r} (merge parallel links into one)"
+                    )
                 pair_to_link[(u, v)] = len(directed)
-                directed.append(Link(u, v, float(bw), float(pl.latency), pl.sharing, p))
+                directed.append(Link(u, v, float(bw), float(lat), pl.sharing, p))
         s(self, "links", tuple(directed))
         s(self, "_pair_to_link", pair_to_link)
 
@@ -246,30 +253,30 @@ class Topology:
         s(self, "link_latency", np.fromiter((l.latency for l in directed), dtype=float, count=n_links))
         # Shared resources: one per direction (duplex), one per cable (shared); fatpipe links
         # are not a shared resource (resource id -1): they only cap each flow.
-        resource = np.empty(n_links, dtype=np.int64)
+        resource: list[int] = []
         capacity: list[float] = []
         shared_res: dict[int, int] = {}
-        for i, l in enumerate(directed):
+        for l in directed:
             if l.sharing == "fatpipe":
-                resource[i] = -1
+                resource.append(-1)
             elif l.sharing == "shared":
                 if l.physical not in shared_res:
                     shared_res[l.physical] = len(capacity)
                     capacity.append(l.bandwidth)
-                resource[i] = shared_res[l.physical]
+                resource.append(shared_res[l.physical])
             else:
-                resource[i] = len(capacity)
+                resource.append(len(capacity))
                 capacity.append(l.bandwidth)
         # The slow direction of an asymmetric shared cable is one more resource: its flows
         # share the cable with the other direction AND, together, stay within their own
         # direction's bandwidth (a per-flow cap would let two flows take twice that).
-        extra = np.full(n_links, -1, dtype=np.int64)
+        extra = [-1] * n_links
         for i, l in enumerate(directed):
             if l.sharing == "shared" and l.bandwidth < capacity[resource[i]]:
                 extra[i] = len(capacity)
                 capacity.append(l.bandwidth)
-        s(self, "link_resource", resource)
-        s(self, "link_direction_resource", extra)
+        s(self, "link_resource", np.array(resource, dtype=np.int64))
+        s(self, "link_direction_resource", np.array(extra, dtype=np.int64))
         s(self, "resource_capacity", np.asarray(capacity, dtype=float))
 
         adj: list[list[int]] = [[] for _ in nodes]  # outgoing directed link ids per node
@@ -305,7 +312,8 @@ class Topology:
             self._check_connected()
 
     def _reach(self, start: int, reverse: bool) -> np.ndarray:
-        seen = np.zeros(len(self.nodes), dtype=bool)
+        """Nodes reachable from ``start`` (to ``start`` with ``reverse``), as a bool array."""
+        seen = [False] * len(self.nodes)  # a list: per-item numpy indexing is slow here
         seen[start] = True
         todo = [start]
         ends = self.link_src if reverse else self.link_dst
@@ -319,7 +327,7 @@ class Topology:
                 if not seen[y]:
                     seen[y] = True
                     todo.append(y)
-        return seen
+        return np.array(seen, dtype=bool)
 
     def _check_connected(self) -> None:
         first = self._index[self.hosts[0]]

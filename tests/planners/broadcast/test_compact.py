@@ -104,3 +104,27 @@ def test_the_cli_names_the_option_and_its_range(capsys, command):
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert "--rate-tolerance" in err and "[0, 0.5)" in err
+
+
+def _eager(pipelines):
+    """The same pipelines with their member names and link uses built, no shared arrays."""
+    return [Pipeline(list(p.members), p.rate, p.paths, dict(p.link_uses)) for p in pipelines]
+
+
+@pytest.mark.parametrize("tolerance", [0.0, 0.004, 0.05])
+def test_trees_kept_as_positions_merge_like_trees_kept_as_names(many_levels, tolerance):
+    # stable's trees over one arborescence are merged on position arrays (never building
+    # hosts x levels names); the same trees given as names must merge identically
+    from topocast.planners.broadcast._trees import e1_rates
+    from topocast.planners.broadcast.stable import stable_pipelines
+
+    topo = many_levels
+    dests = topo.hosts[1:]
+    pipes, _ = stable_pipelines(topo, topo.hosts[0], dests)
+    assert len(pipes) > 10 and all(p.arborescence is pipes[0].arborescence for p in pipes)
+    fast, fast_loss = compact_nested(pipes, dests, tolerance)
+    slow, slow_loss = compact_nested(_eager(pipes), dests, tolerance)
+    assert [(p.members, p.rate, p.link_uses) for p in fast] == [(p.members, p.rate, p.link_uses) for p in slow]
+    assert fast_loss == slow_loss
+    assert e1_rates(fast, dests) == e1_rates(slow, dests)
+    assert e1_rates(pipes, dests) == e1_rates(_eager(pipes), dests)

@@ -23,8 +23,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
+
 from ...errors import InputError
-from ._trees import Pipeline
+from ._trees import Arborescence, Pipeline, shared_arborescence
 
 __all__ = ["DEFAULT_RATE_TOLERANCE", "check_rate_tolerance", "compact_nested", "compact_parallel"]
 
@@ -63,23 +65,17 @@ def compact_nested(
     k = len(pipelines)
     if k < 2 or tolerance <= 0:
         return list(pipelines), 0.0
-    wanted = set(destinations)
-    last = {}  # destination -> index of the last tree it belongs to
-    for i, p in enumerate(pipelines):
-        members = set(p.members)
-        if i and not members <= set(pipelines[i - 1].members):
-            return list(pipelines), 0.0
-        for m in members & wanted:
-            last[m] = i
-    hosts_at = [0] * k
-    for i in last.values():
-        hosts_at[i] += 1
+    arb = shared_arborescence(pipelines)
+    levels = _last_trees(pipelines, destinations) if arb is None else _last_trees_over(arb, pipelines, destinations)
+    if levels is None:  # not nested
+        return list(pipelines), 0.0
+    hosts_at = np.bincount(levels, minlength=k).tolist()
     cum = []
     acc = 0.0
     for p in pipelines:
         acc += p.rate
         cum.append(acc)
-    budget = tolerance * sum(cum[i] for i in last.values())
+    budget = tolerance * sum(cum[i] for i in levels.tolist())
     kept = list(range(k))
     hosts_from = hosts_at[:]  # hosts whose last tree lies in [kept[j], kept[j+1])
     loss = 0.0
@@ -92,7 +88,9 @@ def compact_nested(
             if q is not None:
                 key = (q, s)
                 if key not in legal:
-                    legal[key] = _dominated(pipelines[q], pipelines[s])
+                    # sub-pipelines of one depth-first order over tree paths: a subset of the
+                    # active hosts walks a subset of the links, so a later tree never uses more
+                    legal[key] = arb is not None or _dominated(pipelines[q], pipelines[s])
                 if not legal[key]:
                     continue
             cost = (cum[s] - cum[before]) * hosts_from[s]
@@ -107,10 +105,41 @@ def compact_nested(
     out = []
     prev = 0.0
     for s in kept:
-        p = pipelines[s]
-        out.append(Pipeline(p.members, cum[s] - prev, p.paths, p.link_uses))
+        out.append(pipelines[s].with_rate(cum[s] - prev))
         prev = cum[s]
     return out, loss
+
+
+def _last_trees(pipelines: Sequence[Pipeline], destinations: Sequence[str]) -> np.ndarray | None:
+    """Index of the last tree each destination (of the first tree) belongs to; None if the
+    trees are not nested."""
+    wanted = set(destinations)
+    last = {}  # destination -> index of the last tree it belongs to
+    for i, p in enumerate(pipelines):
+        members = set(p.members)
+        if i and not members <= set(pipelines[i - 1].members):
+            return None
+        for m in members & wanted:
+            last[m] = i
+    return np.array(list(last.values()), dtype=np.int64)
+
+
+def _last_trees_over(
+    arb: Arborescence, pipelines: Sequence[Pipeline], destinations: Sequence[str]
+) -> np.ndarray | None:
+    """:func:`_last_trees` for pipelines over one arborescence, on its position arrays."""
+    count = np.zeros(arb.size, dtype=np.int64)  # trees holding each position
+    prev = None
+    for p in pipelines:
+        active = p.active
+        assert active is not None  # pipelines over an arborescence
+        if prev is not None and np.any(active & ~prev):
+            return None
+        count += active
+        prev = active
+    pos = arb.pos[[arb.topology.index(d) for d in destinations]]
+    trees = count[np.sort(pos[pos >= 0])]  # in preorder, the first tree's member order
+    return trees[trees > 0] - 1
 
 
 def compact_parallel(pipelines: Sequence[Pipeline], tolerance: float) -> tuple[list[Pipeline], float]:
@@ -122,9 +151,9 @@ def compact_parallel(pipelines: Sequence[Pipeline], tolerance: float) -> tuple[l
         key = (tuple(p.members), None if p.paths is None else tuple(p.paths))
         if key in merged:
             m = merged[key]
-            merged[key] = Pipeline(m.members, m.rate + p.rate, m.paths, m.link_uses)
+            merged[key] = m.with_rate(m.rate + p.rate)
         else:
-            merged[key] = Pipeline(p.members, p.rate, p.paths, p.link_uses)
+            merged[key] = p.with_rate(p.rate)
     out = list(merged.values())
     total = sum(p.rate for p in out)
     budget = tolerance * total

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from itertools import repeat
 from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
@@ -47,6 +47,7 @@ __all__ = [
     "pipeline_over",
     "undirected_tree",
     "PipelineInfo",
+    "shared_arborescence",
 ]
 
 EPS_REL = 1e-9
@@ -297,17 +298,105 @@ class Arborescence:
 
 
 # --------------------------------------------------------------------------- pipelines
-@dataclass
 class Pipeline:
     """One rated overlay chain: ``source -> members[0] -> members[1] -> ...`` at ``rate`` bytes/s.
 
-    ``paths[k]`` is the node path of hop k (None: the topology's route is the tree path).
+    ``paths[k]`` is the node path of hop k (None: the topology's route is the tree path);
+    ``link_uses`` maps a directed link id to the number of hops crossing it (E1 check).
+
+    A pipeline of an :class:`Arborescence` (:meth:`over`) keeps only the bool array of its
+    active preorder positions, shared with every copy made by :meth:`with_rate`: the member
+    names and the link uses are built on first access. The capacity-subtraction loop finds
+    one tree per bottleneck level, hundreds on networks with all-distinct bandwidths; most are
+    merged away (:mod:`._compact`) before anyone reads their members, so hosts x levels names
+    and link counts are never materialised.
     """
 
-    members: list[str]
-    rate: float
-    paths: list[tuple[str, ...]] | None = None
-    link_uses: dict[int, int] = field(default_factory=dict)  # directed link id -> uses (E1 check)
+    __slots__ = ("rate", "paths", "_members", "_link_uses", "arborescence", "active")
+
+    def __init__(
+        self,
+        members: Sequence[str] | None,
+        rate: float,
+        paths: list[tuple[str, ...]] | None = None,
+        link_uses: dict[int, int] | None = None,
+        *,
+        arborescence: Arborescence | None = None,
+        active: np.ndarray | None = None,
+    ) -> None:
+        self.rate = rate
+        self.paths = paths
+        self._members = None if members is None else list(members)
+        self._link_uses = link_uses if link_uses is not None or arborescence is not None else {}
+        self.arborescence = arborescence  # set only for pipelines over an arborescence's tree paths
+        self.active = active  # bool over the arborescence's preorder positions (root excluded)
+
+    @classmethod
+    def over(cls, arb: Arborescence, active: np.ndarray, rate: float) -> Pipeline:
+        """The depth-first pipeline of ``arb`` through the ``active`` positions (tree paths)."""
+        return cls(None, rate, arborescence=arb, active=active)
+
+    def with_rate(self, rate: float) -> Pipeline:
+        """The same chain at another rate (sharing its arrays and lists)."""
+        out = Pipeline(self._members, rate, self.paths, self._link_uses, arborescence=self.arborescence)
+        out._members = self._members  # no copy of the (possibly large) member list
+        out.active = self.active
+        return out
+
+    @property
+    def members(self) -> list[str]:
+        if self._members is None:
+            arb = self.arborescence
+            assert arb is not None and self.active is not None
+            names = arb.topology.nodes
+            self._members = [names[i] for i in arb.node[self.active].tolist()]
+        return self._members
+
+    @property
+    def link_uses(self) -> dict[int, int]:
+        if self._link_uses is None:
+            arb = self.arborescence
+            assert arb is not None and self.active is not None
+            down_used, up_used = arb.chain_usage(self.active)
+            uses: dict[int, int] = {}
+            for lid in arb.down[down_used].tolist() + arb.up[up_used].tolist():
+                uses[lid] = uses.get(lid, 0) + 1
+            self._link_uses = uses
+        return self._link_uses
+
+    def link_ids(self) -> np.ndarray:
+        """Directed link ids the hops cross, one entry per use."""
+        if self._link_uses is None and self.arborescence is not None and self.active is not None:
+            arb = self.arborescence
+            down_used, up_used = arb.chain_usage(self.active)
+            return np.concatenate((arb.down[down_used], arb.up[up_used]))
+        uses = self.link_uses
+        ids = np.fromiter(uses.keys(), dtype=np.int64, count=len(uses))
+        return np.repeat(ids, np.fromiter(uses.values(), dtype=np.int64, count=len(uses)))
+
+    def member_nodes(self, topology: Topology) -> np.ndarray:
+        """The members' node indices, in chain order."""
+        if self._members is None and self.arborescence is not None:
+            return self.arborescence.node[self.active]
+        return np.array([topology.index(m) for m in self.members], dtype=np.int64)
+
+    @property
+    def n_members(self) -> int:
+        """Number of members (without building their names)."""
+        if self._members is None and self.active is not None:
+            return int(np.count_nonzero(self.active))
+        return len(self.members)
+
+    def __repr__(self) -> str:
+        return f"Pipeline({self.n_members} members, rate={self.rate!r})"
+
+
+def shared_arborescence(pipelines: Sequence[Pipeline]) -> Arborescence | None:
+    """The arborescence every pipeline runs over (tree paths), or None if they do not share one."""
+    arb = pipelines[0].arborescence if pipelines else None
+    if arb is None or any(p.arborescence is not arb for p in pipelines):
+        return None
+    return arb
 
 
 def pipeline_over(arb: Arborescence, active: np.ndarray, rate: float = 0.0) -> Pipeline:
@@ -319,18 +408,16 @@ def pipeline_over(arb: Arborescence, active: np.ndarray, rate: float = 0.0) -> P
 def _pipeline_from(
     arb: Arborescence, active: np.ndarray, rate: float, explicit_paths: bool, down_used: np.ndarray, up_used: np.ndarray
 ) -> Pipeline:
+    if not explicit_paths:
+        return Pipeline.over(arb, active.copy(), rate)
     topo = arb.topology
     names = topo.nodes
     pos = np.flatnonzero(active)
     members = [names[i] for i in arb.node[pos].tolist()]
-    paths = None
-    if explicit_paths:
-        seq = [0] + pos.tolist()
-        paths = [arb.hop_path(a, b) for a, b in zip(seq, seq[1:])]
+    seq = [0] + pos.tolist()
+    paths = [arb.hop_path(a, b) for a, b in zip(seq, seq[1:])]
     uses: dict[int, int] = {}
-    for lid in arb.down[down_used].tolist():
-        uses[lid] = uses.get(lid, 0) + 1
-    for lid in arb.up[up_used].tolist():
+    for lid in arb.down[down_used].tolist() + arb.up[up_used].tolist():
         uses[lid] = uses.get(lid, 0) + 1
     return Pipeline(members, rate, paths, uses)
 
@@ -511,9 +598,9 @@ def pipeline_transfers(
     capped at the tree's rate V_n (pacing, docs/algorithms.md 1.4). Trees with an empty sequence are
     skipped.
     """
-    n_transfers = sum(len(p.members) for p, seq in zip(pipelines, sequences) if seq)
+    n_transfers = sum(p.n_members for p, seq in zip(pipelines, sequences) if seq)
     check_fits(
-        sum(len(p.members) * (BYTES_PER_TRANSFER + BYTES_PER_RANGE * len(seq)) for p, seq in zip(pipelines, sequences)),
+        sum(p.n_members * (BYTES_PER_TRANSFER + BYTES_PER_RANGE * len(seq)) for p, seq in zip(pipelines, sequences)),
         f"a plan of {n_transfers:,} transfers over {len(pipelines):,} trees",
         element="plan",
         hint="merge trees with a larger --rate-tolerance, or plan for fewer hosts",
@@ -522,23 +609,39 @@ def pipeline_transfers(
     for n, (p, seq) in enumerate(zip(pipelines, sequences)):
         if not seq:
             continue
-        cap = float(p.rate) if capped else None
-        lab = f"{label} {n + 1}"
-        prev_src = source
-        prev_idx = None
-        paths = p.paths
-        for k, m in enumerate(p.members):
-            out.append(
-                Transfer(prev_src, m, seq, True, prev_idx, (), cap, None if paths is None else paths[k], False, lab)
+        members = p.members
+        first = len(out)
+        # hop k: members[k-1] -> members[k], pipelined behind hop k-1 (built by map: a tree
+        # may have 100,000 hops)
+        out.extend(
+            map(
+                Transfer,
+                [source, *members[:-1]],
+                members,
+                repeat(seq),
+                repeat(True),
+                [None, *range(first, first + len(members) - 1)],
+                repeat(()),
+                repeat(float(p.rate) if capped else None),
+                repeat(None) if p.paths is None else p.paths,
+                repeat(False),
+                repeat(f"{label} {n + 1}"),
             )
-            prev_idx = len(out) - 1
-            prev_src = m
+        )
     return out
 
 
 # --------------------------------------------------------------------------- evaluators
 def e1_rates(pipelines: Sequence[Pipeline], destinations: Sequence[str]) -> dict[str, float]:
     """E1 (rated trees): ``r(d) = Σ_{n: d ∈ T_n} V_n`` (docs/algorithms.md 0.2)."""
+    arb = shared_arborescence(pipelines)
+    if arb is not None:  # per preorder position, without building member names
+        at = np.zeros(arb.size)
+        for p in pipelines:
+            at[p.active] += p.rate  # same additions, in the same order, as the loop below
+        pos = arb.pos[[arb.topology.index(d) for d in destinations]]
+        got = np.where(pos >= 0, at[np.maximum(pos, 0)], 0.0).tolist()
+        return dict(zip(destinations, got))
     r = dict.fromkeys(destinations, 0.0)
     for p in pipelines:
         for m in p.members:

@@ -34,7 +34,11 @@ Everything here is ours ([I]):
    shallow structures as well, ``two_tree`` (depth about log2 n, docs/algorithms.md 11) and,
    up to 256 destinations, ``dijkstra``'s widest relay tree, and the unpaced ``depth_first``
    pipeline; predict each with the simulator and keep the one with the largest aggregate
-   bandwidth (ties: the pipelines).
+   bandwidth (ties: the pipelines). Simulating is the expensive part, so each structure first
+   gets a rate ceiling computed from its transfers alone (caps, narrowest links, chain fill
+   latencies, max-flow bounds; :func:`rate_ceiling`); they are simulated by decreasing
+   ceiling, and one whose ceiling lies below the best prediction so far is not simulated.
+   Predictions the caller already made (``topocast compare``) are reused.
 
 What it is not: a proof of optimality over all routings. Packing Steiner trees is NP-hard
 and routing alone can stay below the max-flow bound (docs/algorithms.md 8); the notes report the
@@ -44,19 +48,22 @@ remaining gap to that bound, which is an upper bound on what any plan could add.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ...bounds import broadcast_bounds
-from ...plan import Broadcast, Plan
+from ...plan import Broadcast, Plan, ranges_length
 from ..registry import register_planner
 from ._compact import DEFAULT_RATE_TOLERANCE, check_rate_tolerance
 from ._trees import Arborescence, e1_rates, has_reverse, pipeline_over, resource_arrays, undirected_tree
 from .stable import plan_from_nested, stable_pipelines
 
 if TYPE_CHECKING:
+    from ...bounds import Bound
+    from ...results import Result
     from ...topology import Topology
 
 __all__ = ["plan_optimal"]
@@ -72,7 +79,20 @@ def _level_sets(pipelines):
     return sets
 
 
-def _solve(cols, _unused, dests, floors, res_of, cap):
+def _dest_rows(topology, dests) -> np.ndarray:
+    """Row of each topology node among ``dests`` (-1 for the others)."""
+    row = np.full(topology.n_nodes, -1, dtype=np.int64)
+    row[[topology.index(d) for d in dests]] = np.arange(len(dests))
+    return row
+
+
+def _column_key(topology, p) -> tuple[bytes, bytes, bytes]:
+    """What makes two columns the same: their destination set and their link uses."""
+    links, uses = np.unique(p.link_ids(), return_counts=True)
+    return np.sort(p.member_nodes(topology)).tobytes(), links.tobytes(), uses.tobytes()
+
+
+def _solve(cols, topology, dests, floors, res_of, cap):
     """One LP solve (HiGHS, sparse). Returns (x, objective, link duals y, floor duals mu)."""
     from scipy.optimize import linprog
     from scipy.sparse import coo_matrix, vstack
@@ -82,25 +102,24 @@ def _solve(cols, _unused, dests, floors, res_of, cap):
     n_res = len(cap)
     finite = np.isfinite(cap)
     scale = float(cap[finite].max()) if finite.any() else 1.0
-    didx = {d: i for i, d in enumerate(dests)}
-    ri, rj, rv, fi, fj = [], [], [], [], []
+    drow = _dest_rows(topology, dests)
+    ri, rj, fi, fj = [], [], [], []
     for j, c in enumerate(cols):
-        for lid, u in c.link_uses.items():
-            ri.append(res_of[lid])
-            rj.append(j)
-            rv.append(u)
-        for m in c.members:
-            i = didx.get(m)
-            if i is not None:
-                fi.append(i)
-                fj.append(j)
-    a_cap = coo_matrix((rv, (ri, rj)), shape=(n_res, len(cols))).tocsr()
+        res = res_of[c.link_ids()]  # one entry per use: the sparse matrix sums them
+        ri.append(res)
+        rj.append(np.full(len(res), j, dtype=np.int64))
+        rows_of = drow[c.member_nodes(topology)]
+        rows_of = rows_of[rows_of >= 0]
+        fi.append(rows_of)
+        fj.append(np.full(len(rows_of), j, dtype=np.int64))
+    r_i, r_j, f_i, f_j = (np.concatenate(v) for v in (ri, rj, fi, fj))
+    a_cap = coo_matrix((np.ones(len(r_i)), (r_i, r_j)), shape=(n_res, len(cols))).tocsr()
     used_rows = np.zeros(n_res, dtype=bool)
-    used_rows[np.asarray(ri, dtype=np.int64)] = True
+    used_rows[r_i] = True
     rows = np.flatnonzero(finite & used_rows)
-    a_fl = coo_matrix((-np.ones(len(fi)), (fi, fj)), shape=(len(dests), len(cols)))
+    a_fl = coo_matrix((-np.ones(len(f_i)), (f_i, f_j)), shape=(len(dests), len(cols)))
     a = vstack([a_cap[rows], a_fl]).tocsr()
-    obj = -np.array([float(len(c.members)) for c in cols])
+    obj = -np.array([float(c.n_members) for c in cols])
     # floors relaxed by a hair so round-off in stable's own rates never makes the LP infeasible
     b = np.concatenate([cap[rows] / scale, -np.asarray(floors) / scale * (1 - 1e-9)])
     sol = linprog(obj, A_ub=a, b_ub=b, bounds=(0, None), method="highs")
@@ -136,14 +155,15 @@ def _price(topology, source, arb_fixed, level_sets, y, mu, dests, res_of, rev):
             topology, source, plink, child_key=lambda l: (y[res_of[rev[l]]], int(topology.link_dst[l]))
         )
     out = []
-    mu_of = dict(zip(dests, mu))
+    mu_node = np.zeros(topology.n_nodes)
+    mu_node[[topology.index(d) for d in dests]] = mu
     for k, s in enumerate(level_sets):
         active = np.zeros(arb.size, dtype=bool)
-        idx = [arb.pos[topology.index(d)] for d in s]
-        active[[i for i in idx if i >= 0]] = True
+        idx = arb.pos[[topology.index(d) for d in s]]
+        active[idx[idx >= 0]] = True
         active[0] = False
         p = pipeline_over(arb, active)
-        profit = sum(1.0 + mu_of.get(m, 0.0) for m in p.members) - sum(u * y[res_of[l]] for l, u in p.link_uses.items())
+        profit = float(np.sum(1.0 + mu_node[p.member_nodes(topology)])) - float(np.sum(y[res_of[p.link_ids()]]))
         out.append((profit, k, p))
     return out
 
@@ -162,22 +182,29 @@ def plan_optimal(
     max_rounds: int = 30,
     max_sets: int = 40,
     rate_tolerance: float = DEFAULT_RATE_TOLERANCE,
+    evaluated: Evaluated | None = None,
 ) -> Plan:
     """Maximise Σ_d r(d): the LP plan over nested pipelines, or another structure the
-    simulator predicts better (step 4)."""
+    simulator predicts better (step 4).
+
+    ``evaluated``: name -> (plan, simulated result) or error, of step 4's candidates already
+    planned with their defaults and simulated (fluid) on this input by the caller
+    (``topocast compare``); they are not planned and simulated again."""
     from ...errors import PlanError
 
     check_rate_tolerance(rate_tolerance)
+    dests = request.resolve(topology)
+    bound = broadcast_bounds(topology, request.source, dests)
     try:
         plan = _plan_pipelines(
-            topology, request, max_rounds=max_rounds, max_sets=max_sets, rate_tolerance=rate_tolerance
+            topology, request, bound, max_rounds=max_rounds, max_sets=max_sets, rate_tolerance=rate_tolerance
         )
     except PlanError as exc:
         # no two-way depth-first pipeline reaches some destination (a one-way SimGrid route
         # graph): step 4's relay trees follow the routes and may still reach every host
         params = {"max_rounds": max_rounds, "max_sets": max_sets, "rate_tolerance": rate_tolerance}
-        return _best_other(topology, request, exc, params=params)
-    return shallower_if_better(topology, request, plan)
+        return _best_other(topology, request, exc, params=params, evaluated=evaluated)
+    return shallower_if_better(topology, request, plan, bound.per_host_rate, evaluated)
 
 
 #: Step 4's other structures, and the most destinations each is tried for (``dijkstra``'s
@@ -185,21 +212,39 @@ def plan_optimal(
 #: (no staged layout, so no rounding in the byte split: it can end a few bytes earlier).
 CANDIDATES = {"two_tree": None, "dijkstra": 256, "depth_first": None}
 
+#: A prediction made elsewhere on the same input (``topocast compare``): name -> (plan,
+#: simulated result), or the planner's error message.
+Evaluated = Mapping[str, "tuple[Plan, Result] | str"]
 
-def _predicted_candidates(topology, request: Broadcast, n_dests: int):
-    """(name, plan, predicted aggregate bandwidth) of every step-4 candidate that plans."""
+
+def _candidates(topology, request: Broadcast, n_dests: int, evaluated: Evaluated | None):
+    """(name, plan, simulated aggregate bandwidth or None) of every step-4 candidate that plans;
+    the bandwidth is known for candidates ``evaluated`` already predicted."""
     from ...errors import TopocastError
-    from ...sim import simulate
     from ..registry import get_planner
 
     for name, most in CANDIDATES.items():
         if most is not None and n_dests > most:
             continue
+        done = (evaluated or {}).get(name)
+        if isinstance(done, str):  # it did not plan this input
+            continue
+        if done is not None:
+            yield name, done[0], done[1].aggregate_bandwidth
+            continue
         try:
             plan = get_planner("broadcast", name)(topology, request)
         except TopocastError:
             continue
-        yield name, plan, simulate(plan, topology).aggregate_bandwidth
+        yield name, plan, None
+
+
+def _predicted_candidates(topology, request: Broadcast, n_dests: int, evaluated: Evaluated | None = None):
+    """(name, plan, predicted aggregate bandwidth) of every step-4 candidate that plans."""
+    from ...sim import simulate
+
+    for name, plan, bw in _candidates(topology, request, n_dests, evaluated):
+        yield name, plan, simulate(plan, topology).aggregate_bandwidth if bw is None else bw
 
 
 #: Step 4 runs always up to SMALL destinations, and above only when the pipelines' fill
@@ -210,19 +255,91 @@ SMALL = 256
 FILL_SHARE = 1e-4
 
 
+def _hop_links(topology, t) -> Sequence[int]:
+    """Directed link ids a transfer crosses (its explicit path, or the topology's route)."""
+    if t.path is None:
+        return topology.route(t.src, t.dst)
+    return [topology._pair_to_link[(a, b)] for a, b in zip(t.path, t.path[1:])]
+
+
 def _fill_time(topology, plan: Plan) -> float:
     """Latency down the longest chain of pipelined hops (route latencies summed)."""
     lat = topology.link_latency
     reach = [0.0] * len(plan.transfers)
     for i, t in enumerate(plan.transfers):
-        links = (
-            topology.route(t.src, t.dst)
-            if t.path is None
-            else [topology._pair_to_link[(a, b)] for a, b in zip(t.path, t.path[1:])]
-        )
         up = reach[t.upstream] if t.upstream is not None and t.upstream < i else 0.0
-        reach[i] = up + float(sum(lat[l] for l in links))
+        reach[i] = up + float(sum(lat[l] for l in _hop_links(topology, t)))
     return max(reach, default=0.0)
+
+
+def rate_ceiling(topology, plan: Plan, per_host_bound: Mapping[str, float]) -> float:
+    """An upper bound on the aggregate bandwidth the simulator can predict for ``plan``,
+    without simulating it (ours, [I]; the simulator's rules of docs/design.md).
+
+    Transfer ``t`` never runs faster than its own limit ``R_t`` (its rate cap, its route's
+    narrowest link) and starts flowing no sooner than ``F_t``, the summed route latencies
+    along its chain of upstreams (a pipelined transfer starts only once its upstream flows);
+    a pipelined transfer never gets ahead of its upstream, nor of any transfer further up.
+    So by time ``T`` it has delivered at most ``min((T - F_t)+ R_t, (T - F_b)+ R_b)`` bytes,
+    ``b`` being the slowest transfer of its chain. A destination holds its ``M`` bytes no
+    sooner than the ``T`` where its incoming transfers can have brought them (found by
+    bisection, rounded down), nor sooner than ``M`` over its max-flow bound: its rate is at
+    most ``M / T``.
+    """
+    n = len(plan.transfers)
+    if not n or not plan.wanted:
+        return 0.0
+    bw = topology.link_bandwidth
+    lat = topology.link_latency
+    own_start, own_rate = np.zeros(n), np.zeros(n)
+    slow_start, slow_rate = np.zeros(n), np.zeros(n)
+    for i, t in enumerate(plan.transfers):
+        links = _hop_links(topology, t)
+        r = float(min((bw[l] for l in links), default=math.inf))
+        if t.rate_cap is not None:
+            r = min(r, t.rate_cap)
+        f = float(sum(lat[l] for l in links))
+        up = t.upstream if t.pipelined and t.upstream is not None and t.upstream < i else None
+        if up is not None:
+            f += own_start[up]
+        own_start[i], own_rate[i] = f, r
+        if up is not None and slow_rate[up] <= r:
+            slow_start[i], slow_rate[i] = slow_start[up], slow_rate[up]
+        else:
+            slow_start[i], slow_rate[i] = f, r
+    dests = list(plan.wanted)
+    row = {d: k for k, d in enumerate(dests)}
+    into = np.array([row.get(t.dst, -1) for t in plan.transfers], dtype=np.int64)
+    keep = into >= 0
+    into = into[keep]
+    own_start, own_rate, slow_start, slow_rate = (a[keep] for a in (own_start, own_rate, slow_start, slow_rate))
+    size = np.array([float(ranges_length(plan.wanted[d])) for d in dests])
+
+    def delivered(at: np.ndarray) -> np.ndarray:
+        """Most bytes each destination can hold at its time ``at``."""
+        tt = at[into]
+        with np.errstate(invalid="ignore"):  # inf rate x 0 time: nothing delivered yet
+            by_own = np.nan_to_num(np.maximum(tt - own_start, 0.0) * own_rate, nan=0.0)
+            by_slow = np.nan_to_num(np.maximum(tt - slow_start, 0.0) * slow_rate, nan=0.0)
+        return np.bincount(into, weights=np.minimum(by_own, by_slow), minlength=len(dests))
+
+    # any one incoming transfer alone would have delivered everything by ``hi``
+    alone = np.maximum(own_start + size[into] / own_rate, slow_start + size[into] / slow_rate)
+    hi = np.full(len(dests), np.inf)
+    np.minimum.at(hi, into, alone)
+    lo = np.zeros(len(dests))
+    finite = np.isfinite(hi)
+    for _ in range(64):
+        mid = np.where(finite, (lo + hi) / 2, lo * 2 + 1.0)
+        enough = delivered(mid) >= size
+        hi = np.where(enough, mid, hi)
+        lo = np.where(enough, lo, mid)
+        finite = np.isfinite(hi)
+    bound = np.array([per_host_bound.get(d, math.inf) for d in dests])
+    with np.errstate(divide="ignore"):
+        done = np.maximum(lo, size / bound)
+        rates = np.where(done > 0, size / np.where(done > 0, done, 1.0), np.inf)
+    return float(rates.sum())
 
 
 def _transfer_time(plan: Plan) -> float:
@@ -231,30 +348,58 @@ def _transfer_time(plan: Plan) -> float:
     return plan.size / mean if mean > 0 else math.inf
 
 
-def shallower_if_better(topology: Topology, request: Broadcast, plan: Plan) -> Plan:
+def shallower_if_better(
+    topology: Topology,
+    request: Broadcast,
+    plan: Plan,
+    per_host_bound: Mapping[str, float] | None = None,
+    evaluated: Evaluated | None = None,
+) -> Plan:
     """Step 4: another structure (``two_tree``, ``dijkstra``, ``depth_first``) instead of
     ``plan`` when the simulator predicts it more aggregate bandwidth (long pipelines pay
-    their fill time, docs/algorithms.md 11). Ties keep ``plan``."""
+    their fill time, docs/algorithms.md 11). Ties (1e-9 relative) keep ``plan``, then the
+    earlier candidate.
+
+    The structures are simulated by decreasing :func:`rate_ceiling`, and one whose ceiling
+    cannot beat the best prediction so far is not simulated (it could not be chosen);
+    ``evaluated`` gives predictions already made."""
     from ...sim import simulate
 
     if len(plan.wanted) > SMALL and _fill_time(topology, plan) < FILL_SHARE * _transfer_time(plan):
         return plan  # nothing to gain from a shallower structure: skip the simulations
-    scores = {"pipelines": simulate(plan, topology).aggregate_bandwidth}
-    best_name, best = "pipelines", plan
-    for name, other, bw in _predicted_candidates(topology, request, len(plan.wanted)):
+    if per_host_bound is None:
+        per_host_bound = broadcast_bounds(topology, request.source, list(plan.wanted)).per_host_rate
+    structures = [("pipelines", plan, None), *_candidates(topology, request, len(plan.wanted), evaluated)]
+    ceiling = {name: rate_ceiling(topology, p, per_host_bound) for name, p, bw in structures if bw is None}
+    scores: dict[str, float] = {}
+    not_simulated: dict[str, float] = {}
+    # predictions already made first, then the most promising
+    for name, other, bw in sorted(structures, key=lambda c: (c[2] is None, -ceiling.get(c[0], 0.0))):
+        if bw is None:
+            best_so_far = max(scores.values(), default=-math.inf)
+            # its prediction cannot exceed the ceiling (up to round-off): clearly below the
+            # best, it can neither win nor tie (ties go to the earlier structure)
+            if ceiling[name] * (1 + 1e-9) < best_so_far:
+                not_simulated[name] = ceiling[name]
+                continue
+            bw = simulate(other, topology).aggregate_bandwidth
         scores[name] = bw
-        if bw > scores[best_name] * (1 + 1e-9):
+    best_name, best = "", plan
+    for name, other, _ in structures:  # in order: a later one must be better by more than 1e-9
+        if name in scores and (not best_name or scores[name] > scores[best_name] * (1 + 1e-9)):
             best_name, best = name, other
     notes = {**plan.notes, "predicted_aggregate_bandwidth": scores}
+    if not_simulated:
+        notes["not_simulated_rate_ceiling"] = not_simulated
     if best is plan:
         return replace(plan, notes=notes)
     notes.update(best.notes, method=f"{best_name}: the simulator predicts more than the pipelines")
     return replace(best, planner="optimal", params=plan.params, notes=notes)
 
 
-def _best_other(topology, request: Broadcast, error, *, params) -> Plan:
+def _best_other(topology, request: Broadcast, error, *, params, evaluated: Evaluated | None = None) -> Plan:
     """Step 4 without a pipelines plan: the best candidate, or ``error`` if none plans."""
-    scored = list(_predicted_candidates(topology, request, len(request.resolve(topology))))
+    scored = list(_predicted_candidates(topology, request, len(request.resolve(topology)), evaluated))
     if not scored:
         raise error
     name, best, bw = max(scored, key=lambda c: c[2])
@@ -266,13 +411,14 @@ def _best_other(topology, request: Broadcast, error, *, params) -> Plan:
     return replace(best, planner="optimal", params=params, notes=notes)
 
 
-def _plan_pipelines(topology, request: Broadcast, *, max_rounds: int, max_sets: int, rate_tolerance: float) -> Plan:
+def _plan_pipelines(
+    topology, request: Broadcast, bound: Bound, *, max_rounds: int, max_sets: int, rate_tolerance: float
+) -> Plan:
     """Steps 1-3: maximise Σ_d r(d) over nested rated pipelines; never worse than ``stable``
     for any host (up to ``rate_tolerance`` of the aggregate, given up to merge trees, as in
     ``stable``)."""
     dests = request.resolve(topology)
     src = request.source
-    bound = broadcast_bounds(topology, src, dests)
     pipes, info = stable_pipelines(topology, src, dests)
     r_stable = e1_rates(pipes, dests)
     agg_stable = float(sum(r_stable.values()))
@@ -358,26 +504,24 @@ def _column_generation(topology, src, dests, sets, cols, floors, res_of, cap, re
 
     Returns (nested rated pipelines, E1 aggregate, rounds, columns) or None if the LP fails.
     """
-    from ._trees import Pipeline
-
     if len(sets) > max_sets:  # price a spread of the sets (always the spanning one)
         pick = np.unique(np.linspace(0, len(sets) - 1, max_sets).round().astype(int))
         price_sets = [sets[i] for i in pick]
     else:
         price_sets = sets
     cols = list(cols)
-    seen = {(frozenset(p.members), tuple(sorted(p.link_uses.items()))) for p in cols}
+    seen = {_column_key(topology, p) for p in cols}
     best = None
     rounds = 0
     for rounds in range(1, max_rounds + 1):
-        out = _solve(cols, None, dests, floors, res_of, cap)
+        out = _solve(cols, topology, dests, floors, res_of, cap)
         if out is None:
             break
         x, val, y, mu = out
         best = (x.copy(), list(cols))
         added = 0
         for profit, _, p in _price(topology, src, arb_fixed, price_sets, y, mu, dests, res_of, rev):
-            key = (frozenset(p.members), tuple(sorted(p.link_uses.items())))
+            key = _column_key(topology, p)
             if profit > 1e-9 and key not in seen:
                 seen.add(key)
                 cols.append(p)
@@ -391,8 +535,8 @@ def _column_generation(topology, src, dests, sets, cols, floors, res_of, cap, re
     chosen = [c for c, k in zip(cols, keep) if k]
     rates = x[keep]
     # nested order: largest destination set first (all sets come from one chain)
-    order = sorted(range(len(chosen)), key=lambda i: -len(chosen[i].members))
-    lp_pipes = [Pipeline(chosen[i].members, float(rates[i]), chosen[i].paths, chosen[i].link_uses) for i in order]
+    order = sorted(range(len(chosen)), key=lambda i: -chosen[i].n_members)
+    lp_pipes = [chosen[i].with_rate(float(rates[i])) for i in order]
     r = e1_rates(lp_pipes, dests)
     if min(r.values(), default=1.0) <= 0.0:
         return None

@@ -215,10 +215,11 @@ def _attach(inner, mixed, leaves, reserve, built, t, parent) -> tuple[int, list,
 
 
 def _levels(pipelines):
-    """Distinct nested destination sets of stable's trees (member order of their first tree)."""
+    """Distinct nested destination sets of stable's trees (member order of their first tree);
+    nested sets are equal exactly when they are as large."""
     out: list[list[str]] = []
     for p in pipelines:
-        if not out or set(p.members) != set(out[-1]):
+        if not out or p.n_members != len(out[-1]):
             out.append(list(p.members))
     return out
 
@@ -349,7 +350,7 @@ def plan_two_tree(
             pair.append(hops)
             depth = max(depth, d)
         trees.append(pair)
-    level_rates = [sum(p.rate for p in pipes if set(p.members) == set(m)) for m in levels]
+    level_rates = [sum(p.rate for p in pipes if p.n_members == len(m)) for m in levels]  # nested: sizes tell
     rates = _rates(topology, [a + b for a, b in trees], [len(m) for m in levels], level_rates)
     keep = [n for n in range(len(levels)) if rates[n] > 0]
     levels, trees, rates = [levels[n] for n in keep], [trees[n] for n in keep], [float(rates[n]) for n in keep]
