@@ -107,3 +107,46 @@ def test_holdings_merge_lazily_what_intervalset_merges_at_once():
         if rng.random() < 0.1:
             assert list(held.merged("a")) == list(plain)
     assert list(held.merged("a")) == list(plain) and held.upper_total("a") == plain.total
+
+
+def test_event_due_below_the_clocks_resolution_fires_once():
+    """A relay whose upstream is a rounding error short of releasing it: the release event is
+    due less than one ulp of the clock after now. Firing it must release the relay for good
+    (it used to fire again and again at the same instant)."""
+    from topocast import Plan, Transfer
+    from topocast.topology.io import loads
+
+    topo = loads(
+        '{"name": "t", "hosts": ["h0", "h1"], "links": [{"a": "h0", "b": "h1", "bandwidth": "1Gbps"}],'
+        ' "injection": {"default": "10ms", "hosts": {"h1": 0}}}',
+        fmt="json",
+    )
+    transfers = (
+        # the upstream carries the same range three times: at the relay's release its progress
+        # is 3 - 6e-11 bytes, the release due 5e-19 s later
+        Transfer("h0", "h1", ((0, 3), (0, 3), (0, 3)), pipelined=True),
+        Transfer.of("h1", "h0", 0, 3, pipelined=True, rate_cap=10.0),
+    )
+    plan = Plan("redistribute", 60, transfers, {"h0": [(0, 3)]}, {"h1": [(0, 3)]})
+    assert plan.chunk_size == 0
+    check_plan(plan, topo)
+    assert_agree(plan, topo)
+
+
+def test_a_simulation_that_stops_advancing_is_reported_not_a_hang(monkeypatch):
+    """Should the engine ever keep firing events without time passing, it raises a
+    SimulationError that says so instead of looping forever."""
+    from topocast.errors import SimulationError
+
+    topo = random_tree(8, 2, seed=1)
+    plan = random_plan(topo, 20, 1)
+    calls = []
+
+    def frozen(self):
+        calls.append(1)
+        assert len(calls) < 10**5, "no progress guard: the loop went on"
+        return 0.0, [], [], []
+
+    monkeypatch.setattr(engine._Sim, "_next_events", frozen)
+    with pytest.raises(SimulationError, match="makes no progress"):
+        engine.simulate(plan, topo)

@@ -107,6 +107,15 @@ class _Sim:
         self.sent0 = np.zeros(n)
         self.t0 = np.zeros(n)
         self.rate = np.zeros(n)
+        # Set when a pipelined transfer's event fires: its upstream has passed the point the
+        # event was computed for (first chunk delivered; our first byte plus a chunk; our last
+        # byte plus a chunk). Upstream progress only grows, so the condition stays true; the
+        # flag keeps a rounding error in the upstream's progress from undoing it (an event due
+        # in less than the clock's resolution would otherwise fire again and again at one
+        # instant).
+        self.activated = np.zeros(n, dtype=bool)
+        self.unblocked = np.zeros(n, dtype=bool)
+        self.released = np.zeros(n, dtype=bool)
 
         self._routes(topology)
         self.inject = np.array([topology.injection(t.src, t.dst) for t in tr], dtype=float)
@@ -287,7 +296,7 @@ class _Sim:
     def _avail(self, i: int) -> float:
         """Bytes of transfer ``i``'s sequence its sender can send now."""
         u = self.upstream[i]
-        if u < 0 or self.status[u] >= REDUCING:
+        if u < 0 or self.status[u] >= REDUCING or self.released[i]:
             return float(self.size[i])
         a = self._sent(u) - self.base[i] - self.chunk
         return float(min(max(a, 0.0), self.size[i]))
@@ -302,7 +311,7 @@ class _Sim:
             su = self.status[u]
             if su >= REDUCING:
                 pass
-            elif su == FLOWING and self._sent(u) >= self._activation(i) * (1 - _REL):
+            elif su == FLOWING and (self.activated[i] or self._sent(u) >= self._activation(i) * (1 - _REL)):
                 pass
             else:
                 self.waiting_upstream.add(i)
@@ -556,6 +565,10 @@ class _Sim:
         self.to_check = list(range(self.n))
         for h in self.wanted:
             self._host_check(h)
+        # every step at one instant fires an event that changes a transfer's state for good
+        # (starts, catches up, is released, ends ...), so the number of steps without time
+        # passing is bounded by a few per transfer; past that the engine is stuck
+        still, still_limit = 0, 8 * self.n + 1000
         while True:
             self._instant()
             if self.n_done == self.n:
@@ -564,6 +577,9 @@ class _Sim:
             dt, hits, phases, senders = self._next_events()
             if not math.isfinite(dt):
                 self._deadlock()
+            still = still + 1 if dt == 0 else 0
+            if still > still_limit:
+                self._stuck(hits)
             t_prev = self.t
             self.t = t_prev + dt
             if self.redundant:
@@ -672,7 +688,7 @@ class _Sim:
         """(free, ahead, upstream rate) of flowing transfer ``i``: not bound by an upstream;
         how far the upstream is past ``base + chunk`` (bytes); the upstream's rate."""
         u = self.upstream[i]
-        if u < 0 or self.status[u] != FLOWING:
+        if u < 0 or self.status[u] != FLOWING or self.released[i]:
             return True, math.inf, 0.0
         ahead = self._sent(u) - self.base[i] - self.chunk
         return bool(ahead >= self.size[i] * (1 - _REL)), float(ahead), float(self.rate[u])
@@ -685,7 +701,7 @@ class _Sim:
         if free or self._sent(i) < min(max(ahead, 0.0), size) - _REL * size:
             return cap, -1
         u = int(self.upstream[i])
-        if ahead + _REL * self.size[u] < 0:
+        if ahead + _REL * self.size[u] < 0 and not self.unblocked[i]:
             return 0.0, -1  # blocked
         return cap, u
 
@@ -702,10 +718,10 @@ class _Sim:
         size = self.size[idx]
         live = has & (self.status[uu] == FLOWING)
         ahead = self._sent_vec(uu) - self.base[idx] - self.chunk
-        free = ~live | (ahead >= size * (1 - _REL))
+        free = ~live | self.released[idx] | (ahead >= size * (1 - _REL))
         av = np.clip(ahead, 0.0, size)
         coupled = ~free & (self._sent_vec(idx) >= av - _REL * size)
-        blocked = coupled & (ahead + _REL * self.size[uu] < 0)
+        blocked = coupled & (ahead + _REL * self.size[uu] < 0) & ~self.unblocked[idx]
         caps = np.where(blocked, 0.0, caps)
         return caps, np.where(coupled & ~blocked, u, -1)
 
@@ -879,7 +895,7 @@ class _Sim:
         su = self._sent_vec(uu)
         ru = np.where(live, self.rate[uu], 0.0)
         ahead = su - self.base[idx] - self.chunk
-        free = ~live | (ahead >= size * (1 - _REL))
+        free = ~live | self.released[idx] | (ahead >= size * (1 - _REL))
         av = np.where(free, size, np.clip(ahead, 0.0, size))
         gap = av - s
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -889,7 +905,11 @@ class _Sim:
                 (EV_FREE, np.where(~free & (ru > 0), np.maximum(size - ahead, 0.0) / ru, np.inf)),
                 (
                     EV_UNBLOCK,
-                    np.where(~free & (ahead + _REL * self.size[uu] < 0) & (ru > 0), -ahead / ru, np.inf),
+                    np.where(
+                        ~free & (ahead + _REL * self.size[uu] < 0) & ~self.unblocked[idx] & (ru > 0),
+                        -ahead / ru,
+                        np.inf,
+                    ),
                 ),
             )
         heap, seq, t = self.flow_heap, self._seq, self.t
@@ -917,7 +937,7 @@ class _Sim:
             heapq.heappush(heap, (t + gap / (r - ru), next(seq), EV_CATCH, i, v))
         if ru > 0:
             heapq.heappush(heap, (t + max(size - ahead, 0.0) / ru, next(seq), EV_FREE, i, v))
-            if ahead + _REL * self.size[self.upstream[i]] < 0:
+            if ahead + _REL * self.size[self.upstream[i]] < 0 and not self.unblocked[i]:
                 heapq.heappush(heap, (t - ahead / ru, next(seq), EV_UNBLOCK, i, v))
 
     def _compact_heap(self) -> None:
@@ -982,8 +1002,10 @@ class _Sim:
                 if self.sent0[i] >= self.size[i] * (1 - _REL):
                     finished.append(i)
             elif kind == EV_ACTIVATE:
+                self.activated[i] = True
                 self.to_check.append(i)
             else:
+                (self.released if kind == EV_FREE else self.unblocked)[i] = True
                 self.dirty.add(i)
         for i in phases:
             self.t_event[i] = min(self.t_event[i], self.t)
@@ -1013,6 +1035,15 @@ class _Sim:
             why.append(f"transfer {i} ({t.src}->{t.dst}) {reason}")
         raise SimulationError(
             f"plan of {self.plan.planner or 'unnamed planner'} cannot complete at t={self.t:.6g} s: " + "; ".join(why)
+        )
+
+    def _stuck(self, hits: list[tuple]) -> None:
+        kinds = ("done", "catch up", "released", "unblocked", "activated")
+        events = ", ".join(f"transfer {i} {kinds[k]}" for _, _, k, i, _ in hits[:5]) or "phase ends"
+        raise SimulationError(
+            f"plan of {self.plan.planner or 'unnamed planner'}: the simulator makes no progress at "
+            f"t={self.t:.9g} s (events {events} keep recurring); this is a bug in topocast's "
+            "simulator, please report it with the plan and topology"
         )
 
     def _result(self) -> Result:
