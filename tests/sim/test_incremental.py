@@ -7,16 +7,20 @@ from __future__ import annotations
 
 import random
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from topocast import check_plan
+from topocast import Broadcast, Plan, Transfer, check_plan
+from topocast.errors import SimulationError
 from topocast.intervals import Holdings, IntervalSet, merge_grouped
+from topocast.planners import get_planner
 from topocast.sim import engine
 from topocast.sim.maxmin import _Subtrees
 from topocast.topology.generators import random_tree
+from topocast.topology.io import loads
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_large_plans import assert_agree, random_plan  # noqa: E402
@@ -113,9 +117,6 @@ def test_event_due_below_the_clocks_resolution_fires_once():
     """A relay whose upstream is a rounding error short of releasing it: the release event is
     due less than one ulp of the clock after now. Firing it must release the relay for good
     (it used to fire again and again at the same instant)."""
-    from topocast import Plan, Transfer
-    from topocast.topology.io import loads
-
     topo = loads(
         '{"name": "t", "hosts": ["h0", "h1"], "links": [{"a": "h0", "b": "h1", "bandwidth": "1Gbps"}],'
         ' "injection": {"default": "10ms", "hosts": {"h1": 0}}}',
@@ -136,8 +137,6 @@ def test_event_due_below_the_clocks_resolution_fires_once():
 def test_a_simulation_that_stops_advancing_is_reported_not_a_hang(monkeypatch):
     """Should the engine ever keep firing events without time passing, it raises a
     SimulationError that says so instead of looping forever."""
-    from topocast.errors import SimulationError
-
     topo = random_tree(8, 2, seed=1)
     plan = random_plan(topo, 20, 1)
     calls = []
@@ -150,3 +149,38 @@ def test_a_simulation_that_stops_advancing_is_reported_not_a_hang(monkeypatch):
     monkeypatch.setattr(engine._Sim, "_next_events", frozen)
     with pytest.raises(SimulationError, match="makes no progress"):
         engine.simulate(plan, topo)
+
+
+def test_a_chain_over_shared_links_costs_at_most_a_few_full_recomputations_per_event(monkeypatch):
+    """A pipeline through hosts on half-duplex links with equal rates and millisecond links:
+    every flow shares a saturated link with the next, so the local recomputation grows a flow
+    or two per round, each round solving the whole group again (a hundred times the flowing
+    transfers per event on this chain). Past a budget of about twice the flowing transfers it
+    recomputes all of them at once instead."""
+    base = random_tree(200, 2, min_mbit=1000, max_mbit=1000, seed=3)
+    hosts = set(base.hosts)
+    topo = base.replace(
+        links=[
+            replace(pl, sharing="shared", latency=2.25e-3) if pl.a in hosts or pl.b in hosts else pl
+            for pl in base.physical_links
+        ]
+    )
+    plan = get_planner("broadcast", "depth_first")(topo, Broadcast(topo.hosts[0], 10**9))
+    solve = engine._Sim._solve
+    rebalance = engine._Sim._rebalance
+    per_event = []  # [flowing transfers, flows solved] per recomputation
+
+    def counted_solve(self, comp, residual):
+        per_event[-1][1] += len(comp)
+        return solve(self, comp, residual)
+
+    def counted_rebalance(self, seeds):
+        per_event.append([len(self.flowing), 0])
+        return rebalance(self, seeds)
+
+    monkeypatch.setattr(engine._Sim, "_solve", counted_solve)
+    monkeypatch.setattr(engine._Sim, "_rebalance", counted_rebalance)
+    engine.simulate(plan, topo)
+    assert len(per_event) > 100
+    worst = max(per_event, key=lambda e: e[1] - 4 * e[0])
+    assert worst[1] <= 4 * worst[0] + 64, worst

@@ -577,11 +577,11 @@ class _Sim:
             dt, hits, phases, senders = self._next_events()
             if not math.isfinite(dt):
                 self._deadlock()
-            still = still + 1 if dt == 0 else 0
-            if still > still_limit:
-                self._stuck(hits)
             t_prev = self.t
             self.t = t_prev + dt
+            still = still + 1 if self.t == t_prev else 0  # dt may be below the clock's resolution
+            if still > still_limit:
+                self._stuck(hits)
             if self.redundant:
                 # before completions are processed, so a host covered mid-interval gets
                 # its exact time rather than the time of the event
@@ -767,19 +767,24 @@ class _Sim:
         more there than a flow of S; such flows join S. Resources with slack never propagate
         a change, so a new flow costs what it touches even when every flow of the plan is
         connected to every other through shared links. Past a share of the flowing
-        transfers, all of them are recomputed at once."""
+        transfers, or once the growing rounds have together solved about twice as many flows
+        as are flowing (a chain of saturated links grows S a few flows per round), all of them
+        are recomputed at once."""
         limit = max(LOCAL_COMPONENT_LIMIT, len(self.flowing) // 8)
+        budget = 2 * len(self.flowing) + 64
         group = self._close(seeds) if len(seeds) <= limit else set(self.flowing)
         if len(group) == 1:
             (f,) = group
             done = self._rebalance_one(f)
             if done is not None:
                 return done
+        solved = 0
         while True:
-            if len(group) > limit:
+            if len(group) > limit or solved > budget:
                 comp = np.array(sorted(self.flowing), dtype=np.int64)
                 rates = self._solve(comp, residual=False)[0]
                 break
+            solved += len(group)
             comp = np.array(sorted(group), dtype=np.int64)
             rates, used, local, pair_flow = self._solve(comp, residual=True)
             more = self._unsettled(group, comp, rates, used, local, pair_flow)
