@@ -148,3 +148,49 @@ def test_compare_plans_each_planner_once_and_auto_reuses_its_choice(monkeypatch)
     assert rows["auto"].algorithm == "auto"
     assert rows["auto"].makespan <= rows[best].makespan * (1 + 1e-3)
     assert rows["auto"].makespan in {rows[n].makespan for n in others}
+
+
+def _count_simulations(monkeypatch):
+    from topocast.sim import engine
+
+    runs = []
+    real = engine._Sim.run
+
+    def counted(self):
+        runs.append(self.plan.planner)
+        return real(self)
+
+    monkeypatch.setattr(engine._Sim, "run", counted)
+    return runs
+
+
+def test_simulate_optimal_reuses_the_prediction_optimal_made(monkeypatch, capsys):
+    """`topocast simulate -a optimal`: optimal simulates its candidates to choose; the command
+    reuses the prediction of the one it returns instead of simulating it once more, and the
+    figures are those of a fresh simulation of that plan."""
+    from topocast import Broadcast, simulate
+    from topocast.planners import get_planner
+    from topocast.topology import load_topology
+
+    runs = _count_simulations(monkeypatch)
+    assert main(["simulate", "builtin:two-clusters", "-a", "optimal", "--size", "100MB", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    command_runs = len(runs)
+    topo = load_topology("builtin:two-clusters")
+    plan = get_planner("broadcast", "optimal")(topo, Broadcast(topo.hosts[0], 10**8))
+    simulated = plan.notes["predicted_aggregate_bandwidth"]
+    assert command_runs == len(simulated) >= 2  # one per structure optimal compared, none more
+    fresh = simulate(plan, topo)
+    assert out["aggregate_bandwidth"] == fresh.aggregate_bandwidth and out["algorithm"] == "optimal"
+    assert out["makespan"] == fresh.makespan
+
+
+def test_simulate_with_another_chunk_size_does_not_reuse(monkeypatch, capsys):
+    """A prediction made at the plan's chunk size is not one at another: simulated again."""
+    runs = _count_simulations(monkeypatch)
+    argv = ["simulate", "builtin:two-clusters", "-a", "optimal", "--size", "100MB", "--json"]
+    assert main(argv) == 0
+    first = len(runs)
+    runs.clear()
+    assert main([*argv, "--chunk-size", "1MB"]) == 0
+    assert len(runs) == first + 1

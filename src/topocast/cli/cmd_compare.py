@@ -113,11 +113,14 @@ def compare(
     for info in sorted(infos, key=_run_order):  # stable: table order kept
         try:
             if "selector" in info.tags:
-                plan = plan_with(info, topology, request, seed, rate_tolerance, evaluated)
-                res = _reused(plan, evaluated) or _simulated(plan, topology, chunk_size)
+                # a selector adds its own predictions (the plan's chunk size) to its copy
+                scratch = dict(evaluated)
+                plan = plan_with(info, topology, request, seed, rate_tolerance, scratch)
+                known = evaluated if chunk_size else scratch
+                res = reused_prediction(plan, known) or _simulated(plan, topology, chunk_size)
             else:
                 plan = plan_with(info, topology, request, seed, rate_tolerance, evaluated if reusable else None)
-                res = _simulated(plan, topology, chunk_size)
+                res = reused_prediction(plan, evaluated) or _simulated(plan, topology, chunk_size)
                 evaluated[info.name] = (plan, res)
             outcome[info.name] = res
         except TopocastError as exc:
@@ -143,13 +146,24 @@ def _simulated(plan, topology, chunk_size):
     return simulate(plan, topology, chunk_size=chunk_size or None)
 
 
-def _reused(plan, evaluated):
-    """The prediction already made for the plan a selector chose (None: not made here)."""
+def reused_prediction(plan: Plan, evaluated: dict[str, tuple[Plan, Result] | str]) -> Result | None:
+    """The prediction already made on this input for ``plan``'s very transfers, holdings and
+    chunk size, under ``plan``'s name: the plan a selector chose, or the structure ``optimal``
+    returned (None: not made here)."""
     from dataclasses import replace
 
-    chosen = evaluated.get(plan.notes.get("choice"))
-    if isinstance(chosen, tuple) and chosen[0].transfers == plan.transfers:
-        return replace(chosen[1], algorithm=plan.planner)
+    for done in evaluated.values():
+        if not isinstance(done, tuple):
+            continue
+        other, result = done
+        same = other.transfers is plan.transfers or other.transfers == plan.transfers
+        if (
+            same
+            and other.chunk_size == plan.chunk_size
+            and other.initial == plan.initial
+            and other.wanted == plan.wanted
+        ):
+            return replace(result, algorithm=plan.planner)
     return None
 
 

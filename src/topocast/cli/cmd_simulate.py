@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from ..bounds import broadcast_bounds
 from ..check import check_plan
@@ -11,8 +12,11 @@ from ..plan import Broadcast, Plan
 from ..planners import get_planner
 from ..sim import simulate
 from ..units import format_bandwidth, format_time
-from .cmd_compare import plan_with
+from .cmd_compare import plan_with, reused_prediction
 from .common import add_rate_tolerance_arg, add_topology_args, load_topology_arg, print_json, resolve_source, size_arg
+
+if TYPE_CHECKING:
+    from ..results import Result
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -32,6 +36,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     topology = load_topology_arg(args)
+    evaluated: dict[str, tuple[Plan, Result] | str] = {}  # what a planner simulated itself
     if args.plan:
         plan = Plan.load(args.plan)
     else:
@@ -42,9 +47,11 @@ def run(args: argparse.Namespace) -> int:
             Broadcast(source, args.size),
             args.seed,
             args.rate_tolerance,
+            evaluated,
         )
     check_plan(plan, topology)
-    result = simulate(plan, topology, chunk_size=args.chunk_size)
+    known = evaluated if args.chunk_size in (None, plan.chunk_size) else {}
+    result = reused_prediction(plan, known) or simulate(plan, topology, chunk_size=args.chunk_size)
     bound = None
     if plan.collective == "broadcast":
         if plan.source is None:

@@ -44,7 +44,9 @@ def choose(
 
     ``evaluated``: name -> (plan, simulated result) or an error string, for planners a caller
     has already planned, checked and simulated on this input (``topocast compare``): they are
-    taken as they are instead of being planned again."""
+    taken as they are instead of being planned again. When it is a dict, the planners
+    evaluated here are added to it, so that the caller need not simulate the chosen plan
+    again."""
     if by not in CRITERIA:
         raise InputError(f"by must be one of {', '.join(CRITERIA)}, got {by!r}", element="by")
     infos = available_planners(collective, include_selectors=False)
@@ -52,7 +54,8 @@ def choose(
         wanted = [c.strip() for c in (candidates.split(",") if isinstance(candidates, str) else candidates)]
         infos = [i for i in infos if i.name in wanted]
     scored, skipped = [], {}
-    evaluated = evaluated or {}
+    if evaluated is None:
+        evaluated = {}
     for info in infos:
         done = evaluated.get(info.name)
         if isinstance(done, str):
@@ -63,6 +66,7 @@ def choose(
                 plan, result = done
             else:
                 plan, result = _evaluate(info, topology, request, chunk_size)
+                evaluated[info.name] = (plan, result)
         except TopocastError as exc:
             skipped[info.name] = str(exc)
             continue

@@ -189,7 +189,9 @@ def plan_optimal(
 
     ``evaluated``: name -> (plan, simulated result) or error, of step 4's candidates already
     planned with their defaults and simulated (fluid) on this input by the caller
-    (``topocast compare``); they are not planned and simulated again."""
+    (``topocast compare``); they are not planned and simulated again. When it is a dict, the
+    predictions made here are added to it (the pipelines' under ``"optimal"``), so that the
+    caller need not simulate the returned plan again."""
     from ...errors import PlanError
 
     check_rate_tolerance(rate_tolerance)
@@ -241,10 +243,18 @@ def _candidates(topology, request: Broadcast, n_dests: int, evaluated: Evaluated
 
 def _predicted_candidates(topology, request: Broadcast, n_dests: int, evaluated: Evaluated | None = None):
     """(name, plan, predicted aggregate bandwidth) of every step-4 candidate that plans."""
+    for name, plan, bw in _candidates(topology, request, n_dests, evaluated):
+        yield name, plan, _predict(name, plan, topology, evaluated) if bw is None else bw
+
+
+def _predict(name: str, plan: Plan, topology: Topology, evaluated: Evaluated | None) -> float:
+    """The simulated aggregate bandwidth of ``plan``, added to ``evaluated`` when it is a dict."""
     from ...sim import simulate
 
-    for name, plan, bw in _candidates(topology, request, n_dests, evaluated):
-        yield name, plan, simulate(plan, topology).aggregate_bandwidth if bw is None else bw
+    result = simulate(plan, topology)
+    if isinstance(evaluated, dict):
+        evaluated.setdefault(name, (plan, result))
+    return result.aggregate_bandwidth
 
 
 #: Step 4 runs always up to SMALL destinations, and above only when the pipelines' fill
@@ -362,9 +372,7 @@ def shallower_if_better(
 
     The structures are simulated by decreasing :func:`rate_ceiling`, and one whose ceiling
     cannot beat the best prediction so far is not simulated (it could not be chosen);
-    ``evaluated`` gives predictions already made."""
-    from ...sim import simulate
-
+    ``evaluated`` gives predictions already made (and takes the new ones, if a dict)."""
     if len(plan.wanted) > SMALL and _fill_time(topology, plan) < FILL_SHARE * _transfer_time(plan):
         return plan  # nothing to gain from a shallower structure: skip the simulations
     if per_host_bound is None:
@@ -382,7 +390,7 @@ def shallower_if_better(
             if ceiling[name] * (1 + 1e-9) < best_so_far:
                 not_simulated[name] = ceiling[name]
                 continue
-            bw = simulate(other, topology).aggregate_bandwidth
+            bw = _predict("optimal" if name == "pipelines" else name, other, topology, evaluated)
         scores[name] = bw
     best_name, best = "", plan
     for name, other, _ in structures:  # in order: a later one must be better by more than 1e-9
