@@ -116,3 +116,38 @@ def test_contention_alone_recovers_most_random_trees():
         stable_ok += mine >= 0.95 * simulate(stable(truth, plan), truth).aggregate_bandwidth
         assert net.rounds <= 6 * n  # O(N) rounds
     assert groups_ok >= 8 and flows_ok >= 9 and stable_ok >= 10, (groups_ok, flows_ok, stable_ok)
+
+
+class _ScriptedRuns:
+    """Stands in for link_rates._Runner: each call of ``tasks`` returns the next scripted
+    readings (per task, the rates of its transfers)."""
+
+    def __init__(self, *calls):
+        self.calls = list(calls)
+        self.asked = []
+
+    def tasks(self, tasks, retake=False):
+        self.asked.append(len(tasks))
+        return self.calls.pop(0)
+
+
+def test_a_lone_fast_reading_of_a_switch_link_is_measured_again_and_outvoted():
+    """Of two readings of a link between switches, a fastest total more than NEAR_TOP above
+    the other may be luck: the link is measured RETAKES times more and the median counts;
+    the direction whose readings agree keeps its fastest."""
+    from topocast.probe.link_rates import _edge_readings
+
+    edges = [("edge", [("a1", "b1"), ("b1", "a1")], ("sw0", "sw1"))]
+    runs = _ScriptedRuns([[50.0, 40.0]], [[40.0, 39.0]], [[41.0, 38.0]], [[39.0, 37.0]])
+    ((there, back),) = _edge_readings(runs, edges)
+    assert there == [41.0] and back == [40.0]
+    assert runs.asked == [1, 1] + [1] * RETAKES and not runs.calls
+
+
+def test_switch_link_readings_that_agree_are_not_measured_again():
+    from topocast.probe.link_rates import _edge_readings
+
+    edges = [("edge", [("a1", "b1"), ("b1", "a1")], ("sw0", "sw1"))]
+    runs = _ScriptedRuns([[40.0, 40.0]], [[41.0, 39.0]])
+    assert _edge_readings(runs, edges) == [([41.0], [40.0])]
+    assert runs.asked == [1, 1]
