@@ -1,0 +1,46 @@
+"""The probe's rate window on the receiving side (``runtime/probing.py``): bytes are dated
+when they reach the host, not when a late receiver thread reads them."""
+
+from __future__ import annotations
+
+import pytest
+
+from topocast.runtime.probing import RateWatch, window_rate
+
+RATE = 1000.0  # bytes/s reaching the receiver, steadily
+FRAME = 10
+
+
+def _receiver(stall: tuple[float, float] | None, with_queue: bool) -> RateWatch:
+    """A receiver reading a frame as soon as it arrives (every 10 ms), except during
+    ``stall``: then the frames queue in the socket and are read in a burst when it ends."""
+    watch = RateWatch(None, 0.1, 0.05)
+    arrivals = [k * FRAME / RATE for k in range(1, 41)]
+    waiting: list[float] = []
+    for t in arrivals:
+        if stall and stall[0] <= t < stall[1]:
+            waiting.append(t)
+            continue
+        if waiting:  # the burst at the end of the stall, then the frame of now
+            for k in range(len(waiting)):
+                queued = (len(waiting) - k) * FRAME  # the rest of the burst and the frame of now
+                watch.add(stall[1] + k * 1e-6, FRAME, queued if with_queue else 0)
+            waiting = []
+        watch.add(t, FRAME)
+    return watch
+
+
+@pytest.mark.parametrize("stall", [None, (0.04, 0.10)])
+def test_a_stall_across_the_window_start_does_not_inflate_the_rate(stall):
+    watch = _receiver(stall, with_queue=True)
+    marks = list(zip(watch.times, watch.counts))
+    assert window_rate(marks, (0.05, 0.35)) == pytest.approx(RATE, rel=1e-9)
+    assert watch.total == 40 * FRAME  # what was read and checked
+
+
+def test_without_the_queue_the_stall_would_inflate_it():
+    """What the queue corrects: the bytes that queued during the stall, dated when read,
+    fall inside the window."""
+    watch = _receiver((0.04, 0.10), with_queue=False)
+    marks = list(zip(watch.times, watch.counts))
+    assert window_rate(marks, (0.05, 0.35)) > 1.02 * RATE
