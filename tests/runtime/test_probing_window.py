@@ -44,3 +44,20 @@ def test_without_the_queue_the_stall_would_inflate_it():
     watch = _receiver((0.04, 0.10), with_queue=False)
     marks = list(zip(watch.times, watch.counts))
     assert window_rate(marks, (0.05, 0.35)) > 1.02 * RATE
+
+
+def test_a_slow_transfer_settles_only_once_its_window_holds_min_bytes():
+    """A steady 1000 B/s stream settles after min_window when min_bytes is small, and only
+    once the window holds min_bytes otherwise (short windows of a slow link are noisy)."""
+
+    def settle_time(min_bytes: int) -> float:
+        watch = RateWatch(0.0, 0.1, 0.05, min_bytes)
+        for k in range(1, 2001):
+            t = k * FRAME / RATE
+            watch.add(t, FRAME)
+            if watch.settled(t):
+                return t
+        return float("inf")
+
+    assert settle_time(0) < 0.5
+    assert 2.0 <= settle_time(2000) < 2.5

@@ -76,10 +76,10 @@ def add_probe_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--probe-duration",
         type=float,
-        default=0.3,
+        default=1.0,
         metavar="SECONDS",
-        help="longest timed transfer (default 0.3): each stops earlier, together with the others "
-        "started with it, once every receiver's rate estimate has converged",
+        help="longest timed transfer (default 1.0): each stops earlier, together with the others "
+        "started with it, once every receiver's rate estimate has converged over at least 1 MiB",
     )
     p.add_argument("--pings", type=int, default=10, help="round trips per pair of hosts measured (default 10)")
     p.add_argument(

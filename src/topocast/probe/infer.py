@@ -41,7 +41,7 @@ def probe_network(
     session: ProbeSession,
     hosts: list[str],
     *,
-    duration: float = 0.3,
+    duration: float = 1.0,
     pings: int = 10,
     rtt_threshold: float = 200e-6,
 ) -> tuple[LatencyTree, BandwidthTree]:

@@ -21,7 +21,10 @@ the agent runs it in its own thread and answers ``measured`` with the same ``id`
   that starts during that wait would count those bytes in (about 10 % of a few hundred
   milliseconds at 10 Mbit/s for a wait of 20 ms). Every byte is still checked when read. It tells the coordinator ``converged`` once its running rate estimate
   has stayed within ``tolerance`` over the last ``min_window / 2`` seconds of a window at least
-  ``min_window`` long: a transfer lasts just long enough for a stable estimate.
+  ``min_window`` long that holds at least ``min_bytes``: a transfer lasts just long enough for
+  a stable estimate. The byte count matters on slow links: over a few hundred milliseconds a
+  10 Mbit/s link's readings spread by about 7 % (the shaped link releases its data in bursts,
+  a few per window), over a window of about a megabyte by about 2 %.
 
 Data connections are kept open between measurements (one per sender, receiver pair in use),
 so a round of transfers costs no connection set-up. Every frame carries its checksum and is
@@ -48,6 +51,7 @@ PING_BYTES = 32
 BULK_FRAME = 32 * 1024  # small frames: the window's edges cut few bytes off at low rates
 DEFAULT_WARMUP = 0.05  # s of a bulk transfer left out of its rate
 DEFAULT_MIN_WINDOW = 0.16  # s: the shortest window a rate is read over
+DEFAULT_MIN_BYTES = 1 << 20  # and the fewest bytes it holds
 DEFAULT_TOLERANCE = 0.03  # a running rate estimate that moves less than this has converged
 CHECK_EVERY = 0.01  # s between two looks at a running rate estimate
 
@@ -182,6 +186,7 @@ def bulk_send(prober: _Prober, conn: Conn, msg: dict) -> dict:
             "window_start": start + warmup if prober.shared_clock else None,
             "warmup": warmup,
             "min_window": float(msg.get("min_window", DEFAULT_MIN_WINDOW)),
+            "min_bytes": int(msg.get("min_bytes", DEFAULT_MIN_BYTES)),
             "tolerance": float(msg.get("tolerance", DEFAULT_TOLERANCE)),
         }
     )
@@ -260,6 +265,7 @@ def _sink(agent, conn: Conn, hdr: dict) -> None:
         float(start) if start is not None else None,
         float(hdr.get("min_window", DEFAULT_MIN_WINDOW)),
         float(hdr.get("tolerance", DEFAULT_TOLERANCE)),
+        int(hdr.get("min_bytes", DEFAULT_MIN_BYTES)),
     )
     window_end = None
     told = False
@@ -293,12 +299,13 @@ def _queued(conn: Conn) -> int:
 
 class RateWatch:
     """The running rate of a transfer over a window from ``start`` to now, and whether it
-    has settled: the window is at least ``min_window`` long and the estimates taken every
-    ``CHECK_EVERY`` over its last ``min_window / 2`` all lie within ``tolerance`` of the
-    current one (at least three of them)."""
+    has settled: the window is at least ``min_window`` long and holds at least ``min_bytes``,
+    and the estimates taken every ``CHECK_EVERY`` over its last ``min_window / 2`` all lie
+    within ``tolerance`` of the current one (at least three of them)."""
 
-    def __init__(self, start: float | None, min_window: float, tolerance: float):
+    def __init__(self, start: float | None, min_window: float, tolerance: float, min_bytes: int = 0):
         self.start, self.min_window, self.tolerance = start, min_window, tolerance
+        self.min_bytes = min_bytes
         self.times: list[float] = []
         self.counts: list[int] = []
         self.total = 0
@@ -318,7 +325,7 @@ class RateWatch:
         self.next_check = now + CHECK_EVERY
         rate = (_at(self.times, self.counts, now) - _at(self.times, self.counts, self.start)) / (now - self.start)
         self.history.append((now, rate))
-        if now - self.start < self.min_window or rate <= 0:
+        if now - self.start < self.min_window or rate <= 0 or rate * (now - self.start) < self.min_bytes:
             return False
         recent = [r for t, r in self.history if t >= now - self.min_window / 2]
         return len(recent) >= 3 and all(abs(r - rate) <= self.tolerance * rate for r in recent)
