@@ -90,9 +90,8 @@ def _edge_readings(run: _Runner, edges: list) -> list[tuple[list[float], list[fl
             n = halves[k]
             for way, part in zip(ways[k], (slice(0, n), slice(n, None))):
                 if _lone_fastest(way):
-                    way[:] = [max(way, key=sum), *(e[j][part] for e in extra)]
-                    way.sort(key=sum)
-                    way[:] = [way[len(way) // 2]]
+                    retaken = sorted([max(way, key=sum), *(e[j][part] for e in extra)], key=sum)
+                    way[:] = [retaken[len(retaken) // 2]]  # the median reading, alone
     return [(max(there, key=sum), max(back, key=sum)) for there, back in ways]
 
 

@@ -18,13 +18,12 @@ the agent runs it in its own thread and answers ``measured`` with the same ``id`
   their rate. Bytes that reached it are those it has read and checked plus those waiting in
   its socket's receive queue: a receiver thread that was not scheduled for a while would
   otherwise date everything that queued meanwhile at the moment it reads it, and a window
-  that starts during that wait would count those bytes in (about 10 % of a few hundred
-  milliseconds at 10 Mbit/s for a wait of 20 ms). Every byte is still checked when read. It tells the coordinator ``converged`` once its running rate estimate
-  has stayed within ``tolerance`` over the last ``min_window / 2`` seconds of a window at least
+  that starts during that wait would count those bytes in. Every byte is still checked when
+  read. It tells the coordinator ``converged`` once its running rate estimate has stayed
+  within ``tolerance`` over the last ``min_window / 2`` seconds of a window at least
   ``min_window`` long that holds at least ``min_bytes``: a transfer lasts just long enough for
-  a stable estimate. The byte count matters on slow links: over a few hundred milliseconds a
-  10 Mbit/s link's readings spread by about 7 % (the shaped link releases its data in bursts,
-  a few per window), over a window of about a megabyte by about 2 %.
+  a stable estimate. The byte count matters on slow links, whose readings over a short window
+  spread widely (docs/experiments/probe.md, "What is measured").
 
 Data connections are kept open between measurements (one per sender, receiver pair in use),
 so a round of transfers costs no connection set-up. Every frame carries its checksum and is
