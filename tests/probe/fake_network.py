@@ -50,10 +50,27 @@ class FakeNetwork:
         for members in by_link.values():
             if len(members) > 1:
                 w = self.rng.uniform(0.3, 1.7, len(members))
-                total = rates[members].sum()
-                rates[members] = total * w / w.sum()
+                ceiling = [min(cap[lk] for lk in self.topo.route(*flows[k])) for k in members]
+                rates[members] = _share(rates[members].sum(), w, np.array(ceiling))
         return rates
 
     def rtt(self, a, b):
         rtt = 2 * self.topo.route_latency(a, b) + self.stack_delay[a] + self.stack_delay[b]
         return rtt * (1 + self.rng.normal(0, 0.001)) + abs(self.rng.normal(0, 5e-6))
+
+
+def _share(total: float, weights, ceiling):
+    """``total`` split in proportion to ``weights``, no share above its ``ceiling`` (the
+    slowest link on the transfer's route: TCP never carries more than a link does); what a
+    capped share leaves goes to the others, in proportion again."""
+    share = np.zeros(len(weights))
+    free = np.ones(len(weights), dtype=bool)
+    while free.any() and total > 1e-12:
+        part = total * weights * free / weights[free].sum()
+        over = free & (share + part > ceiling)
+        if not over.any():
+            return share + part
+        total -= (ceiling[over] - share[over]).sum()
+        share[over] = ceiling[over]
+        free &= ~over
+    return share

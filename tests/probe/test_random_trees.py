@@ -126,7 +126,7 @@ class _ScriptedRuns:
         self.calls = list(calls)
         self.asked = []
 
-    def tasks(self, tasks, retake=False):
+    def tasks(self, tasks, retake=False, pack=True):
         self.asked.append(len(tasks))
         return self.calls.pop(0)
 

@@ -20,10 +20,10 @@ shared with other transfers):
    other: the groups are the largest cliques of never-separated hosts, taken largest first
    (a pair across a link that its round left idle is not separated, but a whole group
    rarely is). A host whose own link is too slow to fill any switch-to-switch link is
-   separated from nobody: it is placed by a contention test on totals (``_contend``:
-   transfers from its group's other members fill the link towards the candidate group; does
-   the host's own transfer take its share of that total?), and a host left alone though
-   never separated from some group joins it.
+   separated from nobody: it is placed by contention tests on totals (``_under_candidate``:
+   transfers between its group and the candidate group fill the link between them, one way
+   and then the other; does the host's own transfer take its share of that total?), and a
+   host left alone though never separated from some group joins it.
    Cost: N(N - 1) transfers, in N - 1 rounds (plus the repeated ones): O(N) rounds.
 2. **Between groups.** For each pair of groups, up to ``FLOWS_PER_PAIR`` transfers each way,
    started together (distinct senders and receivers): their total is what the path between
@@ -32,7 +32,9 @@ shared with other transfers):
    rates form an ultrametric: the rate between two groups is the smallest link on their
    path): the fastest-connected groups are joined first, under a switch.
 4. **Link rates**: every link of that tree measured as on a known tree (``link_rates``),
-   the host links from the round robin's transfers.
+   the host links from the round robin's transfers; each link between switches in a round
+   of its own (the tree may be wrong, and transfers that share no link on it may share one
+   in fact), and never below what the step-2 transfers carried across it alone.
 
 Limits (documented): a switch-to-switch link that no round of the round robin fills goes
 unseen (its two switches are inferred as one); for bandwidth that is the same network only
@@ -47,7 +49,7 @@ from collections.abc import Callable
 
 import networkx as nx
 
-from .estimates import RETAKES, SLOWDOWN, BandwidthTree, FlowSamples, disjoint_rounds, levels, round_robin
+from .estimates import RETAKES, SLOWDOWN, BandwidthTree, Estimate, FlowSamples, disjoint_rounds, levels, round_robin
 from .link_rates import measure_links
 
 __all__ = ["infer_bandwidth_tree", "levels"]
@@ -108,18 +110,33 @@ def infer_bandwidth_tree(hosts: list, bulk: Bulk, duration: float = 0.5) -> Band
     pr = _Prober(bulk, duration)
     groups = _group_by_round_robin(hosts, pr)
     pair_rates = _between_groups(groups, pr)
-    switches, links = _switch_tree(groups, pair_rates)
+    switches, links, floors = _switch_tree(groups, pair_rates)
     # step 4: every link of that tree measured as on a known tree (``link_rates``), the host
     # links from the round robin's transfers
     adj: dict = {}
     for a, b in links:
         adj.setdefault(a, []).append(b)
         adj.setdefault(b, []).append(a)
-    tree = measure_links(adj, hosts, switches, bulk, duration, known=pr.samples)
+    # the tree is inferred: transfers that share no link on it may share one in fact, so
+    # each link between switches is measured in a round of its own
+    tree = measure_links(adj, hosts, switches, bulk, duration, known=pr.samples, pack_edges=False)
+    _raise_to_floors(tree, floors)
     tree.groups = [list(g) for g in groups]
     tree.measurements += pr.count
     tree.noise, tree.threshold = pr.noise, pr.threshold
     return tree
+
+
+def _raise_to_floors(tree: BandwidthTree, floors: dict) -> None:
+    """A link direction measured below its floor (what the transfers between groups carried
+    across it, alone: ``_switch_tree``) takes the floor: a reading that low met traffic that
+    the inferred tree does not show."""
+    for (a, b), (ab, ba) in tree.links.items():
+        low_ab, low_ba = floors.get((a, b), 0.0), floors.get((b, a), 0.0)
+        tree.links[(a, b)] = (
+            ab if ab.value >= low_ab else Estimate(low_ab, [low_ab]),
+            ba if ba.value >= low_ba else Estimate(low_ba, [low_ba]),
+        )
 
 
 # ---------------------------------------------------------------- step 1: groups
@@ -151,13 +168,18 @@ def _group_by_round_robin(hosts: list, pr: _Prober) -> list[list]:
         for _ in range(2):
             for f, r in zip(flows, pr.repeat(flows, [statistics.fmean(rate[f]) for f in flows])):
                 rate[f].append(r)
+    together = _together(hosts, pr, rate)
+    groups = _largest_cliques_first(together, hosts)
+    return _adopt_lone_hosts(_settle_ambiguous(groups, together, pr), together)
+
+
+def _together(hosts, pr, rate):
     together = nx.Graph()
     together.add_nodes_from(hosts)
     together.add_edges_from(
         (x, y) for i, x in enumerate(hosts) for y in hosts[i + 1 :] if not _separated(pr, rate, x, y)
     )
-    groups = _largest_cliques_first(together, hosts)
-    return _adopt_lone_hosts(_settle_ambiguous(groups, together, pr), together)
+    return together
 
 
 def _largest_cliques_first(together, hosts: list) -> list[list]:
@@ -176,30 +198,41 @@ def _largest_cliques_first(together, hosts: list) -> list[list]:
 
 def _settle_ambiguous(groups: list[list], together, pr: _Prober) -> list[list]:
     """A host never separated from another group either (its link too slow to load the
-    switch-to-switch link in any round) is placed by contention: with transfers from the
-    other members of its group H to those of the candidate group C filling the link between
-    them, does x -> (a host of C) slow down (x behind H's link) or not (x under C's switch)?"""
+    switch-to-switch link in any round) is placed by contention (``_under_candidate``)."""
     for x in [h for g in groups for h in g]:
         home = next(g for g in groups if x in g)
         for cand in groups:
             if cand is home or not all(together.has_edge(x, m) for m in cand):
                 continue
-            # the load from the members of H sure to be there (separated from C), fastest
-            # first, to the fastest of C: what fills the link between the two if anything does
-            sure = sorted(
-                (m for m in home if m != x),
-                key=lambda m: (all(together.has_edge(m, c) for c in cand), -pr.samples.speed(m)),
-            )
-            into = sorted(cand, key=lambda c: -pr.samples.speed(c))
-            k = min(len(sure), len(cand) - 1, FLOWS_PER_PAIR)
-            if k < 1:
-                continue
-            load = [(sure[i], into[i]) for i in range(k)]
-            if not _contend(pr, (x, into[k]), *load):
+            if _under_candidate(pr, together, x, home, cand):
                 home.remove(x)
                 cand.append(x)
                 break
     return [g for g in groups if g]
+
+
+def _under_candidate(pr: _Prober, together, x: str, home: list, cand: list) -> bool:
+    """Is x under the switch of the candidate group C rather than its group H's? Load
+    transfers fill the link between H and C if they can, and a probe transfer of x runs
+    beside them (``_contend``). Only a meeting is evidence (a load that fills no link meets
+    nothing), so two tests, the second when the first shows none:
+
+    1. load from H's members sure to be there (separated from C) to C's fastest, probe
+       x -> another host of C: it meets the load when x is behind H's link (x stays);
+    2. load from C to H, probe x -> another host of H: it meets the load when x is under C
+       (x moves).
+
+    When neither meets its load, x stays in H."""
+    sure = sorted(
+        (m for m in home if m != x),
+        key=lambda m: (all(together.has_edge(m, c) for c in cand), -pr.samples.speed(m)),
+    )
+    into = sorted(cand, key=lambda c: -pr.samples.speed(c))
+    k = min(len(sure), len(into) - 1, FLOWS_PER_PAIR)
+    if k >= 1 and _contend(pr, (x, into[k]), *[(sure[i], into[i]) for i in range(k)]):
+        return False
+    k = min(len(into), len(sure) - 1, FLOWS_PER_PAIR)
+    return k >= 1 and _contend(pr, (x, sure[k]), *[(into[i], sure[i]) for i in range(k)])
 
 
 def _adopt_lone_hosts(groups: list[list], together) -> list[list]:
@@ -315,6 +348,10 @@ def _switch_tree(groups: list, pair_rates: dict) -> tuple[list, list]:
             node_of.append(g[0])
     clusters = {i: [i] for i in range(len(groups))}
     top = dict(enumerate(node_of))
+    floors: dict = {}  # (node, node) -> the most that crossed that link direction, alone
+
+    def floor(ci: list, cj: list) -> float:
+        return max(pair_rates[(a, b)][0] for a in ci for b in cj)
 
     def rate(ci: list, cj: list) -> float:
         return max(min(pair_rates[(a, b)][0], pair_rates[(b, a)][0]) for a in ci for b in cj)
@@ -328,11 +365,17 @@ def _switch_tree(groups: list, pair_rates: dict) -> tuple[list, list]:
                 members.add(c)
         if len(clusters) == len(members) == 2 and all(top[m] in switches for m in members):
             links.append((top[a], top[b]))
+            floors[(top[a], top[b])] = floor(clusters[a], clusters[b])
+            floors[(top[b], top[a])] = floor(clusters[b], clusters[a])
             break
         sw = next(names)
         switches.append(sw)
         links += [(top[c], sw) for c in sorted(members)]
+        for c in members:
+            rest = [g for m in members if m != c for g in clusters[m]]
+            floors[(top[c], sw)] = floor(clusters[c], rest)
+            floors[(sw, top[c])] = floor(rest, clusters[c])
         merged = [g for c in sorted(members) for g in clusters.pop(c)]
         clusters[min(members)] = merged
         top[min(members)] = sw
-    return switches, links
+    return switches, links, floors

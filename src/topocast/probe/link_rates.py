@@ -39,12 +39,19 @@ EDGE_REPEATS = 2  # measurements of each link between switches (the fastest conf
 
 
 def measure_links(
-    adj: dict, hosts: list, switches: list, bulk: Bulk, duration: float, known: FlowSamples | None = None
+    adj: dict,
+    hosts: list,
+    switches: list,
+    bulk: Bulk,
+    duration: float,
+    known: FlowSamples | None = None,
+    pack_edges: bool = True,
 ) -> BandwidthTree:
     """Measure every link of the tree ``adj`` (node -> neighbours) between ``hosts`` and
     ``switches``; ``bulk(flows, duration)`` starts transfers together and returns their rates.
     ``known``: the readings of transfers that already met every other host under its
-    switch (then no round robin is run again)."""
+    switch (then no round robin is run again). ``pack_edges`` False: each link between
+    switches measured in a round of its own (for a tree that may be wrong)."""
     run = _Runner(adj, hosts, bulk, duration, known)
     if known is None:
         run.tasks(_round_robin_tasks(adj, hosts, switches))
@@ -56,7 +63,7 @@ def measure_links(
     host_up = {h: run.samples.host_up(h) for h in hosts}
     host_down = {h: run.samples.host_down(h) for h in hosts}
     edges = _edge_tasks(adj, hosts, switches, run.speed())
-    readings = _edge_readings(run, edges)
+    readings = _edge_readings(run, edges, pack_edges)
     tree = BandwidthTree(groups=_groups(adj, hosts, switches), switches=list(switches), measurements=run.count)
     for h in hosts:
         (sw,) = adj[h]
@@ -69,7 +76,7 @@ def measure_links(
     return tree
 
 
-def _edge_readings(run: _Runner, edges: list) -> list[tuple[list[float], list[float]]]:
+def _edge_readings(run: _Runner, edges: list, pack: bool = True) -> list[tuple[list[float], list[float]]]:
     """Per link between switches, the transfers' rates to count each way.
 
     Other traffic and scheduling only ever slow a transfer down: of repeated measurements of
@@ -78,14 +85,14 @@ def _edge_readings(run: _Runner, edges: list) -> list[tuple[list[float], list[fl
     whose fastest total is more than ``NEAR_TOP`` above every other is measured ``RETAKES``
     times more, and the reading whose total is the median of that one and the new ones counts.
     """
-    repeats = [run.tasks(edges) for _ in range(EDGE_REPEATS)]
+    repeats = [run.tasks(edges, pack=pack) for _ in range(EDGE_REPEATS)]
     halves = [len(flows) // 2 for _, flows, _ in edges]
     ways = [
         [[r[k][:n] for r in repeats], [r[k][n:] for r in repeats]] for k, n in enumerate(halves)
     ]  # per link, per way: every reading
     unsure = [k for k, both in enumerate(ways) if any(_lone_fastest(w) for w in both)]
     if unsure:
-        extra = [run.tasks([edges[k] for k in unsure]) for _ in range(RETAKES)]
+        extra = [run.tasks([edges[k] for k in unsure], pack=pack) for _ in range(RETAKES)]
         for j, k in enumerate(unsure):
             n = halves[k]
             for way, part in zip(ways[k], (slice(0, n), slice(n, None))):
@@ -114,11 +121,11 @@ class _Runner:
         """Each host's fastest confirmed transfer so far, either way."""
         return {h: self.samples.speed(h) for h in self.hosts}
 
-    def tasks(self, tasks: list, retake: bool = False) -> list[list[float]]:
+    def tasks(self, tasks: list, retake: bool = False, pack: bool = True) -> list[list[float]]:
         """Each task's rates, in order (``retake``: transfers measured again,
-        ``FlowSamples.retake``)."""
+        ``FlowSamples.retake``; ``pack`` False: each task in a round of its own)."""
         results: list = [None] * len(tasks)
-        for round_ in _pack(self.adj, tasks):
+        for round_ in _pack(self.adj, tasks) if pack else [[k] for k in range(len(tasks))]:
             flows = [f for k in round_ for f in tasks[k][1]]
             rates = self.bulk(flows, self.duration)
             self.count += len(flows)
