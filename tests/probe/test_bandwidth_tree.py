@@ -14,6 +14,7 @@ from topocast.probe.bandwidth_tree import _contend, _Prober, infer_bandwidth_tre
 from topocast.probe.equivalent import host_groups
 from topocast.probe.estimates import FlowSamples, levels
 from topocast.probe.infer import build_topology
+from topocast.probe.link_rates import FAN, FAN_REPEATS
 from topocast.sim import simulate
 from topocast.topology import load_topology
 
@@ -44,9 +45,10 @@ def test_recovers_groups_bandwidths_and_stable_plan(spec, seed):
     assert mine >= 0.95 * best
     n = len(truth.hosts)
     # every pair both ways once (N(N-1) transfers) in N - 1 rounds, plus the noise round,
-    # borderline rounds again and the links between groups: O(N) rounds
+    # borderline rounds again, the links between groups and the fan tests (at most one
+    # each way per host, measured FAN_REPEATS times): O(N) rounds
     assert net.rounds <= 4 * n
-    assert tree.measurements <= 3 * n * n
+    assert tree.measurements <= 3 * n * n + 2 * FAN * FAN_REPEATS * n
     assert inferred.measured["measurements"] == tree.measurements
 
 
@@ -65,10 +67,11 @@ def test_one_switch_when_nothing_contends():
         assert maxflow_from(inferred, truth.hosts[0])[h] == pytest.approx(25e6, rel=0.1)
 
 
-def test_levels_group_nearly_equal_rates():
-    lv = levels([100.0, 103.0, 98.0, 40.0, 41.0, 10.0])
-    assert lv[100.0] == lv[103.0] == lv[98.0] == 100.0
-    assert lv[40.0] == lv[41.0] == 40.5
+def test_levels_group_nearly_equal_rates_at_their_smallest():
+    lv = levels([100.0, 103.0, 98.0, 40.0, 41.0, 10.0, 104.5])
+    assert lv[100.0] == lv[103.0] == lv[98.0] == 98.0
+    assert lv[104.5] == 104.5  # more than 6 % above the level's smallest: a level of its own
+    assert lv[40.0] == lv[41.0] == 40.0
     assert lv[10.0] == 10.0
 
 
@@ -136,3 +139,54 @@ def test_one_stalled_transfer_does_not_split_a_group():
     tree = infer_bandwidth_tree(list(truth.hosts), bulk, 0.3)
     assert stalled["done"]
     assert {frozenset(g) for g in tree.groups} == host_groups(truth)
+
+
+def _two_switches(fast_mbit: float):
+    """sw0: h0 at ``fast_mbit`` beside three hosts at 60 Mbit/s; sw1: two hosts at 100 Mbit/s;
+    a 40 Mbit/s link between the switches."""
+    mbit = 1e6 / 8
+    link = type(load_topology("builtin:hetero-2switch").physical_links[0])
+    links = [link("h0", "sw0", fast_mbit * mbit)]
+    links += [link(h, "sw0", 60 * mbit) for h in ("h1", "h2", "h3")]
+    links += [link(h, "sw1", 100 * mbit) for h in ("h4", "h5")]
+    links.append(link("sw0", "sw1", 40 * mbit))
+    return load_topology("builtin:hetero-2switch").replace(
+        name="fan", hosts=[f"h{i}" for i in range(6)], switches=["sw0", "sw1"], links=links
+    )
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_host_faster_than_each_of_its_partners_is_read_by_a_fan_test(seed):
+    """h0's link (150 Mbit/s) is faster than every single transfer it can make: to a mate
+    (60) or across the 40 Mbit/s link. The round robin shows it at 60; its fan-out and fan-in
+    (three mates at once: 180) show its own link."""
+    truth = _two_switches(150)
+    net = FakeNetwork(truth, goodput=0.955, noise=0.03, seed=seed)
+    tree = infer_bandwidth_tree(list(truth.hosts), net.bulk, 0.3)
+    inferred = build_topology(tree, list(truth.hosts), goodput=0.955)
+    (h0,) = [pl for pl in inferred.physical_links if "h0" in (pl.a, pl.b)]
+    assert h0.bandwidth == pytest.approx(150e6 / 8, rel=0.08)
+    assert (h0.bandwidth_ba or h0.bandwidth) == pytest.approx(150e6 / 8, rel=0.08)
+
+
+def test_no_fan_test_where_a_faster_mate_showed_the_link():
+    """h0 at 50 Mbit/s beside mates at 60: its transfers with them show its own link, so it
+    gets no fan test (only the fastest of each switch does)."""
+    from topocast.probe.link_rates import _fan_tasks
+
+    truth = _two_switches(50)
+    net = FakeNetwork(truth, goodput=0.955, noise=0.0, seed=0)
+    samples = FlowSamples()
+    for a in truth.hosts:
+        for b in truth.hosts:
+            if a != b:
+                samples.add([(a, b)], net.bulk([(a, b)], 0.3))
+    adj = {h: ["sw0" if h in ("h0", "h1", "h2", "h3") else "sw1"] for h in truth.hosts}
+    adj["sw0"] = ["h0", "h1", "h2", "h3", "sw1"]
+    adj["sw1"] = ["h4", "h5", "sw0"]
+    speed = {h: samples.speed(h) for h in truth.hosts}
+    tested = {info for _, _, info in _fan_tasks(adj, list(truth.hosts), samples, speed)}
+    assert ("h0", 0) not in tested and ("h0", 1) not in tested
+    # the fastest of each switch (ties within NEAR_TOP: all three 60 Mbit/s mates) are tested
+    assert {("h4", 0), ("h4", 1), ("h5", 0), ("h5", 1)} <= tested
+    assert ("h1", 0) in tested

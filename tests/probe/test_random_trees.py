@@ -14,7 +14,7 @@ from topocast.planners import get_planner
 from topocast.probe.equivalent import bandwidth_equivalent, host_groups
 from topocast.probe.estimates import RETAKES
 from topocast.probe.infer import build_topology, infer_trees
-from topocast.probe.link_rates import EDGE_REPEATS
+from topocast.probe.link_rates import EDGE_REPEATS, FAN, FAN_REPEATS, MAX_FLOWS
 from topocast.sim import simulate
 from topocast.topology.generators import random_tree
 
@@ -66,7 +66,19 @@ def test_latency_tree_and_link_rates_recover_random_trees(seed):
     lat, tree = infer_trees(list(truth.hosts), net.rtt, net.bulk, 0.3, 60e-6)
     assert len(lat.switches) >= 2
     check(truth, tree, list(truth.hosts))
-    assert tree.measurements < n * n  # rounds pack many links; far from all pairs
+    # O(N·d), not all pairs: the pairs under each switch, the fan tests and retakes per host,
+    # and a few transfers per link between switches
+    under = [
+        sum(1 for pl in truth.physical_links if s in (pl.a, pl.b) and {pl.a, pl.b} & set(truth.hosts))
+        for s in truth.switches
+    ]
+    switch_links = sum(1 for pl in truth.physical_links if {pl.a, pl.b} <= set(truth.switches))
+    budget = (
+        sum(g * (g - 1) for g in under)
+        + n * 2 * (FAN * FAN_REPEATS + RETAKES)
+        + switch_links * 2 * MAX_FLOWS * (EDGE_REPEATS + RETAKES)
+    )
+    assert tree.measurements <= budget
 
 
 def test_link_measurements_run_in_parallel():
@@ -90,8 +102,8 @@ def test_contention_alone_recovers_most_random_trees():
     alone, on 12 seeded random trees with hosts under inner switches, 3 % noise. A switch-to-
     switch link that only a particular set of transfers fills can go unseen, so this asserts
     a share (docs/experiments/probe.md gives the per-tree results): the host groups of at
-    least 8 trees of 12, the max-flows within 10 % for at least 9, and the stable plan within
-    5 % for at least 10."""
+    least 9 trees of 12, the max-flows within 10 % for at least 11, and the stable plan within
+    5 % for at least 11."""
     from topocast.probe.bandwidth_tree import infer_bandwidth_tree
 
     groups_ok = flows_ok = stable_ok = 0
@@ -114,8 +126,8 @@ def test_contention_alone_recovers_most_random_trees():
         plan = Broadcast(truth.hosts[0], 1 << 26)
         mine = simulate(stable(inferred, plan), truth).aggregate_bandwidth
         stable_ok += mine >= 0.95 * simulate(stable(truth, plan), truth).aggregate_bandwidth
-        assert net.rounds <= 6 * n  # O(N) rounds
-    assert groups_ok >= 8 and flows_ok >= 9 and stable_ok >= 10, (groups_ok, flows_ok, stable_ok)
+        assert net.rounds <= 5 * n  # O(N) rounds
+    assert groups_ok >= 9 and flows_ok >= 11 and stable_ok >= 11, (groups_ok, flows_ok, stable_ok)
 
 
 class _ScriptedRuns:
@@ -151,3 +163,22 @@ def test_switch_link_readings_that_agree_are_not_measured_again():
     runs = _ScriptedRuns([[40.0, 40.0]], [[41.0, 39.0]])
     assert _edge_readings(runs, edges) == [([41.0], [40.0])]
     assert runs.asked == [1, 1]
+
+
+@pytest.mark.parametrize("hosts, tree_seed", [(12, 1), (20, 3)])
+@pytest.mark.parametrize("noise_seed", [0, 1, 2])
+def test_slow_hosts_are_placed_by_contention_in_either_direction(hosts, tree_seed, noise_seed):
+    """Two seeded trees of the testbed's benchmark (benchmarks/bench_probe.py) with hosts
+    too slow to fill any link between switches, so never separated from anyone: random
+    tree 12/1 has two of them (24 and 42 Mbit/s) beside a candidate group of two hosts too
+    few to fill the link from its side (only the load from the candidate's side shows where
+    they are); random tree 20/3 has a 20 Mbit/s host under a switch between two other groups'
+    (on the side of both candidates; the comparison between the candidates places it).
+    The shared links split unevenly between transfers, as TCP does."""
+    from topocast.probe.bandwidth_tree import infer_bandwidth_tree
+
+    truth = bandwidth_equivalent(random_tree(hosts, hosts // 4, min_mbit=20, max_mbit=200, seed=tree_seed))
+    net = FakeNetwork(truth, noise=0.03, seed=noise_seed, uneven=True)
+    tree = infer_bandwidth_tree(list(truth.hosts), net.bulk, 0.3)
+    inferred = build_topology(tree, list(truth.hosts), goodput=0.955)
+    assert host_groups(bandwidth_equivalent(inferred)) == host_groups(truth)

@@ -1,5 +1,6 @@
 """The probe's rate window on the receiving side (``runtime/probing.py``): bytes are dated
-when they reach the host, not when a late receiver thread reads them."""
+when they reach the host, not when a late receiver thread reads them; and the sending side
+leaves few bytes queued when a transfer stops."""
 
 from __future__ import annotations
 
@@ -61,3 +62,20 @@ def test_a_slow_transfer_settles_only_once_its_window_holds_min_bytes():
 
     assert settle_time(0) < 0.5
     assert 2.0 <= settle_time(2000) < 2.5
+
+
+def test_a_bulk_sender_keeps_few_bytes_unsent():
+    """A transfer's sender limits what it has written but not yet sent (TCP_NOTSENT_LOWAT):
+    what it leaves queued when it stops must cross the link before the round can end."""
+    import socket
+
+    from topocast.runtime.probing import UNSENT_BYTES, _limit_unsent
+    from topocast.runtime.protocol import Conn
+
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        client = socket.create_connection(server.getsockname())
+        try:
+            _limit_unsent(Conn(client))
+            assert client.getsockopt(socket.IPPROTO_TCP, socket.TCP_NOTSENT_LOWAT) == UNSENT_BYTES
+        finally:
+            client.close()

@@ -71,6 +71,7 @@ class _Prober:
         self.count = 0
         self.samples = FlowSamples()
         self.repeats: list[tuple] = []  # (flow, rate, rate again) of transfers measured twice alike
+        self.load_alone: dict[tuple, list[float]] = {}  # a contention test's load -> its totals alone
 
     def run(self, flows: list) -> list[float]:
         rates = self.bulk(flows, self.duration)
@@ -198,16 +199,22 @@ def _largest_cliques_first(together, hosts: list) -> list[list]:
 
 def _settle_ambiguous(groups: list[list], together, pr: _Prober) -> list[list]:
     """A host never separated from another group either (its link too slow to load the
-    switch-to-switch link in any round) is placed by contention (``_under_candidate``)."""
+    switch-to-switch link in any round) is placed by contention (``_under_candidate``): of
+    the groups it could belong to, those on whose side of the bottleneck towards its own
+    group it lies, and of these the one on whose side it lies against each other (a host
+    under a switch between its group's and a candidate's lies on the candidate's side of
+    their bottleneck, and of every group's beyond)."""
     for x in [h for g in groups for h in g]:
         home = next(g for g in groups if x in g)
-        for cand in groups:
-            if cand is home or not all(together.has_edge(x, m) for m in cand):
-                continue
-            if _under_candidate(pr, together, x, home, cand):
-                home.remove(x)
-                cand.append(x)
-                break
+        cands = [g for g in groups if g is not home and all(together.has_edge(x, m) for m in g)]
+        sides = [c for c in cands if _under_candidate(pr, together, x, home, c)]
+        if sides:
+            best = sides[0]
+            for c in sides[1:]:
+                if _under_candidate(pr, together, x, best, c):
+                    best = c
+            home.remove(x)
+            best.append(x)
     return [g for g in groups if g]
 
 
@@ -288,15 +295,19 @@ def _contend(pr: _Prober, probe: tuple, *load: tuple) -> bool:
     the link's total stays the same and the load loses what the probe carries (score
     (L0 - L1) / probe's rate about 1); elsewhere it loses nothing (about 0). Totals, not each
     transfer's slowdown: TCP splits a shared link unevenly and differently every time, but
-    the total is steady. Normalized by the probe's own rate, a slow host (its link far below
+    the total is steady (the load's totals alone serve every probe tested beside the same
+    load). Normalized by the probe's own rate, a slow host (its link far below
     the shared one) is tested as surely as a fast one. The score is taken again (load alone,
     then with the probe) while the decision at 1/2 lies within two standard errors of the
     mean, ``REPEATS`` times at most; the standard error from the measured noise (and the
     scores' own spread once there are several)."""
     flows = [probe, *load]
     scores: list[float] = []
+    totals = pr.load_alone.setdefault(tuple(load), [])  # shared by the tests of other hosts
     while True:
-        alone = sum(pr.run(list(load)))
+        if len(totals) <= len(scores):
+            totals.append(sum(pr.run(list(load))))
+        alone = totals[len(scores)]
         rates = pr.run(flows)
         scores.append((alone - sum(rates[1:])) / rates[0] if rates[0] > 0 else 0.0)
         spread = math.sqrt(2) * pr.noise * alone / max(rates[0], 1e-9)

@@ -93,6 +93,13 @@ class FlowSamples:
         self.by_flow: dict[tuple, list[float]] = {}
         self.retaken: dict[tuple, list[float]] = {}  # the lone fastest reading, then the new ones
         self._estimates: dict[tuple, Estimate] = {}  # (host, side) -> estimate, until new readings
+        self.totals: dict[tuple, list[float]] = {}  # (host, side) -> its fan tests' totals
+
+    def add_total(self, h: str, side: int, total: float) -> None:
+        """The total of transfers that ``h`` sent (``side`` 0) or received (1) at once: a
+        sample of its link, even where each partner alone is slower than it."""
+        self._estimates.clear()
+        self.totals.setdefault((h, side), []).append(total)
 
     def add(self, flows: list, rates: list[float]) -> None:
         self._estimates.clear()
@@ -122,7 +129,8 @@ class FlowSamples:
             else:
                 values += rates
                 sure += [False] * len(rates)
-        return values, sure
+        totals = self.totals.get((h, side), [])
+        return values + totals, sure + [False] * len(totals)
 
     def host_up(self, h: str) -> Estimate:
         return self._estimate(h, 0)
@@ -152,6 +160,7 @@ class FlowSamples:
                     not ordered
                     or ordered[0][1]
                     or (len(ordered) > 1 and ordered[1][0] >= (1 - NEAR_TOP) * ordered[0][0])
+                    or ordered[0][0] in self.totals.get((h, side), ())  # a fan test: measured twice
                 ):
                     continue
                 flow = max((f for f in self.by_flow if f[side] == h), key=lambda f: max(self.by_flow[f]))
@@ -193,16 +202,15 @@ def round_robin(members: list) -> list[list[tuple]]:
 def levels(values: list[float], gap: float = LEVEL_WIDTH) -> dict[float, float]:
     """Map every value to its level: values sorted and cut where the next one is more than
     ``gap`` (relative) above the level's smallest (so a level never spans more than ``gap``,
-    however evenly the values are spread); each level is its members' median."""
+    however evenly the values are spread); each level is its smallest member, so that no link
+    is written faster than it was measured (a plan that counts on a few percent more than a
+    link carries loses more than a plan that leaves them unused)."""
     out: dict[float, float] = {}
     run: list[float] = []
     for v in sorted(values):
         if run and v > run[0] * (1 + gap):
-            m = statistics.median(run)
-            out.update({x: m for x in run})
+            out.update({x: run[0] for x in run})
             run = []
         run.append(v)
-    if run:
-        m = statistics.median(run)
-        out.update({x: m for x in run})
+    out.update({x: run[0] for x in run})
     return out

@@ -6,10 +6,12 @@ not share a link run at the same time. Our reading of what to measure
 (docs/experiments/probe.md):
 
 * **host links**: every pair of hosts under one switch, both directions, in a round-robin
-  tournament (n - 1 rounds of disjoint pairs; all switches at once); then the fastest host
-  under each switch (or its only host) with a fast host nearby in every other branch. A host
-  link's rate in a direction is read from the fastest transfers it carried
-  (``estimates.host_link_estimate``): every host met the fastest one it can reach.
+  tournament (n - 1 rounds of disjoint pairs; all switches at once). A host link's rate in a
+  direction is read from the fastest transfers it carried (``estimates.host_link_estimate``).
+  A host that met no switch mate faster than itself (the fastest under its switch, or its
+  only host) has not been shown its own link by any single transfer: it gets a **fan test**
+  (our addition): ``FAN`` transfers to its nearest hosts at once, and ``FAN`` from them,
+  whose total its own link limits.
 * **switch-to-switch links**: for a link with sides A and B, ``k`` transfers from distinct
   hosts of A to distinct hosts of B started together, and ``k`` the other way, from the hosts
   nearest the link (``k`` = the smaller side's host count, at most ``MAX_FLOWS``). Their sum is
@@ -36,6 +38,8 @@ Bulk = Callable[[list, float], list]
 
 
 EDGE_REPEATS = 2  # measurements of each link between switches (the fastest confirmed counts)
+FAN = 3  # transfers of a host's fan test
+FAN_REPEATS = 2  # measurements of each fan test (two readings that agree confirm each other)
 
 
 def measure_links(
@@ -55,7 +59,10 @@ def measure_links(
     run = _Runner(adj, hosts, bulk, duration, known)
     if known is None:
         run.tasks(_round_robin_tasks(adj, hosts, switches))
-    run.tasks(_branch_tasks(adj, hosts, switches, run.speed()))
+    fans = _fan_tasks(adj, hosts, run.samples, run.speed())
+    for _ in range(FAN_REPEATS):
+        for (_, _, (h, side)), rates in zip(fans, run.tasks(fans)):
+            run.samples.add_total(h, side, sum(rates))
     # a host's lone fastest reading measured twice more, alone on its links (``confirmed_top``)
     again = run.samples.unconfirmed_tops()
     for _ in range(RETAKES):
@@ -196,23 +203,24 @@ def _round_robin_tasks(adj: dict, hosts: list, switches: list) -> list:
     return tasks
 
 
-def _branch_tasks(adj: dict, hosts: list, switches: list, speed: dict) -> list:
-    """The fastest hosts under each switch (within ``SLOWDOWN`` of the fastest: nobody under
-    their switch may be as fast, so the round robin may not have shown their own link's
-    rate) with the fastest of the nearest
-    hosts of every other branch of its switch, both directions."""
+def _fan_tasks(adj: dict, hosts: list, samples: FlowSamples, speed: dict) -> list:
+    """Fan tests of the host links that no transfer has shown: a host's send rate is shown
+    by its transfer to a switch mate that receives faster (the mate's link cannot have
+    limited it); a host that has no such mate (the fastest under its switch, or alone
+    there) sends to ``FAN`` hosts at once (its switch mates, the fastest first, then the
+    nearest hosts beyond): together they take more than its own link carries, so their total
+    is its link's rate. Receive rates alike, with ``FAN`` hosts sending to it at once."""
     hs = set(hosts)
+    rate = ({h: samples.host_up(h).value for h in hosts}, {h: samples.host_down(h).value for h in hosts})
     tasks: list = []
-    for s in switches:
-        members = [n for n in adj[s] if n in hs]
-        if not members:
-            continue
-        top = max(speed[h] for h in members)
-        for fastest in [h for h in members if speed[h] >= (1 - SLOWDOWN) * top]:
-            for branch in adj[s]:
-                if branch not in hs:
-                    near = _side(adj, branch, s, hs, speed)[0]
-                    tasks.append(("pair", [(fastest, near), (near, fastest)], None))
+    for h in hosts:
+        (sw,) = adj[h]
+        mates = [m for m in adj[sw] if m in hs and m != h]
+        partners = _side(adj, sw, h, hs, speed)[:FAN]
+        for side, kind in ((0, "fan-out"), (1, "fan-in")):
+            if partners and not any(rate[1 - side][m] > (1 + NEAR_TOP) * rate[side][h] for m in mates):
+                flows = [(h, p) if side == 0 else (p, h) for p in partners]
+                tasks.append((kind, flows, (h, side)))
     return tasks
 
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 import bisect
 import fcntl
 import os
+import socket
 import struct
 import termios
 import threading
@@ -53,6 +54,7 @@ DEFAULT_MIN_WINDOW = 0.16  # s: the shortest window a rate is read over
 DEFAULT_MIN_BYTES = 1 << 20  # and the fewest bytes it holds
 DEFAULT_TOLERANCE = 0.03  # a running rate estimate that moves less than this has converged
 CHECK_EVERY = 0.01  # s between two looks at a running rate estimate
+UNSENT_BYTES = 256 * 1024  # a bulk sender's queue of bytes written but not yet sent
 
 
 class _Prober:
@@ -189,6 +191,7 @@ def bulk_send(prober: _Prober, conn: Conn, msg: dict) -> dict:
             "tolerance": float(msg.get("tolerance", DEFAULT_TOLERANCE)),
         }
     )
+    _limit_unsent(conn)
     payload = os.urandom(BULK_FRAME)
     digest = chunk_hash(payload)
     delay = start - time.monotonic()
@@ -208,6 +211,19 @@ def bulk_send(prober: _Prober, conn: Conn, msg: dict) -> dict:
     if answer.get("type") != Msg.ACK:
         raise ProtocolError("the receiver did not acknowledge the transfer")
     return {"bytes": int(answer["bytes"]), "rate": float(answer["rate"]), "sent": offset}
+
+
+def _limit_unsent(conn: Conn) -> None:
+    """Keep at most ``UNSENT_BYTES`` written but not yet sent (TCP_NOTSENT_LOWAT): the
+    bytes a transfer leaves queued when it stops must cross the link before the receiver
+    sees its end, and an autotuned send buffer holds megabytes (a second or more at tens of
+    Mbit/s, added to every round). The rate does not suffer: the sender refills the queue
+    long before it empties."""
+    if hasattr(socket, "TCP_NOTSENT_LOWAT"):
+        try:
+            conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NOTSENT_LOWAT, UNSENT_BYTES)
+        except OSError:
+            pass
 
 
 # ---------------------------------------------------------------- the peer's side
