@@ -340,11 +340,13 @@ def _between_groups(groups: list, pr: _Prober) -> dict:
 
 
 # ---------------------------------------------------------------- step 4: the switch tree
-def _switch_tree(groups: list, pair_rates: dict) -> tuple[list, list]:
-    """(switches, links as node pairs): a switch per group of two or more hosts (a lone host
-    is its own node), joined by single linkage on the groups' pair rates (both directions'
-    smaller one): the fastest-connected clusters first, all clusters joined at nearly the
-    same rate under one new switch; the last two clusters of switches directly."""
+def _switch_tree(groups: list, pair_rates: dict) -> tuple[list, list, dict]:
+    """(switches, links as node pairs, floors): a switch per group of two or more hosts (a
+    lone host is its own node), joined by single linkage on the groups' pair rates (both
+    directions' smaller one): the fastest-connected clusters first, all clusters joined at
+    nearly the same rate under one new switch; the last two clusters of switches directly.
+    ``floors`` maps each new link direction to the most that the group-pair transfers
+    carried across it."""
     names = iter(f"sw{i}" for i in range(10 * len(groups) + 10))
     switches: list = []
     links: list = []
