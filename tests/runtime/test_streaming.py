@@ -69,6 +69,31 @@ def test_sendfile_from_the_store_carries_the_checksum_it_arrived_with():
     assert (off, bytes(view)) == (1000, b"x" * 2000)
 
 
+def _shared_resident() -> int:
+    """This process's resident shared memory (a memory store's pages), in bytes."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("RssShmem:"):
+            return int(line.split()[1]) * 1024
+    pytest.skip("no RssShmem in /proc/self/status")
+
+
+def test_a_memory_store_is_prefaulted_only_where_asked_and_closes():
+    """The ranges given are populated before the start, in pieces over several threads
+    (pieces of 64 MiB: three of them here, the last one partial); the rest is not."""
+    before = _shared_resident()
+    store = Store.in_memory(256 << 20, [(4096, 150 << 20)])
+    try:
+        grown = _shared_resident() - before
+        assert (150 << 20) <= grown <= (150 << 20) + 2 * 4096
+    finally:
+        store.close()
+    store = Store.in_memory(64 << 20)
+    try:
+        assert _shared_resident() - before < 1 << 20
+    finally:
+        store.close()
+
+
 def test_generated_source_reads_any_range_without_storing():
     store = Store.generated(3 * MiB + 5, seed=4, ranges=[(0, 3 * MiB + 5)])
     view = memoryview(bytearray(1000))

@@ -22,6 +22,7 @@ once) — only a source reads its bytes into memory to send them.
 from __future__ import annotations
 
 import bisect
+import ctypes
 import errno
 import itertools
 import mmap
@@ -29,6 +30,7 @@ import os
 import threading
 import time
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ..intervals import IntervalSet
@@ -40,6 +42,9 @@ __all__ = ["Store", "StoreError", "SourceChanged", "peak_rss", "MEMORY_MARGIN", 
 MEMORY_MARGIN = 0.9  # of MemAvailable the stores of one machine may take
 TRIM_EVERY = 64 << 20  # bytes written to a file-backed store between releases of its pages
 MADV_POPULATE_WRITE = getattr(mmap, "MADV_POPULATE_WRITE", 23)  # Linux 5.14; Python names it from 3.12
+PREFAULT_PIECE = 64 << 20  # bytes populated by one call
+PREFAULT_THREADS = 4
+_LIBC = ctypes.CDLL(None, use_errno=True)
 
 
 class StoreError(Exception):
@@ -53,6 +58,12 @@ class StoreError(Exception):
 
 class SourceChanged(ProtocolError):
     """The source file changed while it was being sent."""
+
+
+def _populate(address: int, length: int) -> bool:
+    """``MADV_POPULATE_WRITE`` on ``length`` bytes at ``address`` (False where the kernel
+    does not know it)."""
+    return _LIBC.madvise(ctypes.c_void_p(address), ctypes.c_size_t(length), MADV_POPULATE_WRITE) == 0
 
 
 def peak_rss() -> int | None:
@@ -187,17 +198,24 @@ class Store:
         self.view = memoryview(self.mm)
 
     def _prefault(self, ranges) -> None:
+        """Populate the pages of ``ranges`` (``MADV_POPULATE_WRITE``), in pieces spread over
+        up to ``PREFAULT_THREADS`` threads: the kernel's first touch of a page is CPU work,
+        and before the start the other cores are idle. libc's ``madvise`` through ctypes lets
+        the threads run at once (CPython's ``mmap.madvise`` holds the GIL). On an older
+        kernel, nothing: pages are touched as bytes arrive."""
         assert self.mm is not None
         page = mmap.PAGESIZE
+        pieces = []
         for off, length in ranges:
             start = off // page * page
             end = min(self.size, -(-(off + length) // page) * page)
-            if end <= start:
-                continue
-            try:
-                self.mm.madvise(MADV_POPULATE_WRITE, start, end - start)
-            except (OSError, AttributeError):  # an older kernel: pages are touched as bytes arrive
-                return
+            pieces += [(p, min(PREFAULT_PIECE, end - p)) for p in range(start, end, PREFAULT_PIECE)]
+        if not pieces:
+            return
+        base = ctypes.addressof(ctypes.c_char.from_buffer(self.mm))
+        threads = min(PREFAULT_THREADS, len(os.sched_getaffinity(0)), len(pieces))
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(lambda piece: _populate(base + piece[0], piece[1]), pieces))
 
     def _hold(self, ranges) -> None:
         for off, length in ranges:
