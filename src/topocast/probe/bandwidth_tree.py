@@ -113,7 +113,7 @@ def infer_bandwidth_tree(hosts: list, bulk: Bulk, duration: float = 0.5) -> Band
     pair_rates = _between_groups(groups, pr)
     switches, links, floors = _switch_tree(groups, pair_rates)
     # step 4: every link of that tree measured as on a known tree (``link_rates``), the host
-    # links from the round robin's transfers
+    # links from the round robin's transfers and the fan tests
     adj: dict = {}
     for a, b in links:
         adj.setdefault(a, []).append(b)
@@ -174,7 +174,8 @@ def _group_by_round_robin(hosts: list, pr: _Prober) -> list[list]:
     return _adopt_lone_hosts(_settle_ambiguous(groups, together, pr), together)
 
 
-def _together(hosts, pr, rate):
+def _together(hosts: list, pr: _Prober, rate: dict) -> nx.Graph:
+    """The hosts, joined where no transfer between them separated them (``_separated``)."""
     together = nx.Graph()
     together.add_nodes_from(hosts)
     together.add_edges_from(
