@@ -764,7 +764,7 @@ class _Sim:
         a bottleneck (its cap or coupling, or a saturated resource where no flow gets more).
         A flow outside S can lose its bottleneck only on a resource S crosses that is (or
         was) saturated, and only if it is not held by its own cap or coupling, or if it gets
-        more there than a flow of S; such flows join S. Resources with slack never propagate
+        more there than a flow of S not held by its own either; such flows join S. Resources with slack never propagate
         a change, so a new flow costs what it touches even when every flow of the plan is
         connected to every other through shared links. Past a share of the flowing
         transfers, or once the growing rounds have together solved about twice as many flows
@@ -807,7 +807,8 @@ class _Sim:
             rate = min(rate, max(capacity[r] - usage[r] + old, 0.0))
         if math.isinf(rate):
             return None  # unbounded: the general case reports it
-        low = rate * (1 + _REL)
+        # at its cap, f needs no resource as its bottleneck (see _unsettled)
+        low = math.inf if rate >= self.cap_now[f] * (1 - _REL) else rate * (1 + _REL)
         for r in route:
             sat = capacity[r] * (1 - 1e-9)
             if usage[r] >= sat or usage[r] - old + rate >= sat:
@@ -856,8 +857,12 @@ class _Sim:
         capacity = self.capacity[used] * (1 - 1e-9)
         saturated = (self.usage[used] >= capacity) | (self.usage[used] - old + new >= capacity)
         shared = self.n_users[used] > np.bincount(local, minlength=len(used))
+        # a flow of comp held by its cap or coupling needs no resource as its bottleneck; one
+        # that is not must get the most on some saturated resource it crosses, so a flow
+        # outside getting more than it there may have to give way
+        free = ~self._pinned_at(comp, rates)[pair_flow]
         lowest = np.full(len(used), np.inf)
-        np.minimum.at(lowest, local, rates[pair_flow])
+        np.minimum.at(lowest, local[free], rates[pair_flow[free]])
         more: set[int] = set()
         for k in np.flatnonzero(saturated & shared).tolist():
             low = lowest[k] * (1 + _REL)
@@ -865,6 +870,14 @@ class _Sim:
                 if g not in group and g not in more and (self.rate[g] > low or not self._pinned(g)):
                     more.add(g)
         return more
+
+    def _pinned_at(self, comp: np.ndarray, rates: np.ndarray) -> np.ndarray:
+        """``_pinned`` of every flow of ``comp`` (sorted, closed under coupling) at ``rates``."""
+        pinned = rates >= self.cap_now[comp] * (1 - _REL)
+        cp = self.coupled_now[comp]
+        k = np.flatnonzero(cp >= 0)
+        pinned[k] |= rates[k] >= rates[np.searchsorted(comp, cp[k])] * (1 - _REL)
+        return pinned
 
     def _apply(self, comp: np.ndarray, rates: np.ndarray) -> np.ndarray:
         """Set the new rates of ``comp``; returns the flows whose rate changed."""
