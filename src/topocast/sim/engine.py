@@ -146,6 +146,7 @@ class _Sim:
         self.freed: set[int] = set()  # saturated resources that flows have left
         self.cap_now = np.full(n, math.nan)  # cap in the last max-min (0 while blocked)
         self.coupled_now = np.full(n, -1, dtype=np.int64)  # upstream it was coupled to
+        self.n_coupled = np.zeros(n, dtype=np.int64)  # flows coupled to each flow
         self.started: list[int] = []
         self.dirty: set[int] = set()  # flows whose constraints or events may have changed
 
@@ -426,7 +427,9 @@ class _Sim:
         np.add.at(self.n_users, res, -1)
         self.rate[arr] = 0.0
         self.cap_now[arr] = math.nan
-        self.coupled_now[arr] = -1
+        coupled = arr[self.coupled_now[arr] >= 0]
+        if len(coupled):
+            self._couple(coupled, np.full(len(coupled), -1, dtype=np.int64))
         self.flowing.difference_update(idx)
         if len(idx) > SMALL:
             _update_sets(self.res_flows, res, owner, add=False)
@@ -748,14 +751,14 @@ class _Sim:
             caps, coupled_to = self._constraints(idx)
             moved = np.flatnonzero((caps != self.cap_now[idx]) | (coupled_to != self.coupled_now[idx]))
             self.cap_now[idx[moved]] = caps[moved]
-            self.coupled_now[idx[moved]] = coupled_to[moved]
+            self._couple(idx[moved], coupled_to[moved])
             touched.update(idx[moved].tolist())
         else:
             for f in check:
                 cap, up = self._constraint_one(f)
                 if cap != self.cap_now[f] or up != self.coupled_now[f]:
                     self.cap_now[f] = cap
-                    self.coupled_now[f] = up
+                    self._couple_one(f, up)
                     touched.add(f)
         touched.update(self._gaining())
         refresh = dirty.union(started)
@@ -773,6 +776,22 @@ class _Sim:
                     self._schedule_one(i)
         if self.redundant:
             self._schedule_coverage()
+
+    def _couple(self, idx: np.ndarray, upstream: np.ndarray) -> None:
+        """Flows ``idx`` are now coupled to ``upstream`` (-1: to none)."""
+        old = self.coupled_now[idx]
+        np.subtract.at(self.n_coupled, old[old >= 0], 1)
+        np.add.at(self.n_coupled, upstream[upstream >= 0], 1)
+        self.coupled_now[idx] = upstream
+
+    def _couple_one(self, f: int, upstream: int) -> None:
+        """``_couple`` of one flow, without arrays."""
+        old = self.coupled_now[f]
+        if old >= 0:
+            self.n_coupled[old] -= 1
+        if upstream >= 0:
+            self.n_coupled[upstream] += 1
+        self.coupled_now[f] = upstream
 
     def _still_flowing(self, flows: Collection[int]) -> list[int]:
         """The flowing ones among ``flows`` (in their order)."""
@@ -860,10 +879,11 @@ class _Sim:
             if p >= 0 and p not in out:
                 out.add(p)
                 stack.append(p)
-            for k in self._downstream_of(f):
-                if coupled_now[k] == f and k not in out:
-                    out.add(k)
-                    stack.append(k)
+            if self.n_coupled[f]:
+                for k in self._downstream_of(f):
+                    if coupled_now[k] == f and k not in out:
+                        out.add(k)
+                        stack.append(k)
         return out
 
     def _pinned(self, g: int) -> bool:
@@ -980,6 +1000,9 @@ class _Sim:
         capacity = self.capacity[used] * (1 - 1e-9)
         saturated = (self.usage[used] >= capacity) | (self.usage[used] - old + new >= capacity)
         shared = self.n_users[used] > np.bincount(local, minlength=len(used))
+        crowded = np.flatnonzero(saturated & shared)
+        if not len(crowded):
+            return set()
         # a flow of comp held by its cap or coupling needs no resource as its bottleneck; one
         # that is not must get the most on some saturated resource it crosses, so a flow
         # outside getting more than it there may have to give way
@@ -987,7 +1010,7 @@ class _Sim:
         lowest = np.full(len(used), np.inf)
         np.minimum.at(lowest, local[free], rates[pair_flow[free]])
         more: set[int] = set()
-        for k in np.flatnonzero(saturated & shared).tolist():
+        for k in crowded.tolist():
             low = lowest[k] * (1 + _REL)
             for g in self.res_flows[int(used[k])]:
                 if g not in group and g not in more and (self.rate[g] > low or not self._pinned(g)):
