@@ -744,22 +744,26 @@ class _Sim:
         self.started = []
         dirty = set(self._still_flowing(self.dirty))
         self.dirty = set()
+        # flows whose constraints changed, unless their rate still meets them and is held by them
         touched = set(started)
         check = sorted(dirty.union(started))
         if len(check) > SMALL:
             idx = np.array(check, dtype=np.int64)
             caps, coupled_to = self._constraints(idx)
             moved = np.flatnonzero((caps != self.cap_now[idx]) | (coupled_to != self.coupled_now[idx]))
-            self.cap_now[idx[moved]] = caps[moved]
-            self._couple(idx[moved], coupled_to[moved])
-            touched.update(idx[moved].tolist())
+            idx, caps, coupled_to = idx[moved], caps[moved], coupled_to[moved]
+            self.cap_now[idx] = caps
+            self._couple(idx, coupled_to)
+            upstream_rate = np.where(coupled_to >= 0, self.rate[coupled_to], np.inf)
+            touched.update(idx[~_keeps_rate(self.rate[idx], caps, upstream_rate)].tolist())
         else:
             for f in check:
                 cap, up = self._constraint_one(f)
                 if cap != self.cap_now[f] or up != self.coupled_now[f]:
                     self.cap_now[f] = cap
                     self._couple_one(f, up)
-                    touched.add(f)
+                    if not _keeps_rate(self.rate[f], cap, self.rate[up] if up >= 0 else math.inf):
+                        touched.add(f)
         touched.update(self._gaining())
         refresh = dirty.union(started)
         if touched:
@@ -1220,6 +1224,14 @@ class _Sim:
             kind="predicted",
             transfer_times=transfer_times,
         )
+
+
+def _keeps_rate(rate, cap, upstream_rate):
+    """A flow at ``rate`` whose cap or coupling changed (now ``cap``, coupled to a flow at
+    ``upstream_rate``, inf when uncoupled) keeps its max-min rate: the rate meets both, and
+    one of them still holds it there, whatever the other flows do (arrays or scalars)."""
+    meets = (rate <= cap * (1 + _REL)) & (rate <= upstream_rate * (1 + _REL))
+    return meets & ((rate >= cap * (1 - _REL)) | (rate >= upstream_rate * (1 - _REL)))
 
 
 class _Agenda:
