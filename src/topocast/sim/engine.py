@@ -45,7 +45,7 @@ import heapq
 import itertools
 import math
 from collections import defaultdict
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Sequence
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
@@ -135,6 +135,7 @@ class _Sim:
         self._seq = itertools.count()
         self.ver = np.zeros(n, dtype=np.int64)  # version of each transfer's entries in flow_heap
         self.flow_heap: list[tuple] = []  # (time, seq, kind, transfer, version)
+        self.flow_agenda = _Agenda()  # the same, pushed a batch at a time by _schedule
         self.phase_heap: list[tuple] = []  # (time, transfer, phase): end of LATENCY / REDUCING
         self.inject_heap: list[tuple] = []  # (time, sender): a busy sender's next injection
         self.phase_due: list[int] = []
@@ -778,6 +779,8 @@ class _Sim:
             for i in sorted(refresh):
                 if self.status[i] == FLOWING:
                     self._schedule_one(i)
+        if len(self.flow_heap) > 4 * len(self.flowing) + 4096:
+            self._compact_heap()
         if self.redundant:
             self._schedule_coverage()
 
@@ -1078,14 +1081,14 @@ class _Sim:
                     ),
                 ),
             )
-        heap, seq, t = self.flow_heap, self._seq, self.t
-        ver = self.ver[idx]
-        for kind, dt in kinds:
-            k = np.flatnonzero(np.isfinite(dt))
-            for when, i, v in zip((t + np.maximum(dt[k], 0.0)).tolist(), idx[k].tolist(), ver[k].tolist()):
-                heapq.heappush(heap, (when, next(seq), kind, i, v))
-        if len(heap) > 4 * len(self.flowing) + 4096:
-            self._compact_heap()
+        due = [np.flatnonzero(np.isfinite(dt)) for _, dt in kinds]
+        when = np.concatenate([self.t + np.maximum(dt[k], 0.0) for (_, dt), k in zip(kinds, due)])
+        kind = np.repeat([k for k, _ in kinds], [len(k) for k in due])
+        i = idx[np.concatenate(due)]
+        seq = self._seqs(len(when)) + np.arange(len(when))
+        self.flow_agenda.push(when, seq, kind, i, self.ver[i])
+        if len(self.flow_agenda) > 4 * len(self.flowing) + 4096:
+            self.flow_agenda.compact(self._valid_entries)
 
     def _schedule_one(self, i: int) -> None:
         """``_schedule`` of one flowing transfer, without arrays."""
@@ -1116,6 +1119,19 @@ class _Sim:
         ]
         heapq.heapify(self.flow_heap)
 
+    def _seqs(self, k: int) -> int:
+        """Reserve ``k`` consecutive entry numbers (entries due at one time fire in number
+        order); returns the first."""
+        first = next(self._seq)
+        self._seq = itertools.count(first + k)
+        return first
+
+    def _valid_entries(self, columns: Sequence[np.ndarray]) -> np.ndarray:
+        """Which entries of ``flow_agenda`` (columns: time, seq, kind, transfer, version) are
+        current: their transfer is flowing and has no newer entries."""
+        i, v = columns[3], columns[4]
+        return (self.ver[i] == v) & (self.status[i] == FLOWING)
+
     def _valid(self, entry: tuple) -> bool:
         _, _, kind, i, v = entry
         if v != self.ver[i]:
@@ -1124,9 +1140,10 @@ class _Sim:
             return bool(self.status[i] == PENDING) and i in self.waiting_upstream
         return bool(self.status[i] == FLOWING)
 
-    def _next_events(self) -> tuple[float, list[tuple], list[int], list[str]]:
-        """Time to the next event, and the events due then: flow events, phase ends, senders
-        that may inject. Events within 1e-12 (relative) of the first are taken together."""
+    def _next_events(self) -> tuple[float, np.ndarray, list[int], list[str]]:
+        """Time to the next event, and the events due then: flow events (kinds and transfers,
+        in firing order), phase ends, senders that may inject. Events within 1e-12
+        (relative) of the first are taken together."""
         fh, ph, ih = self.flow_heap, self.phase_heap, self.inject_heap
         while fh and not self._valid(fh[0]):
             heapq.heappop(fh)
@@ -1134,9 +1151,14 @@ class _Sim:
             heapq.heappop(ph)
         while ih and ih[0][1] not in self.busy_senders:
             heapq.heappop(ih)
-        first = min(fh[0][0] if fh else math.inf, ph[0][0] if ph else math.inf, ih[0][0] if ih else math.inf)
+        first = min(
+            fh[0][0] if fh else math.inf,
+            self.flow_agenda.first(self._valid_entries),
+            ph[0][0] if ph else math.inf,
+            ih[0][0] if ih else math.inf,
+        )
         if not math.isfinite(first):
-            return math.inf, [], [], []
+            return math.inf, np.zeros((2, 0), dtype=np.int64), [], []
         dt = max(first - self.t, 0.0)
         limit = self.t + dt + dt * 1e-12 + 1e-300
         hits = []
@@ -1154,15 +1176,32 @@ class _Sim:
             _, src = heapq.heappop(ih)
             if src in self.busy_senders:
                 senders.append(src)
-        return dt, hits, phases, senders
+        return dt, self._flow_hits(hits, limit), phases, senders
 
-    def _settle(self, hits: list[tuple], phases: list[int], senders: list[str]) -> None:
-        """Snap values at the new time and fire the events that are due."""
-        finished = []
-        for _, _, kind, i, _ in hits:
-            if kind == EV_DONE:
-                finished.append(i)
-            elif kind == EV_CATCH:
+    def _flow_hits(self, from_heap: list[tuple], limit: float) -> np.ndarray:
+        """The current flow events due by ``limit``, those popped from the heap and those of
+        the agenda, as (kinds, transfers) in firing order (time, then entry number)."""
+        due = self.flow_agenda.pop_until(limit)
+        if due is None and not from_heap:
+            return np.zeros((2, 0), dtype=np.int64)
+        columns = [np.array(c) for c in zip(*from_heap)] if from_heap else []
+        if due is not None:
+            valid = self._valid_entries(due)
+            due = [c[valid] for c in due]
+            columns = [np.concatenate(pair) for pair in zip(columns, due)] if columns else due
+        when, seq, kind, i, _ = columns
+        order = np.lexsort((seq, when))
+        return np.stack((kind[order], i[order])).astype(np.int64)
+
+    def _settle(self, hits: np.ndarray, phases: list[int], senders: list[str]) -> None:
+        """Snap values at the new time and fire the events that are due (``hits``: kinds and
+        transfers of the flow events, in firing order)."""
+        kinds, idx = np.reshape(hits, (2, -1))
+        finished = idx[kinds == EV_DONE].tolist()
+        # the others in order: a transfer caught up reads its upstream's state
+        others = kinds != EV_DONE
+        for kind, i in zip(kinds[others].tolist(), idx[others].tolist()):
+            if kind == EV_CATCH:
                 self._set_sent(i, self._avail(i))
                 self.dirty.add(i)
                 if self.sent0[i] >= self.size[i] * (1 - _REL):
@@ -1201,9 +1240,10 @@ class _Sim:
             f"plan of {self.plan.planner or 'unnamed planner'} cannot complete at t={self.t:.6g} s: " + "; ".join(why)
         )
 
-    def _stuck(self, hits: list[tuple]) -> None:
+    def _stuck(self, hits: np.ndarray) -> None:
         kinds = ("done", "catch up", "released", "unblocked", "activated")
-        events = ", ".join(f"transfer {i} {kinds[k]}" for _, _, k, i, _ in hits[:5]) or "phase ends"
+        fired = np.reshape(hits, (2, -1))[:, :5].tolist()
+        events = ", ".join(f"transfer {i} {kinds[k]}" for k, i in zip(*fired)) or "phase ends"
         raise SimulationError(
             f"plan of {self.plan.planner or 'unnamed planner'}: the simulator makes no progress at "
             f"t={self.t:.9g} s (events {events} keep recurring); this is a bug in topocast's "
@@ -1237,28 +1277,65 @@ def _keeps_rate(rate, cap, upstream_rate):
 class _Agenda:
     """Entries (a time, then columns) pushed many at a time and taken out when due: each
     push is one run sorted by time, and a heap holds the runs by their earliest entry not yet
-    taken, so a thousand entries cost a few array operations, not a thousand heap pushes."""
+    taken, so a thousand entries cost a few array operations, not a thousand heap pushes.
+    Entries due at one time come out in no particular order."""
 
     def __init__(self) -> None:
         self._runs: list[tuple] = []  # (earliest time not taken, push number, its position, run)
         self._pushes = itertools.count()
+        self._size = 0  # entries not taken
+
+    def __len__(self) -> int:
+        return self._size
 
     def push(self, when: np.ndarray, *columns: np.ndarray) -> None:
+        """Add entries: their times ``when`` and as many columns."""
         if len(when):
             order = np.argsort(when, kind="stable")
-            run = (when[order], *(c[order] for c in columns))
-            heapq.heappush(self._runs, (float(run[0][0]), next(self._pushes), 0, run))
+            self._add((when[order], *(c[order] for c in columns)), 0)
+            self._size += len(when)
+
+    def _add(self, run: tuple, start: int) -> None:
+        """(Re)insert ``run``, its entries from ``start`` on not taken yet."""
+        if start < len(run[0]):
+            heapq.heappush(self._runs, (float(run[0][start]), next(self._pushes), start, run))
+
+    def first(self, valid: Callable[[Sequence[np.ndarray]], np.ndarray]) -> float:
+        """Time of the earliest entry that ``valid`` (columns -> bools) keeps, dropping the
+        entries before it (inf: none)."""
+        window = 16
+        while self._runs:
+            _, _, start, run = self._runs[0]
+            end = min(start + window, len(run[0]))
+            keep = valid([c[start:end] for c in run])
+            if keep[0]:
+                return float(run[0][start])
+            skip = int(np.argmax(keep)) if keep.any() else end - start
+            heapq.heappop(self._runs)
+            self._size -= skip
+            self._add(run, start + skip)
+            window = 16 if keep.any() else 2 * window
+        return math.inf
 
     def pop_until(self, limit: float) -> list[np.ndarray] | None:
         """Every entry due by ``limit`` (time <= limit), as columns (time first); None if none."""
         parts = []
         while self._runs and self._runs[0][0] <= limit:
-            _, k, start, run = heapq.heappop(self._runs)
+            _, _, start, run = heapq.heappop(self._runs)
             end = start + int(np.searchsorted(run[0][start:], limit, side="right"))
             parts.append([c[start:end] for c in run])
-            if end < len(run[0]):
-                heapq.heappush(self._runs, (float(run[0][end]), k, end, run))
+            self._size -= end - start
+            self._add(run, end)
         return [np.concatenate(c) for c in zip(*parts)] if parts else None
+
+    def compact(self, valid: Callable[[Sequence[np.ndarray]], np.ndarray]) -> None:
+        """Drop every entry ``valid`` rejects, merging the others into one run."""
+        runs, self._runs = self._runs, []
+        if runs:
+            columns = [np.concatenate(c) for c in zip(*([c[start:] for c in run] for _, _, start, run in runs))]
+            keep = valid(columns)
+            self._size = 0
+            self.push(*(c[keep] for c in columns))
 
 
 def _grouped(keys: np.ndarray, values: np.ndarray) -> list[tuple[int, list[int]]]:
