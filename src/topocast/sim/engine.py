@@ -70,6 +70,9 @@ LOCAL_COMPONENT_LIMIT = 4096
 # up to this many transfers, per-event bookkeeping works on Python scalars (numpy's per-call
 # overhead would dominate)
 SMALL = 8
+# a resource crossed by more transfers than this in the whole plan keeps a set of the ones
+# flowing over it; the others are looked up from the routes when needed (_resource_users)
+BUSY = 64
 
 PENDING, QUEUED, LATENCY, FLOWING, REDUCING, DONE = range(6)
 # kinds of flow events (heap entries)
@@ -141,7 +144,7 @@ class _Sim:
         self.phase_due: list[int] = []
         # Flowing transfers and what the last rate computation saw.
         self.flowing: set[int] = set()
-        self.res_flows: list[set[int]] = [set() for _ in range(len(self.capacity))]
+        self._resource_users()
         self.n_users = np.zeros(len(self.capacity), dtype=np.int64)  # flowing transfers per resource
         self.usage = np.zeros(len(self.capacity))  # their summed rates
         self.freed: set[int] = set()  # saturated resources that flows have left
@@ -167,6 +170,31 @@ class _Sim:
         behind = behind[np.argsort(self.upstream[behind], kind="stable")]
         self.down_ptr = np.searchsorted(self.upstream[behind], np.arange(n + 1))
         self.down_idx = behind
+
+    def _resource_users(self) -> None:
+        """Who crosses each resource. The transfers flowing over a busy resource (crossed by
+        more than BUSY transfers in the whole plan) are kept in a set as they start and end;
+        over the others, they are found from the routes when asked (``_flows_on``), so that
+        starting or ending a million flows does not update a million sets."""
+        n_routes, n_res = len(self.res_ptr) - 1, len(self.capacity)
+        order = np.argsort(self.route_of, kind="stable")
+        self.route_users_ptr = np.searchsorted(self.route_of[order], np.arange(n_routes + 1))
+        self.route_users = order
+        route_of_pair = np.repeat(np.arange(n_routes), np.diff(self.res_ptr))
+        order = np.argsort(self.res_idx, kind="stable")
+        self.res_routes_ptr = np.searchsorted(self.res_idx[order], np.arange(n_res + 1))
+        self.res_routes = route_of_pair[order]
+        users = np.bincount(self.res_idx, weights=np.diff(self.route_users_ptr)[route_of_pair], minlength=n_res)
+        self.busy = users > BUSY
+        self.res_flows: dict[int, set[int]] = {r: set() for r in np.flatnonzero(self.busy).tolist()}
+
+    def _flows_on(self, r: int) -> Collection[int]:
+        """The transfers flowing over resource ``r``."""
+        if self.busy[r]:
+            return self.res_flows[r]
+        routes = self.res_routes[self.res_routes_ptr[r] : self.res_routes_ptr[r + 1]]
+        users = self.route_users[csr_rows(self.route_users_ptr, routes)[0]]
+        return users[self.status[users] == FLOWING].tolist()
 
     def _downstream(self, idx: np.ndarray) -> np.ndarray:
         """The transfers pipelined behind any of ``idx``."""
@@ -384,7 +412,8 @@ class _Sim:
         if len(started) > SMALL:
             res, owner = self._route_pairs(arr)
             np.add.at(self.n_users, res, 1)
-            _update_sets(self.res_flows, res, owner, add=True)
+            busy = self.busy[res]
+            _update_sets(self.res_flows, res[busy], owner[busy], add=True)
             self._stale_all(arr)
             # pipelined transfers waiting for these may start now
             kids = self._downstream(arr)
@@ -393,7 +422,8 @@ class _Sim:
             for i in started:
                 for r in self.route_res[i]:
                     self.n_users[r] += 1
-                    self.res_flows[r].add(i)
+                    if self.busy[r]:
+                        self.res_flows[r].add(i)
                 self._stale(i)
                 self.to_check.extend(self._downstream_of(i))
         self.started.extend(started)
@@ -433,13 +463,15 @@ class _Sim:
             self._couple(coupled, np.full(len(coupled), -1, dtype=np.int64))
         self.flowing.difference_update(idx)
         if len(idx) > SMALL:
-            _update_sets(self.res_flows, res, owner, add=False)
+            busy = self.busy[res]
+            _update_sets(self.res_flows, res[busy], owner[busy], add=False)
             self._stale_all(arr)
             self.dirty.update(self._downstream(arr).tolist())
         else:
             for i in idx:
                 for r in self.route_res[i]:
-                    self.res_flows[r].discard(i)
+                    if self.busy[r]:
+                        self.res_flows[r].discard(i)
                 self._stale(i)
                 self.dirty.update(self._downstream_of(i))
         reducing = self.reduce_delay[arr] > 0
@@ -811,7 +843,7 @@ class _Sim:
         """Flows that may gain from what ended flows freed on saturated resources: those on
         them not held by their cap or coupling."""
         freed, self.freed = self.freed, set()
-        on = list(itertools.chain.from_iterable(self.res_flows[r] for r in freed))
+        on = list(itertools.chain.from_iterable(self._flows_on(r) for r in freed))
         if len(on) <= SMALL:
             return [g for g in on if not self._pinned(g)]
         arr = np.array(on, dtype=np.int64)
@@ -962,7 +994,7 @@ class _Sim:
         for r in route:
             sat = capacity[r] * (1 - 1e-9)
             if usage[r] >= sat or usage[r] - old + rate >= sat:
-                for g in self.res_flows[r]:
+                for g in self._flows_on(r):
                     if g != f and (self.rate[g] > low or not self._pinned(g)):
                         return None
         if rate == old:
@@ -1019,7 +1051,7 @@ class _Sim:
         more: set[int] = set()
         for k in crowded.tolist():
             low = lowest[k] * (1 + _REL)
-            for g in self.res_flows[int(used[k])]:
+            for g in self._flows_on(int(used[k])):
                 if g not in group and g not in more and (self.rate[g] > low or not self._pinned(g)):
                     more.add(g)
         return more
@@ -1340,6 +1372,8 @@ class _Agenda:
 
 def _grouped(keys: np.ndarray, values: np.ndarray) -> list[tuple[int, list[int]]]:
     """``(key, values with that key)`` per distinct key, keys ascending, values in order."""
+    if not len(keys):
+        return []
     if len(keys) == 1:
         return [(int(keys[0]), values.tolist())]
     order = np.argsort(keys, kind="stable")
@@ -1349,7 +1383,7 @@ def _grouped(keys: np.ndarray, values: np.ndarray) -> list[tuple[int, list[int]]
     return [(k, vals[a:b]) for k, a, b in zip(keys[[0, *cut]].tolist(), [0, *cut], [*cut, len(vals)])]
 
 
-def _update_sets(sets: list[set[int]], keys: np.ndarray, values: np.ndarray, *, add: bool) -> None:
+def _update_sets(sets: dict[int, set[int]], keys: np.ndarray, values: np.ndarray, *, add: bool) -> None:
     """``sets[k]`` gains (``add``) or loses every value paired with key ``k``: one set
     operation per distinct key, not per value."""
     for k, vals in _grouped(keys, values):
