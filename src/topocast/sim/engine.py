@@ -57,7 +57,7 @@ from ..memory import BYTES_PER_RANGE, BYTES_PER_TRANSFER, check_fits
 from ..plan import Plan, Transfer
 from ..plan_graph import csr_rows
 from ..results import Result, aggregate_from_times
-from .maxmin import progressive_filling
+from .maxmin import compact_ids, progressive_filling
 
 if TYPE_CHECKING:
     from ..topology import Topology
@@ -638,20 +638,17 @@ class _Sim:
         so thousands of hosts often pose a handful of distinct problems."""
         live, owner = self._flowing_into(hosts)
         sent = self.sent0[live] + self.rate[live] * (t0 - self.t0[live])
-        # one id per distinct (sequence, progress, rate) of a flowing transfer
-        kinds = np.stack((self.arrays.seq_of[live], sent.view(np.int64), self.rate[live].view(np.int64)), axis=1)
-        kind = np.unique(kinds, axis=0, return_inverse=True)[1].reshape(-1)
-        order = np.lexsort((kind, owner))
-        ends = np.searchsorted(owner[order], np.arange(len(hosts) + 1))
-        kind_sorted = kind[order].tolist()
+        # each host's flowing transfers (in plan order) as bytes: sequence, progress and rate
+        rows = np.stack((self.arrays.seq_of[live], sent.view(np.int64), self.rate[live].view(np.int64)), axis=1)
+        ends = np.searchsorted(owner, np.arange(len(hosts) + 1))
         times = np.full(len(hosts), np.nan)
         solved: dict[tuple, float] = {}
-        for k in np.unique(owner).tolist():
+        for k in np.flatnonzero(ends[1:] > ends[:-1]).tolist():
+            a, b = ends[k], ends[k + 1]
             missing = self._missing(int(hosts[k]))
-            problem = (tuple(missing), tuple(kind_sorted[ends[k] : ends[k + 1]]))
+            problem = (tuple(missing), rows[a:b].tobytes())
             if problem not in solved:
-                mine = order[ends[k] : ends[k + 1]]
-                solved[problem] = self._coverage_time(missing, live[mine], t0, sent[mine])
+                solved[problem] = self._coverage_time(missing, live[a:b], t0, sent[a:b])
             times[k] = solved[problem]
         return times
 
@@ -1012,7 +1009,7 @@ class _Sim:
         capacity the other flowing transfers leave (``residual``) or on the whole of it."""
         pos, lengths = csr_rows(self.res_ptr, self.route_of[comp])
         pair_flow = np.repeat(np.arange(len(comp)), lengths)
-        used, local = np.unique(self.res_idx[pos], return_inverse=True)
+        used, local = compact_ids(self.res_idx[pos], len(self.capacity))
         if residual:
             own = np.bincount(local, weights=self.rate[comp][pair_flow], minlength=len(used))
             capacity = np.maximum(self.capacity[used] - self.usage[used] + own, 0.0)
