@@ -149,6 +149,29 @@ def test_event_due_below_the_clocks_resolution_fires_once():
     assert_agree(plan, topo)
 
 
+def test_transfers_ready_at_one_instant_are_injected_in_plan_order():
+    """A relay's pipelined transfer ends at the instant its upstream does, which makes
+    transfer 3 ready; transfer 4 becomes ready at that instant too (the relay then holds its
+    bytes). Rounding puts the relay's end a step after its upstream's, at the same time: the
+    relay injects only once that step is done, 3 before 4 (it injected 4 first)."""
+    topo = loads(
+        '{"name": "t", "hosts": ["h0", "h1"], "links": [{"a": "h0", "b": "h1", "bandwidth": 10.0}],'
+        ' "injection": {"default": 0, "hosts": {"h1": 0.01}}}',
+        fmt="json",
+    )
+    transfers = (
+        Transfer("h0", "h1", ((0, 3),), pipelined=True),
+        Transfer("h0", "h1", ((0, 3),), pipelined=True),
+        Transfer("h1", "h0", ((0, 3),), pipelined=True),
+        Transfer("h1", "h0", ((0, 3),), after=(2,), rate_cap=10.0),
+        Transfer("h1", "h0", ((0, 3),), rate_cap=10.0),
+    )
+    plan = Plan("redistribute", 60, transfers, {"h0": [(0, 3)]}, {"h0": [(0, 3)]})
+    check_plan(plan, topo)
+    assert_agree(plan, topo)
+    assert engine.simulate(plan, topo).transfer_times[3][0] == pytest.approx(0.61)
+
+
 def test_a_simulation_that_stops_advancing_is_reported_not_a_hang(monkeypatch):
     """Should the engine ever keep firing events without time passing, it raises a
     SimulationError that says so instead of looping forever."""

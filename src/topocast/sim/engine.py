@@ -1241,6 +1241,10 @@ class _Sim:
             else:
                 (self.released if kind == EV_FREE else self.unblocked)[i] = True
                 self.dirty.add(i)
+                # released having sent every byte (caught up with an upstream that ends now):
+                # it ends now too, before its sender injects what this instant made ready
+                if kind == EV_FREE and self._sent(i) >= self.size[i] * (1 - _REL):
+                    finished.append(i)
         self.phase_due.extend(phases)
         for src in senders:
             if self.sender_free[src] < self.t * (1 + _REL):
