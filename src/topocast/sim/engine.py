@@ -25,15 +25,20 @@ Cost follows the work: an event costs what it changes, not the size of the plan.
   back only when its rate changes.
 * Each flowing transfer's next events (done, catching up with its upstream, freed from it,
   unblocked) are computed when its rate, or its upstream's, changes, and kept in a heap with
-  the ends of latency phases and the senders' next injections; stale entries are skipped.
+  the ends of latency phases and the senders' next injections (those computed for a batch of
+  flows in an agenda of sorted runs); stale entries are skipped.
 * An event recomputes max-min rates only for the flows it can affect: those that started,
-  changed constraints (cap, coupling) or may gain from a saturated resource a flow left, grown
-  through saturated resources to every flow that could lose its bottleneck (``_rebalance``;
-  resources with slack stop the growth, so a broadcast tree whose flows all share links is
-  not recomputed whole at every event). Past a share of the flowing transfers, all of them
-  are recomputed at once (vectorised).
-* Flows that start or end at one instant are booked together, with arrays; events touching
-  a few flows work on Python scalars.
+  changed constraints (cap, coupling) in a way their rate no longer meets or is no longer held
+  by, or may gain from a saturated resource a flow left, grown through saturated resources to
+  every flow that could lose its bottleneck (``_rebalance``; resources with slack stop the
+  growth, so a broadcast tree whose flows all share links is not recomputed whole at every
+  event). Past a share of the flowing transfers, all of them are recomputed at once
+  (vectorised).
+* Flows that start or end at one instant are booked together, with arrays (the hops of a
+  pipeline that start with their upstream included); events touching a few flows work on
+  Python scalars. The plan is read through its arrays (``Plan.arrays``), what a host holds is
+  merged only when asked about, and hosts posing the same coverage problem share one answer.
+  docs/performance.md, "Plans of millions of transfers", says what each of these saves.
 
 Times are seconds, sizes bytes, rates bytes/s.
 """
@@ -175,7 +180,7 @@ class _Sim:
         """Who crosses each resource. The transfers flowing over a busy resource (crossed by
         more than BUSY transfers in the whole plan) are kept in a set as they start and end;
         over the others, they are found from the routes when asked (``_flows_on``), so that
-        starting or ending a million flows does not update a million sets."""
+        starting or ending flows by the million does not update sets by the million."""
         n_routes, n_res = len(self.res_ptr) - 1, len(self.capacity)
         order = np.argsort(self.route_of, kind="stable")
         self.route_users_ptr = np.searchsorted(self.route_of[order], np.arange(n_routes + 1))
@@ -272,8 +277,8 @@ class _Sim:
         self.cover_agenda = _Agenda()  # (time, host id, version, exact)
 
     def _holdings(self, plan: Plan) -> None:
-        """What each host holds, merged when asked about (``_held``): a completed transfer is
-        only counted, so a million completions cost no million interval merges."""
+        """What each host holds, merged when asked about (``_held``): completing a transfer
+        only counts it, so a batch of completions costs arrays, not interval merges."""
         n_hosts = len(self.host_name)
         self.held = [IntervalSet(plan.initial.get(h, ())) for h in self.host_name]
         self.held_total = np.array([held.total for held in self.held], dtype=float)  # distinct bytes merged
@@ -436,7 +441,7 @@ class _Sim:
         does (sorted): pipelined behind it, waiting for nothing else, its first byte the
         upstream's first with fluid chunks, sent by a host that never waits to inject, over a
         route without latency. Found a generation at a time down the pipelines instead of
-        queueing each at its sender: a pipeline of 100,000 hops starts at one instant."""
+        queueing each at its sender, one round of the instant's loop per hop."""
         found = [idx]
         kids = self._downstream(idx)
         while len(kids):
