@@ -45,7 +45,6 @@ Times are seconds, sizes bytes, rates bytes/s.
 
 from __future__ import annotations
 
-import gc
 import heapq
 import itertools
 import math
@@ -58,7 +57,7 @@ import numpy as np
 
 from ..errors import SimulationError
 from ..intervals import IntervalSet, inside_grouped, merge_grouped, overlaps_grouped
-from ..memory import BYTES_PER_RANGE, BYTES_PER_TRANSFER, check_fits
+from ..memory import BYTES_PER_RANGE, BYTES_PER_TRANSFER, check_fits, paused_gc
 from ..plan import Plan, Transfer
 from ..plan_graph import csr_rows
 from ..results import Result, aggregate_from_times
@@ -1420,12 +1419,5 @@ def simulate(plan: Plan, topology: Topology, *, chunk_size: int | None = None) -
     SimulationError
         When the plan cannot complete (dependency deadlock, a sender that never gets its data).
     """
-    # The simulator allocates millions of small objects and makes no reference cycles: the
-    # cyclic collector would rescan the whole plan again and again for nothing.
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with paused_gc():
         return _Sim(plan, topology, chunk_size).run()
-    finally:
-        if enabled:
-            gc.enable()
