@@ -28,7 +28,7 @@ import numpy as np
 
 from .errors import PlanError
 from .intervals import Holdings, IntervalSet, inside_grouped, merge_grouped
-from .plan import Plan
+from .plan import Plan, Transfer
 from .plan_graph import PlanArrays, contiguous_offset, csr_rows, find_upstream, topological_order
 
 if TYPE_CHECKING:
@@ -73,14 +73,9 @@ def check_plan(plan: Plan, topology: Topology) -> None:
         _replay(plan, _preds(arrays, upstream), upstream, fail)
     # Step 4: completeness.
     for h in _incomplete_hosts(plan, arrays):
-        held = IntervalSet(plan.initial.get(h, ()))
-        for i in arrays.incoming(arrays.host_id[h]).tolist():
-            held.add_ranges(transfers[i].ranges)
-        for off, length in plan.wanted[h]:
-            gap = held.missing(off, off + length)
-            if gap:
-                a, b = gap[0]
-                raise fail(None, f"host {h!r} never receives bytes [{a}, {b}) of the message")
+        gap = _first_gap(plan, arrays, h)
+        if gap is not None:
+            raise fail(None, f"host {h!r} never receives bytes [{gap[0]}, {gap[1]}) of the message")
 
 
 def _check_holdings(plan: Plan, topology: Topology, fail: Callable[[int | None, str], PlanError]) -> None:
@@ -133,18 +128,20 @@ def _endpoint_suspects(plan: Plan, topology: Topology, arrays: PlanArrays) -> np
     suspect |= ~(arrays.rate_cap > 0) | arrays.has_path
     # the topology's route, looked up once per pair of hosts
     routed = np.flatnonzero(~suspect)
-    pairs, first = np.unique(arrays.src[routed] * len(arrays.host_name) + arrays.dst[routed], return_index=True)
-    no_route = np.zeros(len(pairs), dtype=bool)
-    for k, i in enumerate(routed[first].tolist()):
-        try:
-            topology.route(plan.transfers[i].src, plan.transfers[i].dst)
-        except Exception:
-            no_route[k] = True
-    if no_route.any():
-        suspect[routed[np.isin(arrays.src[routed] * len(arrays.host_name) + arrays.dst[routed], pairs[no_route])]] = (
-            True
-        )
+    pair = arrays.src[routed] * len(arrays.host_name) + arrays.dst[routed]
+    pairs, first = np.unique(pair, return_index=True)
+    transfers = plan.transfers
+    unroutable = [k for k, i in enumerate(routed[first].tolist()) if not _has_route(topology, transfers[i])]
+    suspect[routed[np.isin(pair, pairs[unroutable])]] = True
     return suspect
+
+
+def _has_route(topology: Topology, t: Transfer) -> bool:
+    try:
+        topology.route(t.src, t.dst)
+    except Exception:  # TopologyError: no link / no route
+        return False
+    return True
 
 
 def _bad_sequences(arrays: PlanArrays, size: int) -> np.ndarray:
@@ -297,6 +294,18 @@ def _incomplete_hosts(plan: Plan, arrays: PlanArrays) -> list[str]:
     if not len(rest):
         return []
     return [arrays.host_name[h] for h in _short_of_wanted(plan, arrays, rest)]
+
+
+def _first_gap(plan: Plan, arrays: PlanArrays, h: str) -> tuple[int, int] | None:
+    """The first wanted bytes host ``h`` never receives, as (start, end); None if none."""
+    held = IntervalSet(plan.initial.get(h, ()))
+    for i in arrays.incoming(arrays.host_id[h]).tolist():
+        held.add_ranges(plan.transfers[i].ranges)
+    for off, length in plan.wanted[h]:
+        gap = held.missing(off, off + length)
+        if gap:
+            return gap[0]
+    return None
 
 
 def _short_of_wanted(plan: Plan, arrays: PlanArrays, hosts: np.ndarray) -> list[int]:

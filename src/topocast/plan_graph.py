@@ -1,5 +1,6 @@
 """How a plan's transfers depend on each other: the upstream of a pipelined transfer, and an
-order in which every transfer comes after the ones it waits for (Kahn's algorithm).
+order in which every transfer comes after the ones it waits for (Kahn's algorithm); and the
+transfers as arrays (``PlanArrays``, ``Plan.arrays``).
 
 Shared by the plan checks (``check``, ``check_allreduce``) and the simulator, so that a
 dependency means the same thing, and a cycle is reported in the same words, everywhere.
@@ -131,25 +132,32 @@ class PlanArrays:
         self.src = np.fromiter(map(self.host_id.__getitem__, map(attrgetter("src"), tr)), dtype=np.int64, count=n)
         self.dst = np.fromiter(map(self.host_id.__getitem__, map(attrgetter("dst"), tr)), dtype=np.int64, count=n)
         self._intern_sequences(tr)
-        self.pipelined = np.fromiter(map(attrgetter("pipelined"), tr), dtype=bool, count=n)
-        declared = list(map(attrgetter("upstream"), tr))
-        self.names_upstream = np.fromiter((u is not None for u in declared), dtype=bool, count=n)
-        self.declared_upstream = np.fromiter((-1 if u is None else u for u in declared), dtype=np.int64, count=n)
+        self._dependencies(tr)
         self.has_path = np.fromiter((p is not None for p in map(attrgetter("path"), tr)), dtype=bool, count=n)
         caps = map(attrgetter("rate_cap"), tr)
         self.rate_cap = np.fromiter((math.inf if c is None else c for c in caps), dtype=float, count=n)
-        n_after = np.fromiter(map(len, map(attrgetter("after"), tr)), dtype=np.int64, count=n)
-        self.after_ptr = np.concatenate(([0], np.cumsum(n_after)))
-        self.after_idx = np.fromiter(
-            itertools.chain.from_iterable(t.after for t in tr if t.after), dtype=np.int64, count=int(n_after.sum())
-        )
         order = np.argsort(self.dst, kind="stable")
         self.incoming_ptr = np.searchsorted(self.dst[order], np.arange(len(self.host_name) + 1))
         self.incoming_idx = order  # transfers into each host, in index order (CSR by host id)
         self._offsets: dict[tuple[int, int], int | None] = {}
         self._upstreams: tuple[np.ndarray, np.ndarray] | None = None
 
+    def _dependencies(self, tr: Sequence[Transfer]) -> None:
+        """Pipelining, declared upstreams, and ``after`` (CSR, as given)."""
+        n = self.n
+        self.pipelined = np.fromiter(map(attrgetter("pipelined"), tr), dtype=bool, count=n)
+        declared = list(map(attrgetter("upstream"), tr))
+        self.names_upstream = np.fromiter((u is not None for u in declared), dtype=bool, count=n)
+        self.declared_upstream = np.fromiter((-1 if u is None else u for u in declared), dtype=np.int64, count=n)
+        n_after = np.fromiter(map(len, map(attrgetter("after"), tr)), dtype=np.int64, count=n)
+        self.after_ptr = np.concatenate(([0], np.cumsum(n_after)))
+        self.after_idx = np.fromiter(
+            itertools.chain.from_iterable(t.after for t in tr if t.after), dtype=np.int64, count=int(n_after.sum())
+        )
+
     def _intern_sequences(self, tr: Sequence[Transfer]) -> None:
+        """One entry per distinct byte sequence (``seq_*``), by the tuple first (cheap), then
+        by value."""
         _, first, self.seq_of = np.unique(
             np.fromiter(map(id, map(attrgetter("ranges"), tr)), dtype=np.int64, count=len(tr)),
             return_index=True,

@@ -174,15 +174,7 @@ def _steps_to_end(nxt: np.ndarray, steps: np.ndarray) -> np.ndarray:
     (the head and about one step in RULER_GAP, picked by a hash of the step) first walk
     together to the next ruler, one step per round; only the rulers' short list is then
     ranked by pointer jumping, and each step is its ruler's rank less its distance from it."""
-    succ = nxt[steps]
-    is_ruler = np.zeros(len(nxt), dtype=bool)
-    if len(steps) < 4 * RULER_GAP * RULER_GAP:
-        is_ruler[steps] = True
-    else:
-        is_ruler[steps[(steps * 2654435761) & 0xFFFFFFFF < 2**32 // RULER_GAP]] = True
-        has_pred = np.zeros(len(nxt), dtype=bool)
-        has_pred[succ[succ >= 0]] = True
-        is_ruler[steps[~has_pred[steps]]] = True  # the head
+    is_ruler = _rulers(nxt, steps)
     rulers = np.flatnonzero(is_ruler)
     ruler_of = np.zeros(len(nxt), dtype=np.int64)  # for each step: its ruler's position in rulers
     ruler_of[rulers] = np.arange(len(rulers))
@@ -199,14 +191,34 @@ def _steps_to_end(nxt: np.ndarray, steps: np.ndarray) -> np.ndarray:
         ruler_of[at] = walker
         offset[at] = walked
         at, walked = nxt[at], walked + 1
-    # pointer jumping over the rulers
+    dist = np.zeros(len(nxt), dtype=np.int64)
+    dist[steps] = _pointer_jumping(weight, next_ruler)[ruler_of[steps]] - offset[steps]
+    return dist
+
+
+def _rulers(nxt: np.ndarray, steps: np.ndarray) -> np.ndarray:
+    """Bool indexed like ``nxt``: the steps that lead a walk (every step of a short list)."""
+    is_ruler = np.zeros(len(nxt), dtype=bool)
+    if len(steps) < 4 * RULER_GAP * RULER_GAP:
+        is_ruler[steps] = True
+        return is_ruler
+    # a multiplicative hash spreads the rulers along any order of the steps
+    is_ruler[steps[(steps * 2654435761) & 0xFFFFFFFF < 2**32 // RULER_GAP]] = True
+    succ = nxt[steps]
+    has_pred = np.zeros(len(nxt), dtype=bool)
+    has_pred[succ[succ >= 0]] = True
+    is_ruler[steps[~has_pred[steps]]] = True  # every head
+    return is_ruler
+
+
+def _pointer_jumping(weight: np.ndarray, nxt: np.ndarray) -> np.ndarray:
+    """Per element of the linked list ``nxt`` (-1 at the end): the sum of ``weight`` from it
+    to the end."""
     rank = weight.copy()
-    jump = next_ruler.copy()
+    jump = nxt.copy()
     live = np.flatnonzero(jump >= 0)
     while len(live):
         rank[live] += rank[jump[live]]
         jump[live] = jump[jump[live]]
         live = live[jump[live] >= 0]
-    dist = np.zeros(len(nxt), dtype=np.int64)
-    dist[steps] = rank[ruler_of[steps]] - offset[steps]
-    return dist
+    return rank
