@@ -1,5 +1,7 @@
 """check_plan catches every broken invariant with a message that names the transfer."""
 
+from dataclasses import replace
+
 import pytest
 
 from topocast import Plan, PlanError, Topology, Transfer, check_plan
@@ -75,3 +77,61 @@ def test_bad_plan_file_is_a_clear_error(tmp_path):
     f.write_text("{not json")
     with pytest.raises(PlanError, match="p.json: not valid JSON"):
         Plan.load(f)
+
+
+def _random_plan(seed):
+    """A valid random plan (tests/sim's generator) on a random tree, and the tree."""
+    import sys
+    from pathlib import Path
+
+    from topocast.topology.generators import random_tree
+
+    sys.path.insert(0, str(Path(__file__).parent / "sim"))
+    from test_large_plans import random_plan
+
+    topo = random_tree(20, 5, seed=seed)
+    return random_plan(topo, 120, seed), topo
+
+
+DEFECTS = {
+    "after": (lambda t, n: replace(t, after=(*t.after, n + 3)), "'after' names transfer"),
+    "range": (lambda t, n: replace(t, ranges=((0, 10**9),)), "outside the message"),
+    "loop": (lambda t, n: replace(t, dst=t.src), "two different hosts"),
+    "cap": (lambda t, n: replace(t, rate_cap=-1.0), "rate_cap"),
+}
+
+
+@pytest.mark.parametrize("defect", sorted(DEFECTS))
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_one_broken_transfer_among_many_is_named(defect, seed):
+    """A plan checked on its arrays still names the broken transfer, in the same words as one
+    checked transfer by transfer."""
+    import random
+
+    plan, topo = _random_plan(seed)
+    check_plan(plan, topo)
+    k = random.Random(seed).randrange(len(plan.transfers))
+    breaks, words = DEFECTS[defect]
+    transfers = list(plan.transfers)
+    transfers[k] = breaks(transfers[k], len(transfers))
+    with pytest.raises(PlanError, match=words) as err:
+        check_plan(replace(plan, transfers=tuple(transfers)), topo)
+    assert err.value.element.startswith(f"transfers[{k}] ")
+
+
+def test_upstreams_are_found_for_pipelined_transfers_that_name_none(topo):
+    """A pipelined transfer without a declared upstream: none when its sender holds the bytes
+    from the start, else the first transfer into its sender carrying its sequence contiguously."""
+    plan = bcast(
+        [
+            Transfer.of("s", "a", 0, 60, pipelined=True),
+            Transfer.of("s", "a", 40, 60, pipelined=True),
+            Transfer.of("a", "b", 50, 50, pipelined=True),
+            Transfer.of("a", "b", 10, 20, pipelined=True),
+            Transfer.of("s", "b", 0, 100),
+        ]
+    )
+    check_plan(plan, topo)
+    upstream, base = plan.arrays.upstreams()
+    assert upstream.tolist() == [-1, -1, 1, 0, -1]
+    assert base.tolist() == [0, 0, 10, 10, 0]

@@ -57,14 +57,11 @@ def _fail(plan: Plan, i: int | None, msg: str) -> PlanError:
 
 
 def _preds(plan: Plan) -> list[tuple[int, ...]]:
-    incoming: dict[str, list[int]] = defaultdict(list)
-    for i, t in enumerate(plan.transfers):
-        incoming[t.dst].append(i)
     out: list[tuple[int, ...]] = []
     for i, t in enumerate(plan.transfers):
         p = set(t.after)
         if t.pipelined:
-            up, _ = find_upstream(plan, i, incoming)
+            up, _ = find_upstream(plan, i)
             if up is not None:
                 p.add(up)
         out.append(tuple(sorted(p)))

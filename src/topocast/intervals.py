@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["Holdings", "IntervalSet", "merge_grouped"]
+__all__ = ["Holdings", "IntervalSet", "inside_grouped", "merge_grouped", "overlaps_grouped"]
 
 
 class IntervalSet:
@@ -123,19 +123,58 @@ def merge_grouped(group: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tu
     touching intervals merge, empty ones are dropped. Groups and bounds are non-negative ints.
     """
     keep = ends > starts
-    g, s, e = group[keep].astype(np.int64), starts[keep].astype(np.int64), ends[keep].astype(np.int64)
+    g, s, e = (np.asarray(x, dtype=np.int64)[keep] for x in (group, starts, ends))
     if not len(g):
         return g, s, e
-    order = np.lexsort((s, g))
+    # one key per interval orders by group then start; offsetting each group by span also
+    # keeps a running maximum of the ends from crossing groups
+    span = _span(g, e)
+    order = np.argsort(g * span + s)
     g, s, e = g[order], s[order], e[order]
-    # offsetting each group by span keeps a running maximum of the ends from crossing groups
-    span = int(e.max()) + 1
     reach = np.maximum.accumulate(g * span + e)
     head = np.ones(len(g), dtype=bool)
     head[1:] = g[1:] * span + s[1:] > reach[:-1]
     first = np.flatnonzero(head)
     last = np.append(first[1:], len(g)) - 1
     return g[first], s[first], reach[last] - g[first] * span
+
+
+def inside_grouped(
+    group: np.ndarray, starts: np.ndarray, ends: np.ndarray, merged: tuple[np.ndarray, ...]
+) -> np.ndarray:
+    """Per interval ``[starts, ends)`` of ``group``: whether it lies inside one interval of
+    its group in ``merged`` (``merge_grouped``'s output). Empty intervals count as inside."""
+    mg, ms, me = merged
+    g, s, e = (np.asarray(x, dtype=np.int64) for x in (group, starts, ends))
+    if not len(mg):
+        return e <= s
+    span = _span(np.concatenate((g, mg)), np.concatenate((e, me, s)))
+    k = np.searchsorted(mg * span + ms, g * span + s, side="right") - 1
+    kk = np.maximum(k, 0)
+    return (e <= s) | ((k >= 0) & (mg[kk] == g) & (me[kk] >= e))
+
+
+def overlaps_grouped(
+    group: np.ndarray, starts: np.ndarray, ends: np.ndarray, merged: tuple[np.ndarray, ...]
+) -> np.ndarray:
+    """Per interval ``[starts, ends)`` of ``group``: whether it meets an interval of its group
+    in ``merged`` (``merge_grouped``'s output)."""
+    mg, ms, me = merged
+    g, s, e = (np.asarray(x, dtype=np.int64) for x in (group, starts, ends))
+    if not len(mg):
+        return np.zeros(len(g), dtype=bool)
+    span = _span(np.concatenate((g, mg)), np.concatenate((e, me, s)))
+    j = np.searchsorted(mg * span + me, g * span + s, side="right")  # first ending after s
+    jj = np.minimum(j, len(mg) - 1)
+    return (j < len(mg)) & (mg[jj] == g) & (ms[jj] < e)
+
+
+def _span(groups: np.ndarray, bounds: np.ndarray) -> int:
+    """Offset between groups for one int64 key ``group * span + bound``."""
+    span = int(bounds.max()) + 1
+    if (int(groups.max()) + 1) * span >= 2**63:
+        raise ValueError("byte offsets times hosts exceed 64-bit keys")
+    return span
 
 
 class Holdings:

@@ -7,9 +7,13 @@ plan of millions of transfers on a laptop from one that fits.
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from .errors import InputError
 
-__all__ = ["BYTES_PER_TRANSFER", "BYTES_PER_RANGE", "BYTES_PER_NODE", "available_memory", "check_fits"]
+__all__ = ["BYTES_PER_TRANSFER", "BYTES_PER_RANGE", "BYTES_PER_NODE", "available_memory", "check_fits", "paused_gc"]
 
 BYTES_PER_TRANSFER = 1500  # Transfer object, simulator arrays, route, dependency lists
 BYTES_PER_RANGE = 150  # one (offset, length) tuple, in the plan and in the interval sets
@@ -42,3 +46,17 @@ def check_fits(nbytes: float, what: str, *, element: str | None = None, hint: st
         + (f" ({hint})" if hint else ""),
         element=element,
     )
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Keep the cyclic garbage collector off inside: code that allocates millions of small
+    objects without reference cycles (a plan's transfers, the simulator's bookkeeping) would
+    otherwise have it rescan them all again and again for nothing."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()

@@ -30,12 +30,14 @@ import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from .errors import PlanError
 
 if TYPE_CHECKING:
+    from .plan_graph import PlanArrays
     from .topology import Topology
 
 __all__ = [
@@ -284,6 +286,14 @@ class Plan:
     @property
     def destinations(self) -> tuple[str, ...]:
         return tuple(self.wanted)
+
+    @cached_property
+    def arrays(self) -> PlanArrays:
+        """The transfers as arrays (``plan_graph.PlanArrays``), built on first use and kept:
+        the checks and the simulator share them."""
+        from .plan_graph import PlanArrays
+
+        return PlanArrays(self)
 
     @property
     def hosts(self) -> tuple[str, ...]:

@@ -189,7 +189,7 @@ def reference_simulate(plan, topo, chunk_size=None, max_events=100000):
     base = [F(0)] * n
     for i, t in enumerate(tr):
         if t.pipelined:
-            u, off = find_upstream(plan, i, incoming)
+            u, off = find_upstream(plan, i)
             if u is not None:
                 up[i], base[i] = u, F(off)
 

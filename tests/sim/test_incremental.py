@@ -5,6 +5,7 @@ once; and the vectorised helpers they rest on, against plain versions."""
 
 from __future__ import annotations
 
+import math
 import random
 import sys
 from dataclasses import replace
@@ -15,9 +16,9 @@ import pytest
 
 from topocast import Broadcast, Plan, Transfer, check_plan
 from topocast.errors import SimulationError
-from topocast.intervals import Holdings, IntervalSet, merge_grouped
+from topocast.intervals import Holdings, IntervalSet, inside_grouped, merge_grouped, overlaps_grouped
 from topocast.planners import get_planner
-from topocast.sim import engine
+from topocast.sim import engine, maxmin
 from topocast.sim.maxmin import _Subtrees
 from topocast.topology.generators import random_tree
 from topocast.topology.io import loads
@@ -99,6 +100,20 @@ def test_merge_grouped_is_intervalset_per_group():
             assert [(int(a), int(b)) for gg, a, b in zip(mg, ms, me) if gg == k] == want
 
 
+def test_inside_and_overlaps_grouped_are_intervalset_per_group():
+    rng = random.Random(3)
+    for _ in range(300):
+        items = [(rng.randrange(3), a, a + rng.randrange(1, 10)) for a in (rng.randrange(50) for _ in range(8))]
+        merged = merge_grouped(*(np.array([x[k] for x in items], dtype=np.int64) for k in range(3)))
+        sets = {g: IntervalSet([(a, b - a) for gg, a, b in items if gg == g]) for g in range(3)}
+        queries = [(rng.randrange(3), a, a + rng.randrange(0, 8)) for a in (rng.randrange(55) for _ in range(10))]
+        g, s, e = (np.array([q[k] for q in queries], dtype=np.int64) for k in range(3))
+        inside = [sets[gg].covers(a, b) for gg, a, b in queries]
+        meets = [any(x < b and a < y for x, y in sets[gg]) for gg, a, b in queries]
+        assert inside_grouped(g, s, e, merged).tolist() == inside
+        assert overlaps_grouped(g, s, e, merged).tolist() == meets
+
+
 def test_holdings_merge_lazily_what_intervalset_merges_at_once():
     rng = random.Random(2)
     held = Holdings({"a": [(0, 10)]})
@@ -132,6 +147,29 @@ def test_event_due_below_the_clocks_resolution_fires_once():
     assert plan.chunk_size == 0
     check_plan(plan, topo)
     assert_agree(plan, topo)
+
+
+def test_transfers_ready_at_one_instant_are_injected_in_plan_order():
+    """A relay's pipelined transfer ends at the instant its upstream does, which makes
+    transfer 3 ready; transfer 4 becomes ready at that instant too (the relay then holds its
+    bytes). Rounding puts the relay's end a step after its upstream's, at the same time: the
+    relay injects only once that step is done, 3 before 4 (it injected 4 first)."""
+    topo = loads(
+        '{"name": "t", "hosts": ["h0", "h1"], "links": [{"a": "h0", "b": "h1", "bandwidth": 10.0}],'
+        ' "injection": {"default": 0, "hosts": {"h1": 0.01}}}',
+        fmt="json",
+    )
+    transfers = (
+        Transfer("h0", "h1", ((0, 3),), pipelined=True),
+        Transfer("h0", "h1", ((0, 3),), pipelined=True),
+        Transfer("h1", "h0", ((0, 3),), pipelined=True),
+        Transfer("h1", "h0", ((0, 3),), after=(2,), rate_cap=10.0),
+        Transfer("h1", "h0", ((0, 3),), rate_cap=10.0),
+    )
+    plan = Plan("redistribute", 60, transfers, {"h0": [(0, 3)]}, {"h0": [(0, 3)]})
+    check_plan(plan, topo)
+    assert_agree(plan, topo)
+    assert engine.simulate(plan, topo).transfer_times[3][0] == pytest.approx(0.61)
 
 
 def test_a_simulation_that_stops_advancing_is_reported_not_a_hang(monkeypatch):
@@ -184,3 +222,123 @@ def test_a_chain_over_shared_links_costs_at_most_a_few_full_recomputations_per_e
     assert len(per_event) > 100
     worst = max(per_event, key=lambda e: e[1] - 4 * e[0])
     assert worst[1] <= 4 * worst[0] + 64, worst
+
+
+@pytest.mark.parametrize("busy", [-1, 10**9], ids=["every-resource-a-set", "no-resource-a-set"])
+def test_flows_over_a_resource_are_the_same_from_sets_or_routes(monkeypatch, busy):
+    """The flows over a resource come from a set kept per resource or from the routes
+    (``BUSY``); either way the simulation agrees with the reference."""
+    monkeypatch.setattr(engine, "BUSY", busy)
+    topo = random_tree(40, 10, min_mbit=100, max_mbit=1000, asymmetric=True, seed=7)
+    plan = random_plan(topo, 250, 7)
+    assert_agree(plan, topo)
+
+
+def test_pipelines_that_start_at_one_instant_agree_with_reference(monkeypatch):
+    """Stable Broadcast on a tree without latencies: every hop of a pipeline starts at the
+    instant its upstream does (found down the pipelines at once), and hosts that receive
+    bytes twice have their coverage computed once per distinct problem."""
+    topo = random_tree(60, 15, min_mbit=100, max_mbit=1000, seed=8)
+    plan = get_planner("broadcast", "stable")(topo, Broadcast(topo.hosts[0], 10**9), rate_tolerance=0)
+    starting_with, coverage_time = engine._Sim._starting_with, engine._Sim._coverage_time
+    started_together, problems = [], []
+
+    def counted_start(self, idx):
+        out = starting_with(self, idx)
+        started_together.append(len(out) - len(idx))
+        return out
+
+    def counted_coverage(self, *args):
+        problems.append(1)
+        return coverage_time(self, *args)
+
+    monkeypatch.setattr(engine._Sim, "_starting_with", counted_start)
+    monkeypatch.setattr(engine._Sim, "_coverage_time", counted_coverage)
+    assert_agree(plan, topo)
+    assert max(started_together) > 100
+    assert 0 < len(problems) < len(plan.destinations)
+
+
+def test_local_recompute_of_capped_pipelines_matches_a_full_one(monkeypatch):
+    """Paced pipelines (Stable Broadcast): after every event, the rates kept when flows are
+    released from their upstream at their cap are those of a full recomputation."""
+    topo = random_tree(40, 10, min_mbit=100, max_mbit=1000, latency=0.002, seed=9)
+    plan = get_planner("broadcast", "stable")(topo, Broadcast(topo.hosts[0], 10**9), rate_tolerance=0)
+    update = engine._Sim._update_rates
+    events = []
+
+    def checked(self):
+        update(self)
+        flowing = np.array(sorted(self.flowing), dtype=np.int64)
+        if len(flowing):
+            dirty = set(self.dirty)
+            full = self._solve(flowing, residual=False)[0]
+            self.dirty = dirty
+            np.testing.assert_allclose(self.rate[flowing], full, rtol=1e-9, atol=0)
+            events.append(len(flowing))
+
+    monkeypatch.setattr(engine._Sim, "_update_rates", checked)
+    engine.simulate(plan, topo)
+    assert len(events) > 50
+
+
+def _pointer_jumping(nxt, steps):
+    dist = np.zeros(len(nxt), dtype=np.int64)
+    dist[steps] = nxt[steps] >= 0
+    jump = nxt.copy()
+    live = steps[jump[steps] >= 0]
+    while len(live):
+        dist[live] += dist[jump[live]]
+        jump[live] = jump[jump[live]]
+        live = live[jump[live] >= 0]
+    return dist
+
+
+@pytest.mark.parametrize("n", [1, 7, 1000, 1100, 5000, 40000])
+def test_list_ranking_by_rulers_is_pointer_jumping(n):
+    """Long lists are ranked by rulers walking to the next ruler; the ranks are those of plain
+    pointer jumping, on lists of one or several chains visiting steps in random order."""
+    rng = np.random.default_rng(n)
+    for chains in (1, 3):
+        order = rng.permutation(n + 5)[:n]
+        nxt = np.full(n + 5, -1, dtype=np.int64)
+        for part in np.array_split(order, chains):
+            nxt[part[:-1]] = part[1:]
+        steps = np.sort(order)
+        assert (maxmin._steps_to_end(nxt, steps)[steps] == _pointer_jumping(nxt, steps)[steps]).all()
+
+
+@pytest.mark.parametrize("size, bound", [(10, 10**6), (10**5, 1000)], ids=["sorted", "flag-table"])
+def test_compact_ids_is_unique_with_inverse(size, bound):
+    ids = np.random.default_rng(size).integers(0, bound, size)
+    used, local = maxmin.compact_ids(ids, bound)
+    want_used, want_local = np.unique(ids, return_inverse=True)
+    assert (used == want_used).all() and (local == want_local).all()
+
+
+def test_agenda_gives_entries_in_time_order_and_drops_stale_ones():
+    rng = random.Random(4)
+    agenda = engine._Agenda()
+    plain = []
+    for _ in range(30):
+        times = np.array([rng.choice([0.5, 1.0, 2.0, rng.random() * 3]) for _ in range(rng.randint(1, 40))])
+        ids = np.arange(len(plain), len(plain) + len(times))
+        agenda.push(times, ids)
+        plain.extend(zip(times.tolist(), ids.tolist()))
+    stale = {i for i in range(len(plain)) if rng.random() < 0.3}
+
+    def valid(columns):
+        return np.array([i not in stale for i in columns[1].tolist()], dtype=bool)
+
+    agenda.compact(valid)
+    assert len(agenda) == len(plain) - len(stale)
+    live = sorted((t, i) for t, i in plain if i not in stale)
+    limit = 0.0
+    while live:
+        first = agenda.first(valid)
+        assert first == live[0][0]
+        limit = first + 0.25
+        when, ids = agenda.pop_until(limit)
+        assert sorted(zip(when.tolist(), ids.tolist())) == [(t, i) for t, i in live if t <= limit]
+        live = [(t, i) for t, i in live if t > limit]
+    assert agenda.first(valid) == math.inf and agenda.pop_until(limit + 10) is None

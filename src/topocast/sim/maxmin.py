@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["progressive_filling"]
+__all__ = ["compact_ids", "progressive_filling"]
 
 _REL = 1e-12
+# list ranking: about one step in this many leads a walk (_steps_to_end)
+RULER_GAP = 16
 
 
 def progressive_filling(
@@ -53,7 +55,7 @@ def progressive_filling(
         return rate
     # Only the resources the flows cross matter; each round works on the pairs of the flows
     # still rising, so a round costs what is left, not the whole problem.
-    used_res, pr = np.unique(pair_res, return_inverse=True)
+    used_res, pr = compact_ids(pair_res, len(capacity))
     capacity = capacity[used_res].astype(float)
     n_res = len(capacity)
     remaining = capacity.copy()
@@ -102,12 +104,22 @@ def progressive_filling(
         pf, pr = pf[keep], pr[keep]
 
 
+def compact_ids(ids: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(ids, return_inverse=True)`` of ids in ``[0, bound)``: by a pass over a
+    table of ``bound`` flags when ``ids`` fill a good part of it (no sort), else by sorting."""
+    if len(ids) * 8 < bound:
+        return np.unique(ids, return_inverse=True)
+    present = np.zeros(bound, dtype=bool)
+    present[ids] = True
+    return np.flatnonzero(present), (np.cumsum(present) - 1)[ids]
+
+
 class _Subtrees:
     """The coupling forest as an Euler tour (enter and leave steps of a depth-first walk), so
     that "every flow below one of these" is a few vectorised steps: the flows below ``v``
     are those entered between ``v``'s enter and leave steps, and marking those spans is a
-    running sum. The tour is ordered by list ranking (pointer jumping), without a Python
-    loop over the flows."""
+    running sum. The tour is ordered by list ranking (``_steps_to_end``), without a
+    Python loop over the flows."""
 
     def __init__(self, parent: np.ndarray) -> None:
         n = len(parent)
@@ -128,16 +140,8 @@ class _Subtrees:
         nxt[2 * kid[~last_kid] + 1] = 2 * kid[1:][~last_kid[:-1]]  # leave v -> enter next sibling
         nxt[2 * kid[last_kid] + 1] = 2 * par[last_kid] + 1  # leave last child -> leave parent
         nxt[2 * roots[:-1] + 1] = 2 * roots[1:]  # one tour through every tree
-        # list ranking: steps to the end of the tour
         steps = np.concatenate((2 * roots, 2 * kid, 2 * roots + 1, 2 * kid + 1))
-        dist = np.zeros(2 * n, dtype=np.int64)
-        dist[steps] = nxt[steps] >= 0
-        jump = nxt.copy()
-        live = steps[jump[steps] >= 0]
-        while len(live):
-            dist[live] += dist[jump[live]]
-            jump[live] = jump[jump[live]]
-            live = live[jump[live] >= 0]
+        dist = _steps_to_end(nxt, steps)
         pos = np.zeros(2 * n, dtype=np.int64)
         pos[steps] = len(steps) - 1 - dist[steps]
         self.enter = pos[0::2]
@@ -160,3 +164,61 @@ class _Subtrees:
         covered = self.by_enter[np.cumsum(diff[:-1]) > 0]
         out[covered[covered >= 0]] = True
         return out
+
+
+def _steps_to_end(nxt: np.ndarray, steps: np.ndarray) -> np.ndarray:
+    """List ranking: for each of ``steps``, the steps that follow it in the linked list
+    ``nxt`` (successor, -1 at the end), in an array indexed like ``nxt``.
+
+    Pointer jumping costs the list's length times the log of it. On a long list, rulers
+    (the head and about one step in RULER_GAP, picked by a hash of the step) first walk
+    together to the next ruler, one step per round; only the rulers' short list is then
+    ranked by pointer jumping, and each step is its ruler's rank less its distance from it."""
+    is_ruler = _rulers(nxt, steps)
+    rulers = np.flatnonzero(is_ruler)
+    ruler_of = np.zeros(len(nxt), dtype=np.int64)  # for each step: its ruler's position in rulers
+    ruler_of[rulers] = np.arange(len(rulers))
+    offset = np.zeros(len(nxt), dtype=np.int64)  # ... and its distance from it
+    weight = np.zeros(len(rulers), dtype=np.int64)  # steps from a ruler to the next (or to the end)
+    next_ruler = np.full(len(rulers), -1, dtype=np.int64)
+    walker, at, walked = np.arange(len(rulers)), nxt[rulers], np.ones(len(rulers), dtype=np.int64)
+    while len(walker):
+        stop = at < 0
+        stop[~stop] = is_ruler[at[~stop]]
+        weight[walker[stop]] = walked[stop] - (at[stop] < 0)
+        next_ruler[walker[stop]] = np.where(at[stop] < 0, -1, ruler_of[np.maximum(at[stop], 0)])
+        walker, at, walked = walker[~stop], at[~stop], walked[~stop]
+        ruler_of[at] = walker
+        offset[at] = walked
+        at, walked = nxt[at], walked + 1
+    dist = np.zeros(len(nxt), dtype=np.int64)
+    dist[steps] = _pointer_jumping(weight, next_ruler)[ruler_of[steps]] - offset[steps]
+    return dist
+
+
+def _rulers(nxt: np.ndarray, steps: np.ndarray) -> np.ndarray:
+    """Bool indexed like ``nxt``: the steps that lead a walk (every step of a short list)."""
+    is_ruler = np.zeros(len(nxt), dtype=bool)
+    if len(steps) < 4 * RULER_GAP * RULER_GAP:
+        is_ruler[steps] = True
+        return is_ruler
+    # a multiplicative hash spreads the rulers along any order of the steps
+    is_ruler[steps[(steps * 2654435761) & 0xFFFFFFFF < 2**32 // RULER_GAP]] = True
+    succ = nxt[steps]
+    has_pred = np.zeros(len(nxt), dtype=bool)
+    has_pred[succ[succ >= 0]] = True
+    is_ruler[steps[~has_pred[steps]]] = True  # every head
+    return is_ruler
+
+
+def _pointer_jumping(weight: np.ndarray, nxt: np.ndarray) -> np.ndarray:
+    """Per element of the linked list ``nxt`` (-1 at the end): the sum of ``weight`` from it
+    to the end."""
+    rank = weight.copy()
+    jump = nxt.copy()
+    live = np.flatnonzero(jump >= 0)
+    while len(live):
+        rank[live] += rank[jump[live]]
+        jump[live] = jump[jump[live]]
+        live = live[jump[live] >= 0]
+    return rank

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, TypedDict
 import numpy as np
 
 from ...errors import PlanError
-from ...memory import BYTES_PER_RANGE, BYTES_PER_TRANSFER, check_fits
+from ...memory import BYTES_PER_RANGE, BYTES_PER_TRANSFER, check_fits, paused_gc
 from ...plan import Transfer
 
 if TYPE_CHECKING:
@@ -606,28 +606,29 @@ def pipeline_transfers(
         hint="merge trees with a larger --rate-tolerance, or plan for fewer hosts",
     )
     out: list[Transfer] = []
-    for n, (p, seq) in enumerate(zip(pipelines, sequences)):
-        if not seq:
-            continue
-        members = p.members
-        first = len(out)
-        # hop k: members[k-1] -> members[k], pipelined behind hop k-1 (built by map: a tree
-        # may have 100,000 hops)
-        out.extend(
-            map(
-                Transfer,
-                [source, *members[:-1]],
-                members,
-                repeat(seq),
-                repeat(True),
-                [None, *range(first, first + len(members) - 1)],
-                repeat(()),
-                repeat(float(p.rate) if capped else None),
-                repeat(None) if p.paths is None else p.paths,
-                repeat(False),
-                repeat(f"{label} {n + 1}"),
+    with paused_gc():
+        for n, (p, seq) in enumerate(zip(pipelines, sequences)):
+            if not seq:
+                continue
+            members = p.members
+            first = len(out)
+            # hop k: members[k-1] -> members[k], pipelined behind hop k-1 (built by map: a tree
+            # may have 100,000 hops)
+            out.extend(
+                map(
+                    Transfer,
+                    [source, *members[:-1]],
+                    members,
+                    repeat(seq),
+                    repeat(True),
+                    [None, *range(first, first + len(members) - 1)],
+                    repeat(()),
+                    repeat(float(p.rate) if capped else None),
+                    repeat(None) if p.paths is None else p.paths,
+                    repeat(False),
+                    repeat(f"{label} {n + 1}"),
+                )
             )
-        )
     return out
 
 
