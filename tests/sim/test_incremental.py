@@ -41,11 +41,10 @@ def test_every_rate_path_agrees_with_reference(monkeypatch, limit, small):
     assert_agree(plan, topo)
 
 
-def test_local_recompute_matches_a_full_one_at_every_event(monkeypatch):
-    """After every event, the rates kept by the local recomputation are the max-min rates of
-    all flowing transfers computed from scratch (to 1e-9)."""
-    topo = random_tree(40, 10, min_mbit=100, max_mbit=1000, seed=6)
-    plan = random_plan(topo, 300, 6)
+def _rates_checked_against_a_full_recompute(monkeypatch, plan, topo) -> list[int]:
+    """Simulate ``plan``, checking after every event that the rates kept by the local
+    recomputation are the max-min rates of all flowing transfers computed from scratch (to
+    1e-9); the number of flowing transfers at each checked event."""
     update = engine._Sim._update_rates
     events = []
 
@@ -61,6 +60,15 @@ def test_local_recompute_matches_a_full_one_at_every_event(monkeypatch):
 
     monkeypatch.setattr(engine._Sim, "_update_rates", checked)
     engine.simulate(plan, topo)
+    return events
+
+
+def test_local_recompute_matches_a_full_one_at_every_event(monkeypatch):
+    """After every event, the rates kept by the local recomputation are the max-min rates of
+    all flowing transfers computed from scratch (to 1e-9)."""
+    topo = random_tree(40, 10, min_mbit=100, max_mbit=1000, seed=6)
+    plan = random_plan(topo, 300, 6)
+    events = _rates_checked_against_a_full_recompute(monkeypatch, plan, topo)
     assert len(events) > 100 and max(events) > 10
 
 
@@ -264,21 +272,7 @@ def test_local_recompute_of_capped_pipelines_matches_a_full_one(monkeypatch):
     released from their upstream at their cap are those of a full recomputation."""
     topo = random_tree(40, 10, min_mbit=100, max_mbit=1000, latency=0.002, seed=9)
     plan = get_planner("broadcast", "stable")(topo, Broadcast(topo.hosts[0], 10**9), rate_tolerance=0)
-    update = engine._Sim._update_rates
-    events = []
-
-    def checked(self):
-        update(self)
-        flowing = np.array(sorted(self.flowing), dtype=np.int64)
-        if len(flowing):
-            dirty = set(self.dirty)
-            full = self._solve(flowing, residual=False)[0]
-            self.dirty = dirty
-            np.testing.assert_allclose(self.rate[flowing], full, rtol=1e-9, atol=0)
-            events.append(len(flowing))
-
-    monkeypatch.setattr(engine._Sim, "_update_rates", checked)
-    engine.simulate(plan, topo)
+    events = _rates_checked_against_a_full_recompute(monkeypatch, plan, topo)
     assert len(events) > 50
 
 
