@@ -190,3 +190,71 @@ def test_no_fan_test_where_a_faster_mate_showed_the_link():
     # the fastest of each switch (ties within NEAR_TOP: all three 60 Mbit/s mates) are tested
     assert {("h4", 0), ("h4", 1), ("h5", 0), ("h5", 1)} <= tested
     assert ("h1", 0) in tested
+
+
+def _switches(hosts_per_switch: dict, between: list):
+    """Hosts at 100 Mbit/s under each switch (``{switch: count}``), switches joined by
+    ``between`` ([(a, b, Mbit/s)])."""
+    mbit = 1e6 / 8
+    base = load_topology("builtin:hetero-2switch")
+    link = type(base.physical_links[0])
+    hosts, links = [], []
+    for sw, count in hosts_per_switch.items():
+        for _ in range(count):
+            hosts.append(f"h{len(hosts)}")
+            links.append(link(hosts[-1], sw, 100 * mbit))
+    links += [link(a, b, rate * mbit) for a, b, rate in between]
+    switches = list(hosts_per_switch) + sorted({s for a, b, _ in between for s in (a, b)} - set(hosts_per_switch))
+    return base.replace(name="levels", hosts=hosts, switches=switches, links=links)
+
+
+def _infer(truth, seed: int):
+    net = FakeNetwork(truth, goodput=0.955, noise=0.03, seed=seed, uneven=True)
+    tree = infer_bandwidth_tree(list(truth.hosts), net.bulk, 0.3)
+    return build_topology(tree, list(truth.hosts), goodput=0.955)
+
+
+def _switch_of(topology, host: str) -> str:
+    (pl,) = [pl for pl in topology.physical_links if host in (pl.a, pl.b)]
+    return pl.b if pl.a == host else pl.a
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_group_between_two_others_is_found(seed):
+    """Three groups joined in a chain a - b - c at one rate: every pair of groups has the
+    same bottleneck, as under a star, but b takes in from a and c at once twice what one
+    link carries. The inferred route from a to c passes b's switch, and the stable plan made
+    from it reaches the truth's."""
+    truth = _switches({"a": 3, "b": 3, "c": 3}, [("a", "b", 150), ("b", "c", 150)])
+    inferred = _infer(truth, seed)
+    assert host_groups(inferred) == host_groups(truth)
+    assert _switch_of(inferred, "h3") in inferred.route_nodes("h0", "h6")
+    stable = get_planner("broadcast", "stable")
+    plan = Broadcast("h6", 1 << 26)
+    mine = simulate(stable(inferred, plan), truth).aggregate_bandwidth
+    assert mine >= 0.95 * simulate(stable(truth, plan), truth).aggregate_bandwidth
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_groups_around_a_switch_of_their_own_stay_a_star(seed):
+    """Three groups each joined to a switch without hosts at one rate: none of them lies
+    between the others."""
+    truth = _switches({"a": 3, "b": 3, "c": 3}, [("a", "hub", 150), ("b", "hub", 150), ("c", "hub", 150)])
+    inferred = _infer(truth, seed)
+    assert host_groups(inferred) == host_groups(truth)
+    for x, y, z in (("h0", "h3", "h6"), ("h3", "h6", "h0"), ("h0", "h6", "h3")):
+        assert _switch_of(inferred, z) not in inferred.route_nodes(x, y)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_slower_group_is_linked_to_the_group_it_meets(seed):
+    """A chain a - b - c at 150 Mbit/s, and d joined to c at 60: d's link meets c's switch,
+    not the middle of the chain."""
+    truth = _switches({"a": 3, "b": 3, "c": 3, "d": 2}, [("a", "b", 150), ("b", "c", 150), ("c", "d", 60)])
+    inferred = _infer(truth, seed)
+    assert host_groups(inferred) == host_groups(truth)
+    assert inferred.route_nodes("h9", "h0")[1:4] == (
+        _switch_of(inferred, "h9"),
+        _switch_of(inferred, "h6"),
+        _switch_of(inferred, "h3"),
+    )

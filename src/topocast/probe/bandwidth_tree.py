@@ -30,7 +30,13 @@ shared with other transfers):
    the groups carries (or less, when the hosts cannot fill it). O(g²) measurements.
 3. **The switch tree**, by single linkage on these group-pair rates (a tree's bottleneck
    rates form an ultrametric: the rate between two groups is the smallest link on their
-   path): the fastest-connected groups are joined first, under a switch.
+   path): the fastest-connected groups are joined first, under a switch. The ultrametric
+   cannot tell a star of groups from a chain (``_LevelTree``): where three or more groups
+   join at one level, each is tested for lying between the others (it takes in from two of
+   them at once more than one link carries, and neither loses anything: one round per
+   group, and per pair of groups at a group found to have two links or more); a group
+   joining such a chain later is linked to the group its link meets, found the same way.
+   Without such evidence the groups stay under one new switch, as before.
 4. **Link rates**: every link of that tree measured as on a known tree (``link_rates``),
    the host links from the round robin's transfers; each link between switches in a round
    of its own (the tree may be wrong, and transfers that share no link on it may share one
@@ -111,7 +117,7 @@ def infer_bandwidth_tree(hosts: list, bulk: Bulk, duration: float = 0.5) -> Band
     pr = _Prober(bulk, duration)
     groups = _group_by_round_robin(hosts, pr)
     pair_rates = _between_groups(groups, pr)
-    switches, links, floors = _switch_tree(groups, pair_rates)
+    switches, links, floors = _switch_tree(groups, pair_rates, _LevelTree(pr, groups, pair_rates))
     # step 4: every link of that tree measured as on a known tree (``link_rates``), the host
     # links from the round robin's transfers and the fan tests
     adj: dict = {}
@@ -340,14 +346,147 @@ def _between_groups(groups: list, pr: _Prober) -> dict:
     return out
 
 
+# ---------------------------------------------------------------- step 3b: a level's tree
+class _LevelTree:
+    """Where groups joined at one level meet. Pair rates alone cannot tell a star from a
+    chain (both give every pair the same bottleneck rate), and a chain taken for a star lets
+    a plan count on links that the groups share. A group z lies between x and y when x and
+    y send to z over different links of z: z then takes in more from both at once than
+    either brings alone (``apart``)."""
+
+    def __init__(self, pr: _Prober, groups: list, pair_rates: dict):
+        self.pr, self.groups, self.pair_rates = pr, groups, pair_rates
+        self.branches: dict = {}  # group -> the groups found behind each of its links
+
+    def resolve(self, members: list) -> list[list] | None:
+        """The tree joining ``members`` (group indices) as cliques: two members joined
+        directly, or three and more under a new switch, the members joined with nothing
+        between them. ``None`` (keep the star) when no member lies between others, or when
+        the cliques do not form a tree."""
+        for z in members:
+            others = [m for m in members if m != z]
+            if self.inner(z, others):
+                self.branches[z] = self.split(z, others)
+        side = {z: {x: k for k, b in enumerate(bs) for x in b} for z, bs in self.branches.items() if z in members}
+        if not side:
+            return None
+        adjacent = nx.Graph()
+        adjacent.add_nodes_from(members)
+        for i, x in enumerate(members):
+            for y in members[i + 1 :]:
+                if not any(side[z][x] != side[z][y] for z in side if z not in (x, y)):
+                    adjacent.add_edge(x, y)
+        cliques = [sorted(c) for c in nx.find_cliques(adjacent)]
+        # the cliques of a tree's "nothing between" graph meet in single members
+        if len(cliques) > 1 and nx.is_connected(adjacent) and sum(len(c) - 1 for c in cliques) == len(members) - 1:
+            self._branches_of_tree(members, cliques)
+            return cliques
+        return None
+
+    def _branches_of_tree(self, members: list, cliques: list) -> None:
+        """Every member's branches in the tree the cliques make (a clique of three or more
+        meets at a switch of its own)."""
+        tree = nx.Graph()
+        for k, clique in enumerate(cliques):
+            tree.add_edges_from((m, ("hub", k)) for m in clique)
+        for m in members:
+            rest = tree.copy()
+            rest.remove_node(m)
+            self.branches[m] = [sorted(x for x in c if x in members) for c in nx.connected_components(rest)]
+            self.branches[m] = [b for b in self.branches[m] if b]
+
+    def attach(self, x: int, parts: list) -> int | None:
+        """The group of ``parts`` (a cluster already joined) whose switch x's link meets: x
+        is apart from a member of each of that group's branches (the others, when none are
+        known). ``None`` when no test shows it."""
+        for m in sorted(parts, key=lambda m: -self.pair_rates[(x, m)][0]):
+            others = [o for o in parts if o != m]
+            reps = [b[0] for b in self.branches.get(m, [others]) if b and b[0] in parts] or others[:1]
+            if len(self.groups[m]) >= 2 and reps and all(self.apart(m, x, r) for r in reps):
+                self._attached(x, m, parts)
+                return m
+        return None
+
+    def _attached(self, x: int, at: int, parts: list) -> None:
+        """x hangs off ``at``: a branch of its own there, behind ``at`` for the others."""
+        for m in parts:
+            known = self.branches.setdefault(m, [[o for o in parts if o != m]])
+            if m == at:
+                known.append([x])
+            else:
+                next(b for b in known if at in b).append(x)
+        self.branches[x] = [list(parts)]
+
+    def _fastest(self, g: int) -> list:
+        return sorted(self.groups[g], key=lambda h: -self.pr.samples.speed(h))
+
+    def _into(self, z: int, senders: list) -> dict:
+        """Each sender group's total into z, and what its transfers carry alone (their
+        hosts' rates, within what the group sent to z in step 2), when the ``senders``
+        send to z's hosts at once (z's hosts shared out in turn, the first sender first: the
+        one that sent most to z in step 2 needs the most transfers to send as much again;
+        each group sends from its hosts in turn)."""
+        receivers = self._fastest(z)
+        flows: dict = {g: [] for g in senders}
+        for i, r in enumerate(receivers):
+            g = senders[i % len(senders)]
+            hosts = self._fastest(g)
+            flows[g].append((hosts[len(flows[g]) % len(hosts)], r))
+        order = [(g, f) for g in senders for f in flows[g]]
+        # transfers crowded on purpose: not samples of their hosts' links
+        rates = self.pr.bulk([f for _, f in order], self.pr.duration)
+        self.pr.count += len(order)
+        out = {}
+        for g in senders:
+            total = sum(r for (h, _), r in zip(order, rates) if h == g)
+            alone = min(self.pair_rates[(g, z)][0], sum(self.pr.allowed(*f) for f in flows[g]))
+            out[g] = (total, alone)
+        return out
+
+    def inner(self, z: int, others: list) -> bool:
+        """Does z take in, from the others at once, more than any one of them brings alone
+        (beyond the threshold)? Then z has links towards two of them at least."""
+        if len(self.groups[z]) < 2:
+            return False
+        chosen = sorted(others, key=lambda x: -self.pair_rates[(x, z)][0])
+        alone = max(self.pair_rates[(x, z)][0] for x in chosen)
+        return sum(t for t, _ in self._into(z, chosen).values()) > (1 + self.pr.threshold) * alone
+
+    def apart(self, z: int, x: int, y: int) -> bool:
+        """Do x and y send to z over different links? Over one link that their transfers
+        fill, their total is at most that link's rate (at most what the larger of them sent
+        to z in step 2) and one of them loses part of what it carries alone; over two links
+        neither loses anything."""
+        into = self._into(z, sorted((x, y), key=lambda g: -self.pair_rates[(g, z)][0]))
+        theta = self.pr.threshold
+        total = sum(t for t, _ in into.values())
+        # a wrong "apart" makes a chain of a star, worse than the star: half the threshold
+        kept = all(t >= (1 - theta / 2) * alone for t, alone in into.values())
+        return kept and total > (1 + theta) * max(self.pair_rates[(x, z)][0], self.pair_rates[(y, z)][0])
+
+    def split(self, z: int, others: list) -> list[list]:
+        """The others, by the link of z they send over (each compared with one member of each
+        branch found so far)."""
+        branches: list[list] = []
+        for x in sorted(others, key=lambda m: -self.pair_rates[(m, z)][0]):
+            home = next((b for b in branches if not self.apart(z, x, b[0])), None)
+            if home is None:
+                branches.append([x])
+            else:
+                home.append(x)
+        return branches
+
+
 # ---------------------------------------------------------------- step 4: the switch tree
-def _switch_tree(groups: list, pair_rates: dict) -> tuple[list, list, dict]:
+def _switch_tree(groups: list, pair_rates: dict, level_tree: _LevelTree | None = None) -> tuple[list, list, dict]:
     """(switches, links as node pairs, floors): a switch per group of two or more hosts (a
     lone host is its own node), joined by single linkage on the groups' pair rates (both
-    directions' smaller one): the fastest-connected clusters first, all clusters joined at
-    nearly the same rate under one new switch; the last two clusters of switches directly.
-    ``floors`` maps each new link direction to the most that the group-pair transfers
-    carried across it."""
+    directions' smaller one): the fastest-connected clusters first. Groups joined at nearly
+    the same rate go under one new switch, unless ``level_tree`` finds some of them between
+    the others; a group joining a cluster whose groups were placed one by one is linked to
+    the group it meets (``_LevelTree.attach``), else to the cluster's top; the last two
+    clusters of switches are joined directly. ``floors`` maps each new link direction to
+    the most that the group-pair transfers carried across it."""
     names = iter(f"sw{i}" for i in range(10 * len(groups) + 10))
     switches: list = []
     links: list = []
@@ -361,6 +500,7 @@ def _switch_tree(groups: list, pair_rates: dict) -> tuple[list, list, dict]:
         else:
             node_of.append(g[0])
     clusters = {i: [i] for i in range(len(groups))}
+    parts = {i: [i] for i in range(len(groups))}  # a cluster's groups placed one by one
     top = dict(enumerate(node_of))
     floors: dict = {}  # (node, node) -> the most that crossed that link direction, alone
 
@@ -370,6 +510,10 @@ def _switch_tree(groups: list, pair_rates: dict) -> tuple[list, list, dict]:
     def rate(ci: list, cj: list) -> float:
         return max(min(pair_rates[(a, b)][0], pair_rates[(b, a)][0]) for a in ci for b in cj)
 
+    def join(u, v, cu: list, cv: list) -> None:
+        links.append((u, v))
+        floors[(u, v)], floors[(v, u)] = floor(cu, cv), floor(cv, cu)
+
     while len(clusters) > 1:
         keys = list(clusters)
         level, a, b = max((rate(clusters[x], clusters[y]), x, y) for x in keys for y in keys if x < y)
@@ -377,19 +521,66 @@ def _switch_tree(groups: list, pair_rates: dict) -> tuple[list, list, dict]:
         for c in keys:
             if c not in members and any(rate(clusters[c], clusters[m]) >= (1 - LEVEL_GAP) * level for m in members):
                 members.add(c)
+        at = _attach_point(level_tree, members, clusters, parts)
+        if at is not None:
+            x, c, g = at
+            join(top[x], node_of[g], clusters[x], clusters[c])
+            clusters[c] += clusters.pop(x)
+            parts[c] += parts.pop(x)
+            continue
         if len(clusters) == len(members) == 2 and all(top[m] in switches for m in members):
-            links.append((top[a], top[b]))
-            floors[(top[a], top[b])] = floor(clusters[a], clusters[b])
-            floors[(top[b], top[a])] = floor(clusters[b], clusters[a])
+            join(top[a], top[b], clusters[a], clusters[b])
             break
-        sw = next(names)
-        switches.append(sw)
-        links += [(top[c], sw) for c in sorted(members)]
-        for c in members:
-            rest = [g for m in members if m != c for g in clusters[m]]
-            floors[(top[c], sw)] = floor(clusters[c], rest)
-            floors[(sw, top[c])] = floor(rest, clusters[c])
+        cliques = None
+        if level_tree is not None and len(members) >= 3 and all(len(clusters[m]) == 1 for m in members):
+            found = level_tree.resolve(sorted(clusters[m][0] for m in members))
+            cliques = None if found is None else [[m for m in members if clusters[m][0] in q] for q in found]
+        hubs: list = []
+        first = len(links)
+        for clique in cliques or [sorted(members)]:
+            if cliques and len(clique) == 2:
+                links.append((top[clique[0]], top[clique[1]]))
+            else:
+                hubs.append(next(names))
+                links += [(top[c], hubs[-1]) for c in clique]
+        switches += hubs
+        for (u, v), (side_u, side_v) in _sides(links[first:], {top[m]: m for m in members}).items():
+            floors[(u, v)] = floor([g for m in side_u for g in clusters[m]], [g for m in side_v for g in clusters[m]])
         merged = [g for c in sorted(members) for g in clusters.pop(c)]
         clusters[min(members)] = merged
-        top[min(members)] = sw
+        parts[min(members)] = list(merged) if cliques else []
+        for c in members - {min(members)}:
+            parts.pop(c)
+        # the node that stands for the merged cluster at the next level: its hub, or the
+        # member with the most links among them
+        top[min(members)] = (
+            hubs[0] if hubs else top[max(members, key=lambda m: sum(top[m] in lk for lk in links[first:]))]
+        )
     return switches, links, floors
+
+
+def _attach_point(level_tree: _LevelTree | None, members: set, clusters: dict, parts: dict) -> tuple | None:
+    """(x, c, g) when a lone group x joins a cluster c whose groups were placed one by one,
+    and the tests find the group g of c that x's link meets."""
+    if level_tree is None or len(members) != 2:
+        return None
+    x, c = sorted(members, key=lambda m: len(clusters[m]))
+    if len(clusters[x]) != 1 or len(parts[c]) < 2:
+        return None
+    g = level_tree.attach(clusters[x][0], parts[c])
+    return None if g is None else (x, c, g)
+
+
+def _sides(links: list, member_of: dict) -> dict:
+    """For each direction of ``links`` (the tree joining one level's members, through their
+    top nodes ``member_of`` and new hubs): the members on its two sides."""
+    tree = nx.Graph(links)
+    out = {}
+    for u, v in list(tree.edges):
+        tree.remove_edge(u, v)
+        side = nx.node_connected_component(tree, u)
+        tree.add_edge(u, v)
+        mine = [m for n, m in member_of.items() if n in side]
+        theirs = [m for n, m in member_of.items() if n not in side]
+        out[(u, v)], out[(v, u)] = (mine, theirs), (theirs, mine)
+    return out
