@@ -5,13 +5,14 @@ Parts (``--parts``, default all; run each under the shared lock on a shared mach
 
 * ``compare1k``: random tree, 1,000 hosts, symmetric and asymmetric: ``topocast compare
   --algorithms stable`` and ``topocast compare`` (every default broadcast planner), each a
-  whole process (interpreter start, imports, topology file, bound, plans, simulations);
+  whole process (interpreter start, imports, topology file, bound, plans, simulations); a
+  compare still running after ``--compare-timeout`` seconds is stopped and reported as such;
 * ``tree10k``: the same generator at 10,000 hosts: ``topocast simulate -a stable`` and
   ``-a optimal`` (plan + check + simulate), whole process, with peak RSS;
 * ``cluster100k``: 100,000 hosts in the multi-cluster generator (2,000 clusters), as JSON:
   ``topocast simulate -a flat / depth_first / stable``;
 * ``g5k``: the 1,528-host SimGrid platform ``DATA/simgrid/g5k.xml`` (``--data``): ``topocast
-  compare`` with every default broadcast planner;
+  compare`` with every default broadcast planner (stopped after ``--compare-timeout``);
 * ``simgrid``: one flow set simulated by topocast and by SimGrid 3.32 (CM02, TCP-gamma 0,
   cross traffic off: latency-weighted max-min; every route has the same latency, so the
   weights are equal and the two models coincide), times and ratio;
@@ -43,6 +44,7 @@ import os
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -60,13 +62,12 @@ def load() -> str:
     return "load {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
 
 
-def timed(argv: list[str]) -> tuple[float, float, str]:
-    """(wall seconds, peak RSS MiB, stdout) of ``argv`` run as a child (os.wait4 for its rusage)."""
+def timed(argv: list[str], timeout: float | None = None) -> tuple[float, float, str]:
+    """(wall seconds, peak RSS MiB, stdout) of ``argv`` run as a child (os.wait4 for its rusage);
+    a child still running after ``timeout`` seconds is killed (``subprocess.TimeoutExpired``)."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # read the pipes in threads so a chatty child never blocks, then reap it with wait4
-    import threading
-
     chunks: dict[str, str] = {}
 
     def drain(name, stream):
@@ -75,20 +76,27 @@ def timed(argv: list[str]) -> tuple[float, float, str]:
     threads = [threading.Thread(target=drain, args=(n, s)) for n, s in (("out", proc.stdout), ("err", proc.stderr))]
     for th in threads:
         th.start()
+    killer = threading.Timer(timeout, proc.kill) if timeout else None
+    if killer is not None:
+        killer.start()
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
+    if killer is not None:
+        killer.cancel()
     for th in threads:
         th.join()
+    if timeout and wall >= timeout:
+        raise subprocess.TimeoutExpired(argv, timeout)
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)} failed ({proc.returncode}): {chunks.get('err', '').strip()[-600:]}")
     return wall, usage.ru_maxrss / 1024.0, chunks.get("out", "")
 
 
-def repeated(argv: list[str], repeat: int) -> dict:
+def repeated(argv: list[str], repeat: int, timeout: float | None = None) -> dict:
     walls, rss, out = [], [], ""
     for _ in range(repeat):
-        w, r, out = timed(argv)
+        w, r, out = timed(argv, timeout)
         walls.append(w)
         rss.append(r)
     return {
@@ -140,7 +148,7 @@ def target(figure: float, goal: float) -> str:
 
 
 # --------------------------------------------------------------------------- parts
-def part_compare1k(work: Path, repeat: int, report: dict) -> None:
+def part_compare1k(work: Path, repeat: int, report: dict, timeout: float | None = None) -> None:
     print("== random tree, 1,000 hosts: topocast compare, whole process")
     for asym in (False, True):
         f = random_tree_file(work, 1000, asym)
@@ -149,7 +157,12 @@ def part_compare1k(work: Path, repeat: int, report: dict) -> None:
         of_bound = json.loads(r.pop("out"))["results"][0]["of_bound"]
         print(f"  {name:10s} --algorithms stable     {fmt(r)}  of bound {of_bound:.4f}  {target(r['min'], 3)}")
         report[f"compare_stable_1000_{name}"] = {**r, "of_bound": of_bound}
-        r = repeated(topocast("compare", f, "--json"), max(1, repeat - 1))
+        try:
+            r = repeated(topocast("compare", f, "--json"), max(1, repeat - 1), timeout)
+        except subprocess.TimeoutExpired:
+            print(f"  {name:10s} every default planner stopped after {timeout:g} s  [{load()}]  target < 30 s: MISSED")
+            report[f"compare_all_1000_{name}"] = {"over_s": timeout, "load": load()}
+            continue
         data = json.loads(r.pop("out"))
         print(f"  {name:10s} every default planner {fmt(r)}  {target(r['min'], 30)}")
         if data["errors"]:
@@ -181,12 +194,17 @@ def part_cluster100k(work: Path, repeat: int, report: dict) -> None:
         report[f"simulate_{planner}_100000"] = r
 
 
-def part_g5k(work: Path, repeat: int, report: dict) -> None:
+def part_g5k(work: Path, repeat: int, report: dict, timeout: float | None = None) -> None:
     print("== g5k.xml (SimGrid platform): topocast compare, every default broadcast planner")
     if not G5K.exists():
         print(f"  skipped: {G5K} not found")
         return
-    r = repeated(topocast("compare", G5K, "--json"), repeat)
+    try:
+        r = repeated(topocast("compare", G5K, "--json"), repeat, timeout)
+    except subprocess.TimeoutExpired:
+        print(f"  every default planner stopped after {timeout:g} s  [{load()}]  target < 60 s: MISSED")
+        report["compare_all_g5k"] = {"over_s": timeout, "load": load()}
+        return
     data = json.loads(r.pop("out"))
     print(f"  {len(data['results'])} planners  {fmt(r)}  {target(r['min'], 60)}")
     if data["errors"]:
@@ -354,8 +372,10 @@ out = {"load": t1 - t0, "plan": t2 - t1, "transfers": len(plan.transfers)}
 print(json.dumps(out), flush=True)
 check_plan(plan, topo)
 t3 = time.perf_counter()
+out["check"] = t3 - t2
+print(json.dumps(out), flush=True)
 simulate(plan, topo)
-out.update(check=t3 - t2, simulate=time.perf_counter() - t3)
+out["simulate"] = time.perf_counter() - t3
 print(json.dumps(out), flush=True)
 """
 
@@ -452,6 +472,12 @@ def main(argv=None) -> None:
     ap.add_argument(
         "--plan-timeout", type=float, default=120.0, help="plan1k, perplanner: seconds per planner (default 120)"
     )
+    ap.add_argument(
+        "--compare-timeout",
+        type=float,
+        default=600.0,
+        help="compare1k, g5k: stop a compare with every planner after this many seconds (default 600)",
+    )
     ap.add_argument("--perplanner-nets", default="rt1000,rt1000-asym,g5k", help="perplanner: comma list of networks")
     ap.add_argument("--data", default=str(DATA), help="folder of real topologies (g5k: simgrid/g5k.xml in it)")
     ap.add_argument("--plot", help="write the scaling plot (PNG)")
@@ -477,6 +503,8 @@ def main(argv=None) -> None:
             )
         elif part == "plan1k":
             part_plan1k(work, args.repeat, report, args.plan_timeout)
+        elif part in ("compare1k", "g5k"):
+            globals()[f"part_{part}"](work, args.repeat, report, args.compare_timeout)
         elif part == "perplanner":
             part_perplanner(work, args.repeat, report, args.plan_timeout, args.perplanner_nets)
         elif part in PARTS:

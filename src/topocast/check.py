@@ -21,7 +21,9 @@ order, for the message.
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict, deque
+from operator import itemgetter
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -60,7 +62,8 @@ def check_plan(plan: Plan, topology: Topology) -> None:
         if problem is not None:
             raise fail(i, problem)
     upstream = arrays.upstreams()[0]
-    if not _waits_only_for_earlier(arrays, upstream):
+    in_order = _waits_only_for_earlier(arrays, upstream)
+    if not in_order:
         topological_order(_preds(arrays, upstream), fail)
 
     if plan.collective == "allreduce":
@@ -69,7 +72,7 @@ def check_plan(plan: Plan, topology: Topology) -> None:
         check_allreduce(plan, topology)
         return
     # Step 3: causality.
-    if not _senders_hold_from_start(arrays, upstream):
+    if not _senders_hold_from_start(arrays, upstream) and not (in_order and _fed_in_plan_order(plan, arrays, upstream)):
         _replay(plan, _preds(arrays, upstream), upstream, fail)
     # Step 4: completeness.
     for h in _incomplete_hosts(plan, arrays):
@@ -211,6 +214,45 @@ def _senders_hold_from_start(arrays: PlanArrays, upstream: np.ndarray) -> bool:
     n_seq = max(len(arrays.sequences), 1)
     pairs = np.unique(arrays.src[gated] * n_seq + arrays.seq_of[gated])
     return all(arrays.held_from_start(int(p) // n_seq, int(p) % n_seq) for p in pairs.tolist())
+
+
+def _fed_in_plan_order(plan: Plan, arrays: PlanArrays, upstream: np.ndarray) -> bool:
+    """Every transfer not pipelined behind an upstream sends bytes its sender holds from the
+    start or receives in transfers earlier in the plan. When every transfer also waits only for
+    earlier ones, the replay starts them all in plan order (each one's predecessors and the
+    deliveries it needs come before it), so it need not run. First by sequence (an earlier
+    transfer into the sender carries the very same sequence: MPI schedules forward what they
+    received), then, for the others, by merging each sender's earlier deliveries."""
+    gated = np.flatnonzero(upstream < 0)
+    n_seq = max(len(arrays.sequences), 1)
+    delivered = arrays.dst * n_seq + arrays.seq_of  # in plan order: the first of each is its earliest
+    keys, first = np.unique(delivered, return_index=True)
+    wanted = arrays.src[gated] * n_seq + arrays.seq_of[gated]
+    at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
+    fed = (keys[at] == wanted) & (first[at] < gated)
+    return _fed_by_merging(plan, arrays, gated[~fed])
+
+
+def _fed_by_merging(plan: Plan, arrays: PlanArrays, rest: np.ndarray) -> bool:
+    """Each transfer of ``rest`` (ascending) sends bytes its sender holds from the start or
+    receives in transfers earlier in the plan (their union)."""
+    if not len(rest):
+        return True
+    order = np.argsort(arrays.src[rest], kind="stable")
+    sequences, seq_of = arrays.sequences, arrays.seq_of
+    for host, group in itertools.groupby(
+        zip(arrays.src[rest[order]].tolist(), rest[order].tolist()), key=itemgetter(0)
+    ):
+        held = IntervalSet(plan.initial.get(arrays.host_name[host], ()))
+        into = iter(arrays.incoming(host).tolist())
+        k = next(into, None)
+        for _, i in group:
+            while k is not None and k < i:
+                held.add_ranges(sequences[seq_of[k]])
+                k = next(into, None)
+            if not held.covers_ranges(sequences[seq_of[i]]):
+                return False
+    return True
 
 
 def _replay(

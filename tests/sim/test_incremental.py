@@ -28,12 +28,18 @@ from test_large_plans import assert_agree, random_plan  # noqa: E402
 
 
 @pytest.mark.parametrize(
-    "limit, small",
-    [(engine.LOCAL_COMPONENT_LIMIT, engine.SMALL), (2, engine.SMALL), (10**9, 0), (10**9, 10**9)],
+    "limit, floor, small",
+    [
+        (engine.LOCAL_COMPONENT_LIMIT, engine.LOCAL_COMPONENT_MIN, engine.SMALL),
+        (2, 2, engine.SMALL),
+        (10**9, 10**9, 0),
+        (10**9, 10**9, 10**9),
+    ],
     ids=["default", "global-recompute", "arrays-only", "scalars-only"],
 )
-def test_every_rate_path_agrees_with_reference(monkeypatch, limit, small):
+def test_every_rate_path_agrees_with_reference(monkeypatch, limit, floor, small):
     monkeypatch.setattr(engine, "LOCAL_COMPONENT_LIMIT", limit)
+    monkeypatch.setattr(engine, "LOCAL_COMPONENT_MIN", floor)
     monkeypatch.setattr(engine, "SMALL", small)
     topo = random_tree(40, 10, min_mbit=100, max_mbit=1000, asymmetric=True, seed=5)
     plan = random_plan(topo, 250, 5)
@@ -70,6 +76,28 @@ def test_local_recompute_matches_a_full_one_at_every_event(monkeypatch):
     plan = random_plan(topo, 300, 6)
     events = _rates_checked_against_a_full_recompute(monkeypatch, plan, topo)
     assert len(events) > 100 and max(events) > 10
+
+
+@pytest.mark.parametrize("planner", ["scatter_allgather_rdb", "mpich"])
+def test_exchanges_over_shared_links_agree_with_reference(monkeypatch, planner):
+    """MPI exchanges over a tree: a flow that ends frees a link that many exchanges share, the
+    recomputed group grows past a quarter of the flowing transfers and every one is
+    recomputed; the predictions agree with the reference, and the kept rates with a full
+    recomputation after every event."""
+    topo = random_tree(24, 6, min_mbit=100, max_mbit=1000, seed=3)
+    plan = get_planner("broadcast", planner)(topo, Broadcast(topo.hosts[0], 10**8))
+    assert_agree(plan, topo)
+    solve, solved = engine._Sim._solve, []
+
+    def counted(self, comp, residual):
+        solved.append(residual)
+        return solve(self, comp, residual)
+
+    monkeypatch.setattr(engine, "LOCAL_COMPONENT_MIN", 4)
+    monkeypatch.setattr(engine._Sim, "_solve", counted)
+    engine.simulate(plan, topo)
+    assert solved.count(True) > 10 and solved.count(False) > 10  # local and global recomputations
+    _rates_checked_against_a_full_recompute(monkeypatch, plan, topo)
 
 
 def test_coupling_forest_spans_are_the_subtrees():

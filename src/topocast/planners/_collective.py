@@ -138,20 +138,30 @@ class MPISchedule:
         """Concurrent operations ``(src, dst, ranges, reduce, label)``: each waits for the
         latest operation of its two hosts; afterwards each host's frontier is the set of this
         step's transfers it takes part in. Returns ``{(src, dst): index}``."""
-        old = dict(self.frontier)
+        normalized = ((src, dst, normalize_ranges(r), reduce, label) for src, dst, r, reduce, label in ops)
+        return self._step(normalized, tuple(extra_after))
+
+    def _step(
+        self, ops: Iterable[tuple[str, str, Ranges, bool, str]], extra: tuple[int, ...]
+    ) -> dict[tuple[str, str], int]:
+        """``step`` of operations whose ranges are normalised already. The skeletons that send
+        the same chunks step after step pass the chunks' own tuples, so a plan of a million
+        transfers holds a few thousand sequences."""
+        frontier = self.frontier  # read only until every operation of the step is made
+        transfers = self.transfers
         made: dict[tuple[str, str], int] = {}
         touched: dict[str, list[int]] = defaultdict(list)
         for src, dst, ranges, reduce, label in ops:
-            ranges = normalize_ranges(ranges)
             if not ranges:
                 continue
-            after = tuple(sorted(set(old.get(src, ())) | set(old.get(dst, ())) | set(extra_after)))
-            i = self.add(Transfer(src, dst, ranges, after=after, reduce=reduce, label=label))
+            after = tuple(sorted({*frontier.get(src, ()), *frontier.get(dst, ()), *extra}))
+            i = len(transfers)
+            transfers.append(Transfer(src, dst, ranges, after=after, reduce=reduce, label=label))
             made[(src, dst)] = i
             touched[src].append(i)
             touched[dst].append(i)
         for h, idx in touched.items():
-            self.frontier[h] = tuple(idx)
+            frontier[h] = tuple(idx)
         return made
 
     def join(self, hosts: Iterable[str]) -> tuple[int, ...]:
@@ -223,13 +233,17 @@ def ring_allgather(
     """MPICH's ring allgather (bcast_intra_scatter_ring_allgather): relative rank ``r`` starts
     with ``chunks[r]``; in step ``i = 1..p-1`` it sends to its right neighbour the chunk it
     received in the previous step (first its own) and receives the next one from the left."""
-    p = len(hosts)
+    ring, chunks = _ring(hosts, root), [normalize_ranges(c) for c in chunks]
+    p = len(ring)
     for i in range(1, p):
-        ops = []
-        for rel in range(p):
-            j = (rel - i + 1) % p  # chunk rel sends in step i
-            ops.append((hosts[(rel + root) % p], hosts[(rel + 1 + root) % p], chunks[j], False, f"{label} {i}"))
-        sched.step(ops)
+        step = f"{label} {i}"
+        # relative rank rel sends chunk (rel - i + 1) mod p to rel + 1
+        sched._step([(ring[rel], ring[(rel + 1) % p], chunks[(rel - i + 1) % p], False, step) for rel in range(p)], ())
+
+
+def _ring(hosts: Sequence[str], root: int) -> list[str]:
+    """``hosts`` by relative rank: ``hosts[root]`` first."""
+    return [*hosts[root:], *hosts[:root]]
 
 
 def rdb_allgather(
@@ -300,12 +314,11 @@ def ring_reduce_scatter(
     """Ring reduce-scatter (MPICH ``allreduce_intra_ring``): in step ``i = 1..p-1`` rank ``r``
     sends chunk ``(r - i + 1) mod p`` (its partial sum) to ``r + 1``, which reduces it into its own.
     Afterwards rank ``r`` holds the complete reduction of chunk ``(r + 1) mod p``."""
+    chunks = [normalize_ranges(c) for c in chunks]
     p = len(hosts)
     for i in range(1, p):
-        ops = []
-        for r in range(p):
-            ops.append((hosts[r], hosts[(r + 1) % p], chunks[(r - i + 1) % p], True, f"{label} {i}"))
-        sched.step(ops)
+        step = f"{label} {i}"
+        sched._step([(hosts[r], hosts[(r + 1) % p], chunks[(r - i + 1) % p], True, step) for r in range(p)], ())
 
 
 # --------------------------------------------------------------------------- request helpers

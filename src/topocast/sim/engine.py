@@ -68,8 +68,10 @@ if TYPE_CHECKING:
 
 __all__ = ["simulate"]
 
-# a local recomputation stops growing past this many flows (or an eighth of the flowing ones,
-# if more): then every flowing transfer is recomputed in one vectorised pass
+# a local recomputation stops growing past a quarter of the flowing transfers, kept between
+# these two numbers of flows (or past an eighth of them, if more): then every flowing transfer
+# is recomputed in one vectorised pass
+LOCAL_COMPONENT_MIN = 64
 LOCAL_COMPONENT_LIMIT = 4096
 # up to this many transfers, per-event bookkeeping works on Python scalars (numpy's per-call
 # overhead would dominate)
@@ -953,7 +955,7 @@ class _Sim:
         transfers, or once the growing rounds have together solved about twice as many flows
         as are flowing (a chain of saturated links grows S a few flows per round), all of them
         are recomputed at once."""
-        limit = max(LOCAL_COMPONENT_LIMIT, len(self.flowing) // 8)
+        limit = _local_limit(len(self.flowing))
         budget = 2 * len(self.flowing) + 64
         group = self._close(seeds) if len(seeds) <= limit else set(self.flowing)
         if len(group) == 1:
@@ -1301,6 +1303,16 @@ class _Sim:
             kind="predicted",
             transfer_times=transfer_times,
         )
+
+
+def _local_limit(flowing: int) -> int:
+    """The most flows a local recomputation may hold before every flowing transfer is
+    recomputed instead. A group of a quarter of them costs about what the whole does (per
+    solve, numpy's fixed costs dominate below a few thousand flows), and one that large has
+    usually met saturated resources that grow it round after round (a flow ending on a link
+    that dozens of exchanges share frees every one of them)."""
+    share = min(max(flowing // 4, LOCAL_COMPONENT_MIN), LOCAL_COMPONENT_LIMIT)
+    return max(share, flowing // 8)
 
 
 def _keeps_rate(rate, cap, upstream_rate):
