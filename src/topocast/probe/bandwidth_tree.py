@@ -487,76 +487,109 @@ def _switch_tree(groups: list, pair_rates: dict, level_tree: _LevelTree | None =
     the group it meets (``_LevelTree.attach``), else to the cluster's top; the last two
     clusters of switches are joined directly. ``floors`` maps each new link direction to
     the most that the group-pair transfers carried across it."""
-    names = iter(f"sw{i}" for i in range(10 * len(groups) + 10))
-    switches: list = []
-    links: list = []
-    node_of = []
-    for g in groups:
-        if len(g) >= 2:
-            sw = next(names)
-            switches.append(sw)
-            links += [(h, sw) for h in g]
-            node_of.append(sw)
+    tree = _TreeBuilder(groups, pair_rates)
+    while len(tree.clusters) > 1:
+        members = tree.next_level()
+        at = _attach_point(level_tree, members, tree.clusters, tree.parts)
+        if at is not None:
+            tree.attach(*at)
+        elif len(tree.clusters) == len(members) == 2 and all(tree.top[m] in tree.switches for m in members):
+            tree.join(*sorted(members))
         else:
-            node_of.append(g[0])
-    clusters = {i: [i] for i in range(len(groups))}
-    parts = {i: [i] for i in range(len(groups))}  # a cluster's groups placed one by one
-    top = dict(enumerate(node_of))
-    floors: dict = {}  # (node, node) -> the most that crossed that link direction, alone
+            tree.join_level(members, _cliques(level_tree, members, tree.clusters))
+    return tree.switches, tree.links, tree.floors
 
-    def floor(ci: list, cj: list) -> float:
-        return max(pair_rates[(a, b)][0] for a in ci for b in cj)
 
-    def rate(ci: list, cj: list) -> float:
-        return max(min(pair_rates[(a, b)][0], pair_rates[(b, a)][0]) for a in ci for b in cj)
+class _TreeBuilder:
+    """The state of ``_switch_tree``: clusters of groups (by the index of their first
+    member), the node standing for each, the switches, links and floors made so far."""
 
-    def join(u, v, cu: list, cv: list) -> None:
-        links.append((u, v))
-        floors[(u, v)], floors[(v, u)] = floor(cu, cv), floor(cv, cu)
+    def __init__(self, groups: list, pair_rates: dict):
+        self.pair_rates = pair_rates
+        self.names = iter(f"sw{i}" for i in range(10 * len(groups) + 10))
+        self.switches: list = []
+        self.links: list = []
+        self.node_of: list = []
+        for g in groups:
+            if len(g) >= 2:
+                self.switches.append(next(self.names))
+                self.links += [(h, self.switches[-1]) for h in g]
+                self.node_of.append(self.switches[-1])
+            else:
+                self.node_of.append(g[0])
+        self.clusters = {i: [i] for i in range(len(groups))}
+        self.parts = {i: [i] for i in range(len(groups))}  # a cluster's groups placed one by one
+        self.top = dict(enumerate(self.node_of))
+        self.floors: dict = {}  # (node, node) -> the most that crossed that link direction, alone
 
-    while len(clusters) > 1:
-        keys = list(clusters)
-        level, a, b = max((rate(clusters[x], clusters[y]), x, y) for x in keys for y in keys if x < y)
+    def floor(self, ci: list, cj: list) -> float:
+        return max(self.pair_rates[(a, b)][0] for a in ci for b in cj)
+
+    def rate(self, ci: list, cj: list) -> float:
+        return max(min(self.pair_rates[(a, b)][0], self.pair_rates[(b, a)][0]) for a in ci for b in cj)
+
+    def next_level(self) -> set:
+        """The two fastest-connected clusters, and every cluster joined to them at nearly
+        the same rate."""
+        keys = list(self.clusters)
+        level, a, b = max((self.rate(self.clusters[x], self.clusters[y]), x, y) for x in keys for y in keys if x < y)
         members = {a, b}
         for c in keys:
-            if c not in members and any(rate(clusters[c], clusters[m]) >= (1 - LEVEL_GAP) * level for m in members):
+            if c not in members and any(
+                self.rate(self.clusters[c], self.clusters[m]) >= (1 - LEVEL_GAP) * level for m in members
+            ):
                 members.add(c)
-        at = _attach_point(level_tree, members, clusters, parts)
-        if at is not None:
-            x, c, g = at
-            join(top[x], node_of[g], clusters[x], clusters[c])
-            clusters[c] += clusters.pop(x)
-            parts[c] += parts.pop(x)
-            continue
-        if len(clusters) == len(members) == 2 and all(top[m] in switches for m in members):
-            join(top[a], top[b], clusters[a], clusters[b])
-            break
-        cliques = None
-        if level_tree is not None and len(members) >= 3 and all(len(clusters[m]) == 1 for m in members):
-            found = level_tree.resolve(sorted(clusters[m][0] for m in members))
-            cliques = None if found is None else [[m for m in members if clusters[m][0] in q] for q in found]
+        return members
+
+    def _link(self, u, v, cu: list, cv: list) -> None:
+        self.links.append((u, v))
+        self.floors[(u, v)], self.floors[(v, u)] = self.floor(cu, cv), self.floor(cv, cu)
+
+    def join(self, a: int, b: int) -> None:
+        """The last two clusters, their top switches linked directly."""
+        self._link(self.top[a], self.top[b], self.clusters[a], self.clusters[b])
+        self.clusters[a] += self.clusters.pop(b)
+
+    def attach(self, x: int, c: int, g: int) -> None:
+        """Cluster x (one group) linked to the switch of group g of cluster c."""
+        self._link(self.top[x], self.node_of[g], self.clusters[x], self.clusters[c])
+        self.clusters[c] += self.clusters.pop(x)
+        self.parts[c] += self.parts.pop(x)
+
+    def join_level(self, members: set, cliques: list | None) -> None:
+        """The members joined as ``cliques`` (two joined directly, more under a new switch),
+        or all under one new switch."""
         hubs: list = []
-        first = len(links)
+        first = len(self.links)
+        top = self.top
         for clique in cliques or [sorted(members)]:
             if cliques and len(clique) == 2:
-                links.append((top[clique[0]], top[clique[1]]))
+                self.links.append((top[clique[0]], top[clique[1]]))
             else:
-                hubs.append(next(names))
-                links += [(top[c], hubs[-1]) for c in clique]
-        switches += hubs
-        for (u, v), (side_u, side_v) in _sides(links[first:], {top[m]: m for m in members}).items():
-            floors[(u, v)] = floor([g for m in side_u for g in clusters[m]], [g for m in side_v for g in clusters[m]])
-        merged = [g for c in sorted(members) for g in clusters.pop(c)]
-        clusters[min(members)] = merged
-        parts[min(members)] = list(merged) if cliques else []
-        for c in members - {min(members)}:
-            parts.pop(c)
+                hubs.append(next(self.names))
+                self.links += [(top[c], hubs[-1]) for c in clique]
+        self.switches += hubs
+        for (u, v), (side_u, side_v) in _sides(self.links[first:], {top[m]: m for m in members}).items():
+            self.floors[(u, v)] = self.floor(
+                [g for m in side_u for g in self.clusters[m]], [g for m in side_v for g in self.clusters[m]]
+            )
         # the node that stands for the merged cluster at the next level: its hub, or the
         # member with the most links among them
-        top[min(members)] = (
-            hubs[0] if hubs else top[max(members, key=lambda m: sum(top[m] in lk for lk in links[first:]))]
-        )
-    return switches, links, floors
+        new_top = hubs[0] if hubs else top[max(members, key=lambda m: sum(top[m] in lk for lk in self.links[first:]))]
+        keep = min(members)
+        merged = [g for c in sorted(members) for g in self.clusters.pop(c)]
+        for c in members:
+            self.parts.pop(c)
+        self.clusters[keep], self.parts[keep], top[keep] = merged, list(merged) if cliques else [], new_top
+
+
+def _cliques(level_tree: _LevelTree | None, members: set, clusters: dict) -> list | None:
+    """The level's tree as cliques of cluster keys (``_LevelTree.resolve``), when every
+    member is a single group; ``None`` for a star."""
+    if level_tree is None or len(members) < 3 or any(len(clusters[m]) != 1 for m in members):
+        return None
+    found = level_tree.resolve(sorted(clusters[m][0] for m in members))
+    return None if found is None else [[m for m in members if clusters[m][0] in q] for q in found]
 
 
 def _attach_point(level_tree: _LevelTree | None, members: set, clusters: dict, parts: dict) -> tuple | None:
