@@ -85,6 +85,15 @@ class _Prober:
         self.samples.add(flows, rates)
         return rates
 
+    def run_unsampled(self, flows: list) -> list[float]:
+        """Measure ``flows`` without taking their rates as readings of their hosts' links."""
+        self.count += len(flows)
+        return self.bulk(flows, self.duration)
+
+    def fastest(self, hosts: list) -> list:
+        """``hosts``, fastest first (their fastest confirmed readings)."""
+        return sorted(hosts, key=lambda h: -self.samples.speed(h))
+
     def repeat(self, flows: list, before: list[float]) -> list[float]:
         """Measure ``flows`` again; their differences to ``before`` feed the noise estimate."""
         again = self.run(flows)
@@ -163,8 +172,7 @@ def _group_by_round_robin(hosts: list, pr: _Prober) -> list[list]:
             rate.setdefault(f, []).append(r)
     # a host's lone fastest reading is measured twice more (``estimates.confirmed_top``)
     for flows in disjoint_rounds(pr.samples.unconfirmed_tops()) * RETAKES:
-        pr.samples.retake(flows, pr.bulk(flows, pr.duration))
-        pr.count += len(flows)
+        pr.samples.retake(flows, pr.run_unsampled(flows))
     for flows in _borderline_rounds(rounds, rate, pr):
         for f, r in zip(flows, pr.repeat(flows, [statistics.fmean(rate[f]) for f in flows])):
             rate[f].append(r)
@@ -241,7 +249,7 @@ def _under_candidate(pr: _Prober, together, x: str, home: list, cand: list) -> b
         (m for m in home if m != x),
         key=lambda m: (all(together.has_edge(m, c) for c in cand), -pr.samples.speed(m)),
     )
-    into = sorted(cand, key=lambda c: -pr.samples.speed(c))
+    into = pr.fastest(cand)
     k = min(len(sure), len(into) - 1, FLOWS_PER_PAIR)
     if k >= 1 and _contend(pr, (x, into[k]), *[(sure[i], into[i]) for i in range(k)]):
         return False
@@ -331,14 +339,11 @@ def _between_groups(groups: list, pr: _Prober) -> dict:
     """(i, j) -> (total, rates, flows): what group i sends to group j in all, from the
     fastest members of each (slow ones could not fill the path between the groups)."""
 
-    def fastest(g: list) -> list:
-        return sorted(g, key=lambda h: -pr.samples.speed(h))
-
     out = {}
     for i in range(len(groups)):
         for j in range(i + 1, len(groups)):
             k = min(FLOWS_PER_PAIR, len(groups[i]), len(groups[j]))
-            a, b = fastest(groups[i])[:k], fastest(groups[j])[:k]
+            a, b = pr.fastest(groups[i])[:k], pr.fastest(groups[j])[:k]
             flows = [(a[n], b[n]) for n in range(k)] + [(b[n], a[(n + 1) % k]) for n in range(k)]
             rates = pr.run(flows)
             for src, dst, fs, rs in ((i, j, flows[:k], rates[:k]), (j, i, flows[k:], rates[k:])):
@@ -392,8 +397,8 @@ class _LevelTree:
         for m in members:
             rest = tree.copy()
             rest.remove_node(m)
-            self.branches[m] = [sorted(x for x in c if x in members) for c in nx.connected_components(rest)]
-            self.branches[m] = [b for b in self.branches[m] if b]
+            parts = (sorted(x for x in c if x in members) for c in nx.connected_components(rest))
+            self.branches[m] = [b for b in parts if b]
 
     def attach(self, x: int, parts: list) -> int | None:
         """The group of ``parts`` (a cluster already joined) whose switch x's link meets: x
@@ -401,8 +406,8 @@ class _LevelTree:
         known). ``None`` when no test shows it."""
         for m in sorted(parts, key=lambda m: -self.pair_rates[(x, m)][0]):
             others = [o for o in parts if o != m]
-            reps = [b[0] for b in self.branches.get(m, [others]) if b and b[0] in parts] or others[:1]
-            if len(self.groups[m]) >= 2 and reps and all(self.apart(m, x, r) for r in reps):
+            reps = [b[0] for b in self.branches.get(m, [others])]
+            if len(self.groups[m]) >= 2 and all(self.apart(m, x, r) for r in reps):
                 self._attached(x, m, parts)
                 return m
         return None
@@ -417,28 +422,24 @@ class _LevelTree:
                 next(b for b in known if at in b).append(x)
         self.branches[x] = [list(parts)]
 
-    def _fastest(self, g: int) -> list:
-        return sorted(self.groups[g], key=lambda h: -self.pr.samples.speed(h))
-
     def _into(self, z: int, senders: list) -> dict:
         """Each sender group's total into z, and what its transfers carry alone (their
         hosts' rates, within what the group sent to z in step 2), when the ``senders``
         send to z's hosts at once (z's hosts shared out in turn, the first sender first: the
         one that sent most to z in step 2 needs the most transfers to send as much again;
         each group sends from its hosts in turn)."""
-        receivers = self._fastest(z)
+        receivers = self.pr.fastest(self.groups[z])
         flows: dict = {g: [] for g in senders}
         for i, r in enumerate(receivers):
             g = senders[i % len(senders)]
-            hosts = self._fastest(g)
+            hosts = self.pr.fastest(self.groups[g])
             flows[g].append((hosts[len(flows[g]) % len(hosts)], r))
         order = [(g, f) for g in senders for f in flows[g]]
-        # transfers crowded on purpose: not samples of their hosts' links
-        rates = self.pr.bulk([f for _, f in order], self.pr.duration)
-        self.pr.count += len(order)
+        # transfers crowded on purpose: not readings of their hosts' links
+        rates = self.pr.run_unsampled([f for _, f in order])
         out = {}
         for g in senders:
-            total = sum(r for (h, _), r in zip(order, rates) if h == g)
+            total = sum(r for (sender, _), r in zip(order, rates) if sender == g)
             alone = min(self.pair_rates[(g, z)][0], sum(self.pr.allowed(*f) for f in flows[g]))
             out[g] = (total, alone)
         return out
