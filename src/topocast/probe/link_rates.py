@@ -40,6 +40,9 @@ Bulk = Callable[[list, float], list]
 EDGE_REPEATS = 2  # measurements of each link between switches (the fastest confirmed counts)
 FAN = 3  # transfers of a host's fan test
 FAN_REPEATS = 2  # measurements of each fan test (two readings that agree confirm each other)
+# a mate whose link is this much faster than a host's showed the host's own link: twice the
+# spread allowed between readings of one link (``NEAR_TOP``), since both estimates carry it
+FASTER_MATE = 2 * NEAR_TOP
 
 
 def measure_links(
@@ -60,9 +63,18 @@ def measure_links(
     if known is None:
         run.tasks(_round_robin_tasks(adj, hosts, switches))
     fans = _fan_tasks(adj, hosts, run.samples, run.speed())
+    totals: list[list[float]] = [[] for _ in fans]
     for _ in range(FAN_REPEATS):
-        for (_, _, (h, side)), rates in zip(fans, run.tasks(fans)):
-            run.samples.add_total(h, side, sum(rates))
+        for k, rates in enumerate(run.tasks(fans)):
+            totals[k].append(sum(rates))
+    # two totals that do not confirm each other (``confirmed_top``): measured again
+    unsure = [k for k, t in enumerate(totals) if _lone_fastest([[x] for x in t])]
+    for _ in range(RETAKES):
+        for k, rates in zip(unsure, run.tasks([fans[k] for k in unsure])):
+            totals[k].append(sum(rates))
+    for (_, _, (h, side)), measured in zip(fans, totals):
+        for total in measured:
+            run.samples.add_total(h, side, total)
     # a host's lone fastest reading measured twice more, alone on its links (``confirmed_top``)
     again = run.samples.unconfirmed_tops()
     for _ in range(RETAKES):
@@ -205,11 +217,13 @@ def _round_robin_tasks(adj: dict, hosts: list, switches: list) -> list:
 
 def _fan_tasks(adj: dict, hosts: list, samples: FlowSamples, speed: dict) -> list:
     """Fan tests of the host links that no transfer has shown: a host's send rate is shown
-    by its transfer to a switch mate that receives faster (the mate's link cannot have
-    limited it); a host that has no such mate (the fastest under its switch, or alone
-    there) sends to ``FAN`` hosts at once (its switch mates, the fastest first, then the
-    nearest hosts beyond): together they take more than its own link carries, so their total
-    is its link's rate. Receive rates alike, with ``FAN`` hosts sending to it at once."""
+    by its transfer to a switch mate that receives faster (by ``FASTER_MATE``: the mate's
+    link cannot have limited it); a host that has no such mate (the fastest under its
+    switch, or alone there) sends to ``FAN`` hosts at once (its switch mates, the fastest
+    first, then the nearest hosts beyond): together they take more than its own link
+    carries, so their total is its link's rate. Receive rates alike, with ``FAN`` hosts
+    sending to it at once. Each is measured ``FAN_REPEATS`` times, and ``RETAKES`` times
+    more when its fastest total is not confirmed by another (``measure_links``)."""
     hs = set(hosts)
     rate = ({h: samples.host_up(h).value for h in hosts}, {h: samples.host_down(h).value for h in hosts})
     tasks: list = []
@@ -218,7 +232,7 @@ def _fan_tasks(adj: dict, hosts: list, samples: FlowSamples, speed: dict) -> lis
         mates = [m for m in adj[sw] if m in hs and m != h]
         partners = _side(adj, sw, h, hs, speed)[:FAN]
         for side, kind in ((0, "fan-out"), (1, "fan-in")):
-            if partners and not any(rate[1 - side][m] > (1 + NEAR_TOP) * rate[side][h] for m in mates):
+            if partners and not any(rate[1 - side][m] > (1 + FASTER_MATE) * rate[side][h] for m in mates):
                 flows = [(h, p) if side == 0 else (p, h) for p in partners]
                 tasks.append((kind, flows, (h, side)))
     return tasks
