@@ -5,18 +5,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from topocast.bounds import maxflow_from
 from topocast.plan import Broadcast
 from topocast.planners import get_planner
+from topocast.probe import bandwidth_tree
 from topocast.probe.bandwidth_tree import _contend, _Prober, infer_bandwidth_tree
-from topocast.probe.equivalent import host_groups
+from topocast.probe.equivalent import bandwidth_equivalent, host_groups
 from topocast.probe.estimates import FlowSamples, levels
 from topocast.probe.infer import build_topology
 from topocast.probe.link_rates import FAN, FAN_REPEATS
 from topocast.sim import simulate
 from topocast.topology import load_topology
+from topocast.topology.generators import random_tree
 
 from .fake_network import FakeNetwork
 
@@ -46,8 +49,10 @@ def test_recovers_groups_bandwidths_and_stable_plan(spec, seed):
     n = len(truth.hosts)
     # every pair both ways once (N(N-1) transfers) in N - 1 rounds, plus the noise round,
     # borderline rounds again, the links between groups and the fan tests (at most one
-    # each way per host, measured FAN_REPEATS times): O(N) rounds
-    assert net.rounds <= 4 * n
+    # each way per host, measured FAN_REPEATS times), and the groups' own round robins
+    # (each round at most twice): O(N) rounds
+    largest = max(len(g) for g in host_groups(truth))
+    assert net.rounds <= 4 * n + 2 * (largest - 1)
     assert tree.measurements <= 3 * n * n + 2 * FAN * FAN_REPEATS * n
     assert inferred.measured["measurements"] == tree.measurements
 
@@ -195,16 +200,16 @@ def test_no_fan_test_where_a_faster_mate_showed_the_link():
 
 
 def _switches(hosts_per_switch: dict, between: list):
-    """Hosts at 100 Mbit/s under each switch (``{switch: count}``), switches joined by
-    ``between`` ([(a, b, Mbit/s)])."""
+    """Hosts under each switch (``{switch: count}``: at 100 Mbit/s; or ``{switch: [Mbit/s,
+    ...]}``), switches joined by ``between`` ([(a, b, Mbit/s)])."""
     mbit = 1e6 / 8
     base = load_topology("builtin:hetero-2switch")
     link = type(base.physical_links[0])
     hosts, links = [], []
-    for sw, count in hosts_per_switch.items():
-        for _ in range(count):
+    for sw, rates in hosts_per_switch.items():
+        for rate in [100] * rates if isinstance(rates, int) else rates:
             hosts.append(f"h{len(hosts)}")
-            links.append(link(hosts[-1], sw, 100 * mbit))
+            links.append(link(hosts[-1], sw, rate * mbit))
     links += [link(a, b, rate * mbit) for a, b, rate in between]
     switches = list(hosts_per_switch) + sorted({s for a, b, _ in between for s in (a, b)} - set(hosts_per_switch))
     return base.replace(name="levels", hosts=hosts, switches=switches, links=links)
@@ -260,3 +265,20 @@ def test_a_slower_group_is_linked_to_the_group_it_meets(seed):
         _switch_of(inferred, "h6"),
         _switch_of(inferred, "h3"),
     )
+
+
+def _random_tree_39():
+    """The fake network's random tree 39 (17 hosts; docs/experiments/probe.md): two of its
+    switches are joined by a 139 Mbit/s link that one transfer never fills and the round
+    robin of all hosts never happened to fill with two."""
+    n = int(np.random.default_rng(139).integers(12, 25))
+    return bandwidth_equivalent(random_tree(n, max(2, n // 4), min_mbit=20, max_mbit=200, seed=39))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_link_that_only_a_groups_own_round_robin_fills_splits_it(seed, monkeypatch):
+    truth = _random_tree_39()
+    assert host_groups(_infer(truth, seed)) == host_groups(truth)
+    # the same probe without the groups' own round robins merges the two switches
+    monkeypatch.setattr(bandwidth_tree, "_split_by_own_round_robins", lambda groups, pr: [])
+    assert host_groups(_infer(truth, seed)) != host_groups(truth)

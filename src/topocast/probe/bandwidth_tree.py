@@ -23,8 +23,13 @@ shared with other transfers):
    separated from nobody: it is placed by contention tests on totals (``_under_candidate``:
    transfers between its group and the candidate group fill the link between them, one way
    and then the other; does the host's own transfer take its share of that total?), and a
-   host left alone though never separated from some group joins it.
-   Cost: N(N - 1) transfers, in N - 1 rounds (plus the repeated ones): O(N) rounds.
+   host left alone though never separated from some group joins it. Before that, each
+   group of four hosts or more runs a round robin of its own, all groups at once
+   (``_split_by_own_round_robins``): a link inside a supposed group that only two or more
+   of its transfers at once can fill is filled there, where the round robin of all hosts
+   sent its pairs across it one at a time.
+   Cost: N(N - 1) transfers, in N - 1 rounds (plus the repeated ones and the groups' own
+   round robins, at most twice the largest group's rounds): O(N) rounds.
 2. **Between groups.** For each pair of groups, up to ``FLOWS_PER_PAIR`` transfers each way,
    started together (distinct senders and receivers): their total is what the path between
    the groups carries (or less, when the hosts cannot fill it). O(g²) measurements.
@@ -160,8 +165,10 @@ def _group_by_round_robin(hosts: list, pr: _Prober) -> list[list]:
     """Every pair of hosts, both directions, in rounds of disjoint pairs: in each round every
     host sends one transfer and receives one, so host links are never shared and a transfer
     slower than its two hosts allow crossed a switch-to-switch link that limited it (slow, or
-    shared with the round's other transfers): its hosts are under different switches. A host
-    joins the first group none of whose members it is so separated from."""
+    shared with the round's other transfers): its hosts are under different switches. The
+    groups are the largest cliques of hosts never so separated, checked by their own round
+    robins, and the hosts that no transfer separated from a second group are placed by
+    contention tests."""
     rounds = [pairs + [(b, a) for a, b in pairs] for pairs in round_robin(hosts)]
     rate: dict[tuple, list] = {}
     for k, flows in enumerate(rounds):
@@ -185,7 +192,39 @@ def _group_by_round_robin(hosts: list, pr: _Prober) -> list[list]:
                 rate[f].append(r)
     together = _together(hosts, pr, rate)
     groups = _largest_cliques_first(together, hosts)
+    split = _split_by_own_round_robins(groups, pr)
+    if split:
+        together.remove_edges_from(split)
+        groups = _largest_cliques_first(together, hosts)
     return _adopt_lone_hosts(_settle_ambiguous(groups, together, pr), together)
+
+
+def _split_by_own_round_robins(groups: list[list], pr: _Prober) -> list[tuple]:
+    """The pairs of hosts that a group's own round robin separates. In the round robin of
+    all hosts a group's pairs meet in different rounds, each beside whatever else its round
+    sends: a link inside a supposed group that only two or more of its own transfers can
+    fill (two switches of fast hosts, joined by a link faster than any one of them) is
+    filled by chance only. Here each group of four hosts or more runs its own round robin,
+    all groups at once (their hosts are distinct: no host link is shared), so that each
+    round sends about half of the group's hosts across any split of it at once (a smaller
+    group has a single host on one side of any split, and its transfers cross the link one
+    at a time however they are paired). A transfer
+    slower than its hosts by the threshold in its round and again when the round is
+    measured once more separates its two hosts."""
+    own = [round_robin(g) for g in groups if len(g) >= 4]
+    out: list[tuple] = []
+    for k in range(max((len(r) for r in own), default=0)):
+        pairs = [p for r in own if k < len(r) for p in r[k]]
+        flows = pairs + [(b, a) for a, b in pairs]
+        slow = _slowed(pr, flows, pr.run_unsampled(flows))
+        if slow:
+            out += sorted(slow & _slowed(pr, flows, pr.run_unsampled(flows)))
+    return out
+
+
+def _slowed(pr: _Prober, flows: list, rates: list[float]) -> set:
+    """The transfers slower than their two hosts allow by more than the threshold."""
+    return {f for f, r in zip(flows, rates) if r < (1 - pr.threshold) * pr.allowed(*f)}
 
 
 def _together(hosts: list, pr: _Prober, rate: dict) -> nx.Graph:
