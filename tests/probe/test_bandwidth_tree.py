@@ -269,8 +269,10 @@ def test_a_slower_group_is_linked_to_the_group_it_meets(seed):
 
 def _random_tree_39():
     """The fake network's random tree 39 (17 hosts; docs/experiments/probe.md): two of its
-    switches are joined by a 139 Mbit/s link that one transfer never fills and the round
-    robin of all hosts never happened to fill with two."""
+    switches, of 2 and 6 hosts, are joined by a 139 Mbit/s link that a single transfer fills
+    only between their fastest hosts, and two at once between most of the others. The round
+    robin of all hosts, which sends their pairs across it one at a time, separates the
+    fastest and mixes the rest of the two switches."""
     n = int(np.random.default_rng(139).integers(12, 25))
     return bandwidth_equivalent(random_tree(n, max(2, n // 4), min_mbit=20, max_mbit=200, seed=39))
 
@@ -279,6 +281,6 @@ def _random_tree_39():
 def test_a_link_that_only_a_groups_own_round_robin_fills_splits_it(seed, monkeypatch):
     truth = _random_tree_39()
     assert host_groups(_infer(truth, seed)) == host_groups(truth)
-    # the same probe without the groups' own round robins merges the two switches
+    # the same probe without the groups' own round robins groups them wrongly
     monkeypatch.setattr(bandwidth_tree, "_split_by_own_round_robins", lambda groups, pr: [])
     assert host_groups(_infer(truth, seed)) != host_groups(truth)
