@@ -208,9 +208,8 @@ def _split_by_own_round_robins(groups: list[list], pr: _Prober) -> list[tuple]:
     all groups at once (their hosts are distinct: no host link is shared), so that each
     round sends about half of the group's hosts across any split of it at once (a smaller
     group has a single host on one side of any split, and its transfers cross the link one
-    at a time however they are paired). A transfer
-    slower than its hosts by the threshold in its round and again when the round is
-    measured once more separates its two hosts."""
+    at a time however they are paired). A transfer slower than its hosts by the threshold
+    in its round and again when the round is measured once more separates its two hosts."""
     own = [round_robin(g) for g in groups if len(g) >= 4]
     out: list[tuple] = []
     for k in range(max((len(r) for r in own), default=0)):
