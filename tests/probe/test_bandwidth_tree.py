@@ -56,15 +56,20 @@ def test_recovers_groups_bandwidths_and_stable_plan(spec, seed):
     assert inferred.measured["measurements"] == tree.measurements
 
 
-def test_one_switch_when_nothing_contends():
-    """A star of equal hosts: nothing ever slows down, so every host hangs off one switch."""
+def test_one_switch_when_nothing_contends(monkeypatch):
+    """A star of equal hosts: nothing ever slows down, so every host hangs off one switch.
+    Its group is all hosts, whose round robin was the round robin of all hosts: it is not
+    run a second time."""
     truth = load_topology("builtin:hetero-2switch")
     truth = truth.replace(
         switches=["hub"],
         links=[type(truth.physical_links[0])(h, "hub", 25e6) for h in truth.hosts],
     )
     net = FakeNetwork(truth, noise=0.02)
+    own_rounds = []
+    monkeypatch.setattr(bandwidth_tree, "_slowed", lambda pr, flows, rates: own_rounds.append(flows) or set())
     tree = infer_bandwidth_tree(list(truth.hosts), net.bulk, 0.3)
+    assert own_rounds == []
     inferred = build_topology(tree, list(truth.hosts), goodput=0.955)
     assert host_groups(inferred) == {frozenset(truth.hosts)}
     for h in truth.hosts[1:]:

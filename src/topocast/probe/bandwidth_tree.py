@@ -29,7 +29,8 @@ shared with other transfers):
    of its transfers at once can fill is filled there, where the round robin of all hosts
    sent its pairs across it one at a time.
    Cost: N(N - 1) transfers, in N - 1 rounds (plus the repeated ones and the groups' own
-   round robins, at most twice the largest group's rounds): O(N) rounds.
+   round robins, twice the rounds of the largest group of at most N / 2 hosts at most):
+   O(N) rounds.
 2. **Between groups.** For each pair of groups, up to ``FLOWS_PER_PAIR`` transfers each way,
    started together (distinct senders and receivers): their total is what the path between
    the groups carries (or less, when the hosts cannot fill it). O(g²) measurements.
@@ -208,9 +209,13 @@ def _split_by_own_round_robins(groups: list[list], pr: _Prober) -> list[tuple]:
     all groups at once (their hosts are distinct: no host link is shared), so that each
     round sends about half of the group's hosts across any split of it at once (a smaller
     group has a single host on one side of any split, and its transfers cross the link one
-    at a time however they are paired). A transfer slower than its hosts by the threshold
-    in its round and again when the round is measured once more separates its two hosts."""
-    own = [round_robin(g) for g in groups if len(g) >= 4]
+    at a time however they are paired). Not a group of more than half of all hosts: a round
+    of the round robin of all hosts pairs about |G|²/2N of its hosts with each other, more
+    than half as many as its own round would (for one switch over all hosts, the same
+    rounds again). A transfer slower than its hosts by the threshold in its round and again
+    when the round is measured once more separates its two hosts."""
+    hosts = sum(len(g) for g in groups)
+    own = [round_robin(g) for g in groups if 4 <= len(g) <= hosts / 2]
     out: list[tuple] = []
     for k in range(max((len(r) for r in own), default=0)):
         pairs = [p for r in own if k < len(r) for p in r[k]]
