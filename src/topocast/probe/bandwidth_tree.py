@@ -24,13 +24,12 @@ shared with other transfers):
    transfers between its group and the candidate group fill the link between them, one way
    and then the other; does the host's own transfer take its share of that total?), and a
    host left alone though never separated from some group joins it. Before that, each
-   group of four hosts or more runs a round robin of its own, all groups at once
-   (``_split_by_own_round_robins``): a link inside a supposed group that only two or more
-   of its transfers at once can fill is filled there, where the round robin of all hosts
-   sent its pairs across it one at a time.
-   Cost: N(N - 1) transfers, in N - 1 rounds (plus the repeated ones and the groups' own
-   round robins, twice the rounds of the largest group of at most N / 2 hosts at most):
-   O(N) rounds.
+   group of four hosts or more (and at most half of all hosts) runs a round robin of its
+   own, all groups at once (``_split_by_own_round_robins``): a link inside a supposed group
+   that only two or more of its transfers at once can fill is filled there, where the round
+   robin of all hosts sent its pairs across it one at a time.
+   Cost: N(N - 1) transfers, in N - 1 rounds, plus the repeated ones and the groups' own
+   round robins (fewer than N / 2 rounds, each measured at most twice): O(N) rounds.
 2. **Between groups.** For each pair of groups, up to ``FLOWS_PER_PAIR`` transfers each way,
    started together (distinct senders and receivers): their total is what the path between
    the groups carries (or less, when the hosts cannot fill it). O(g²) measurements.
