@@ -227,7 +227,7 @@ def _split_by_own_round_robins(groups: list[list], pr: _Prober) -> list[tuple]:
 
 def _slowed(pr: _Prober, flows: list, rates: list[float]) -> set:
     """The transfers slower than their two hosts allow by more than the threshold."""
-    return {f for f, r in zip(flows, rates) if r < (1 - pr.threshold) * pr.allowed(*f)}
+    return {(s, d) for (s, d), r in zip(flows, rates) if _shortfall(pr, s, d, r) > pr.threshold}
 
 
 def _together(hosts: list, pr: _Prober, rate: dict) -> nx.Graph:
@@ -314,9 +314,15 @@ def _adopt_lone_hosts(groups: list[list], together) -> list[list]:
 
 
 def _deficit(pr: _Prober, rate: dict, s: str, d: str) -> float:
-    """How much slower s -> d ran than its two hosts allow (0: not at all)."""
+    """How much slower s -> d ran than its two hosts allow (0: not at all), by the median
+    of its readings."""
+    return _shortfall(pr, s, d, statistics.median(rate[(s, d)]))
+
+
+def _shortfall(pr: _Prober, s: str, d: str, reading: float) -> float:
+    """How much slower than its two hosts allow a reading of s -> d is (relative)."""
     allow = pr.allowed(s, d)
-    return 1 - statistics.median(rate[(s, d)]) / allow if allow > 0 else 0.0
+    return 1 - reading / allow if allow > 0 else 0.0
 
 
 def _separated(pr: _Prober, rate: dict, x: str, y: str) -> bool:

@@ -63,17 +63,8 @@ def measure_links(
     if known is None:
         run.tasks(_round_robin_tasks(adj, hosts, switches))
     fans = _fan_tasks(adj, hosts, run.samples, run.speed())
-    totals: list[list[float]] = [[] for _ in fans]
-    for _ in range(FAN_REPEATS):
-        for k, rates in enumerate(run.tasks(fans)):
-            totals[k].append(sum(rates))
-    # two totals that do not confirm each other (``confirmed_top``): measured again
-    unsure = [k for k, t in enumerate(totals) if _lone_fastest([[x] for x in t])]
-    for _ in range(RETAKES):
-        for k, rates in zip(unsure, run.tasks([fans[k] for k in unsure])):
-            totals[k].append(sum(rates))
-    for (_, _, (h, side)), measured in zip(fans, totals):
-        for total in measured:
+    for (_, _, (h, side)), totals in zip(fans, _fan_totals(run, fans)):
+        for total in totals:
             run.samples.add_total(h, side, total)
     # a host's lone fastest reading measured twice more, alone on its links (``confirmed_top``)
     again = run.samples.unconfirmed_tops()
@@ -121,10 +112,29 @@ def _edge_readings(run: _Runner, edges: list, pack: bool = True) -> list[tuple[l
     return [(max(there, key=sum), max(back, key=sum)) for there, back in ways]
 
 
+def _fan_totals(run: _Runner, fans: list) -> list[list[float]]:
+    """Each fan test's totals: ``FAN_REPEATS`` readings, and ``RETAKES`` more where the
+    fastest is not confirmed by another (``confirmed_top``)."""
+    totals: list[list[float]] = [[] for _ in fans]
+    for _ in range(FAN_REPEATS):
+        for k, rates in enumerate(run.tasks(fans)):
+            totals[k].append(sum(rates))
+    unsure = [k for k, t in enumerate(totals) if _lone_top(t)]
+    for _ in range(RETAKES):
+        for k, rates in zip(unsure, run.tasks([fans[k] for k in unsure])):
+            totals[k].append(sum(rates))
+    return totals
+
+
 def _lone_fastest(readings: list[list[float]]) -> bool:
     """The fastest total is more than ``NEAR_TOP`` above every other reading's."""
-    totals = sorted((sum(r) for r in readings), reverse=True)
-    return len(totals) > 1 and totals[1] < (1 - NEAR_TOP) * totals[0]
+    return _lone_top([sum(r) for r in readings])
+
+
+def _lone_top(totals: list[float]) -> bool:
+    """The largest of ``totals`` is more than ``NEAR_TOP`` above every other."""
+    ordered = sorted(totals, reverse=True)
+    return len(ordered) > 1 and ordered[1] < (1 - NEAR_TOP) * ordered[0]
 
 
 class _Runner:
