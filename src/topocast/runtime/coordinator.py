@@ -33,6 +33,7 @@ from ..plan import Plan
 from ..results import Result, aggregate_from_times
 from .agents import (
     RunError,
+    RunInputError,
     connect_agents,
     describe_exit,
     read_messages,
@@ -132,7 +133,7 @@ def perform(
     finishes its prediction while the agents start, and never during the transfer).
     """
     if any(t.reduce for t in plan.transfers):
-        raise RunError(
+        raise RunInputError(
             "this plan reduces data (allreduce); the runtime performs broadcast and redistribution plans only"
         )
     hosts = list(plan.hosts)
@@ -140,7 +141,7 @@ def perform(
     pacing: dict = {}
     if fair_uplink:
         if topology is None:
-            raise RunError("fair_uplink needs the topology (the agents pace to its link bandwidths)")
+            raise RunInputError("fair_uplink needs the topology (the agents pace to its link bandwidths)")
         from .pacing import pacing_config
 
         pacing = pacing_config(plan, topology, goodput, sndbuf or 4 * chunk_size)
@@ -366,9 +367,9 @@ def _message(plan: Plan, file: str | None, seed: int):
         try:
             st = os.stat(file)
         except OSError as exc:
-            raise RunError(f"{file}: cannot read the message ({exc.strerror})") from None
+            raise RunInputError(f"{file}: cannot read the message ({exc.strerror})") from None
         if st.st_size != plan.size:
-            raise RunError(f"{file}: the plan moves {plan.size} bytes but the file has {st.st_size}")
+            raise RunInputError(f"{file}: the plan moves {plan.size} bytes but the file has {st.st_size}")
         data_spec: dict = {"file": os.path.abspath(file), "stat": [st.st_size, st.st_mtime_ns]}
 
         def digest(ranges):
@@ -415,9 +416,9 @@ def _check_room(plan: Plan, dest_dir: str | None) -> None:
         try:
             os.makedirs(dest_dir, exist_ok=True)
         except OSError as exc:
-            raise RunError(f"--dest-dir {dest_dir}: cannot create it ({exc.strerror})") from None
+            raise RunInputError(f"--dest-dir {dest_dir}: cannot create it ({exc.strerror})") from None
         if not os.access(dest_dir, os.W_OK | os.X_OK):
-            raise RunError(f"--dest-dir {dest_dir}: not writable")
+            raise RunInputError(f"--dest-dir {dest_dir}: not writable")
         return
     held: dict[str, IntervalSet] = {}
     for h, ranges in plan.wanted.items():
