@@ -114,3 +114,20 @@ def test_a_signal_to_run_stops_the_agents_and_cleans_up(tmp_path, sig, code, wor
     while _open_under(out_dir) and time.monotonic() < deadline:  # every agent is gone
         time.sleep(0.1)
     assert not _open_under(out_dir)
+
+
+def test_an_agent_dying_during_set_up_is_a_failure_naming_it(monkeypatch, capsys):
+    """Not status 2 (bad input): the input was fine, a host was lost."""
+    from topocast.runtime import coordinator
+
+    real = coordinator._configure
+
+    def configure_after_a_death(plan, hosts, conns, procs, *rest):
+        procs["a1"].kill()
+        procs["a1"].wait()
+        return real(plan, hosts, conns, procs, *rest)
+
+    monkeypatch.setattr(coordinator, "_configure", configure_after_a_death)
+    assert main(["run", "builtin:hetero-2switch", "-a", "flat", "-s", "s", "--size", "64KiB"]) == 1
+    err = capsys.readouterr().err
+    assert "agent for a1 failed before the start" in err and "SIGKILL" in err, err

@@ -257,6 +257,7 @@ def perform(
     )
 
 
+LOST_SETTLE = 1.0  # s after a death before bytes no live host holds count as lost (progress reports arrive every 0.1 s)
 STEAL_WARN = 0.2  # a second with at least this much steal gets a warning in the run's outcome
 
 
@@ -503,6 +504,7 @@ class _Watch:
         self.broken_notes: dict[str, list] = {}
         self.steal_watch = StealWatch(t0)
         self.last_moved = t0
+        self.lost_check_at: float | None = None  # when to look for bytes no live host holds
         self._handlers = {
             Msg.PROGRESS: self._on_progress,
             Msg.TDONE: self._on_tdone,
@@ -532,6 +534,9 @@ class _Watch:
                 if handler is not None:
                     handler(h, msg)
             now = time.monotonic()
+            if self.lost_check_at is not None and now >= self.lost_check_at:
+                self.lost_check_at = None
+                self._fail_unobtainable()
             self.steal_watch.tick(now)
             if on_progress and now - last_cb > 0.1:
                 last_cb = now
@@ -582,6 +587,27 @@ class _Watch:
             self.failed[h] = reason
         self.warnings.append(f"{h}: {reason} at t={time.monotonic() - self.t0:.2f} s")
         self._to_live({"type": Msg.PEER_DEAD, "host": h, "reason": reason})
+        self.lost_check_at = time.monotonic() + LOST_SETTLE
+
+    def _fail_unobtainable(self) -> None:
+        """Fail every host that wants a byte no live host holds: bytes only ever come from
+        a host that holds them, so once every holder of a byte is dead it can never arrive
+        (the repair time-outs would only say so later). Runs ``LOST_SETTLE`` seconds after a
+        death, once the live hosts' last progress reports are in."""
+        live = IntervalSet()
+        for h in self.hosts:
+            if h not in self.dead:
+                for a, b in self.holdings[h]:
+                    live.add(a, b)
+        dead = ", ".join(sorted(self.dead))
+        for h, ranges in self.wanted.items():
+            if h in self.done or h in self.failed or h in self.dead:
+                continue
+            lost = sum(e - s for off, length in ranges for s, e in live.missing(off, off + length))
+            if lost:
+                self.failed[h] = (
+                    f"{lost} bytes missing: no live host holds them (the hosts that held them died: {dead})"
+                )
 
     def _on_progress(self, h: str, msg: dict) -> None:
         iv = IntervalSet()
