@@ -100,3 +100,19 @@ def test_a_testbed_run_refused_before_the_start_leaves_no_control_directory(stat
     code, text = _cli(capsys, "run", str(plan), "--launcher", "testbed")
     assert code == 2, text
     assert _control_dirs() - before == set()
+
+
+@pytest.mark.parametrize("extra", [[], ["--min", "1KB", "--max", "20MB", "--throughput"]])
+def test_sweep_headers_read_one_way(capsys, monkeypatch, extra):
+    """Binary sizes (KiB, MiB, GiB) in every header, rates in Mbit/s: never a mix of kB, KiB
+    and MB in one table."""
+    import re
+
+    monkeypatch.setenv("COLUMNS", "80")
+    code, text = _cli(capsys, "sweep", "builtin:two-clusters", "-a", "flat", *extra)
+    assert code == 0
+    headers = [line for line in text.splitlines() if line.startswith("┃ planner")]
+    units = {u for line in headers for u in re.findall(r"\d ([A-Za-z]+) ", line)}
+    assert units and units <= {"B", "KiB", "MiB", "GiB"}, units
+    if "--throughput" in extra:
+        assert "Mbit/s" in text and "MB/s" not in text

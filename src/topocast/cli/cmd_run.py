@@ -10,6 +10,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
+from ..units import format_size
 from .common import add_rate_tolerance_arg, print_json, size_arg
 
 if TYPE_CHECKING:
@@ -452,11 +453,11 @@ def print_table(
 ) -> None:
     from rich.table import Table
 
-    t = Table(title=f"{algorithm}: {plan.size} bytes from {plan.source}: measured, predicted, bound")
+    t = Table(title=f"{algorithm}: {format_size(plan.size)} from {plan.source}: measured, predicted, bound")
     # Two-line headers keep the table within 80 columns; a host name or a status too long
     # for its column folds onto the next line rather than being cut.
     t.add_column("host", overflow="fold")
-    for c in ("meas\ns", "pred\ns", "m/p", "meas\nMb/s", "pred\nMb/s", "bound\nMb/s"):
+    for c in ("meas\ns", "pred\ns", "m/p", "meas\nMbit/s", "pred\nMbit/s", "bound\nMbit/s"):
         t.add_column(c, justify="right", no_wrap=True)
     t.add_column("status", min_width=8, overflow="fold")
     for h in plan.wanted:
