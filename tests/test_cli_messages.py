@@ -116,3 +116,23 @@ def test_sweep_headers_read_one_way(capsys, monkeypatch, extra):
     assert units and units <= {"B", "KiB", "MiB", "GiB"}, units
     if "--throughput" in extra:
         assert "Mbit/s" in text and "MB/s" not in text
+
+
+def test_run_takes_source_and_destinations_as_plan_does(capsys):
+    """Without -s the source is the first host; --destinations limits who receives."""
+    code, text = _cli(capsys, "run", "builtin:hetero-2switch", "-a", "flat", "--size", "64KiB", "--json")
+    assert code == 0, text
+    data = json.loads(text[text.index("{") :])
+    assert data["source"] == "s" and set(data["measured"]["per_host"]) == {"a1", "a2", "a3", "b1", "b2", "b3", "b4"}
+    argv = ["run", "builtin:hetero-2switch", "-a", "flat", "--size", "64KiB", "--destinations", "a1,b4", "--json"]
+    code, text = _cli(capsys, *argv)
+    assert code == 0, text
+    assert set(json.loads(text[text.index("{") :])["measured"]["per_host"]) == {"a1", "b4"}
+
+
+def test_run_of_a_plan_file_refuses_the_options_of_a_topology(tmp_path, capsys):
+    plan = tmp_path / "plan.json"
+    assert main(["plan", "builtin:hetero-2switch", "-a", "flat", "--size", "4KiB", "-o", str(plan)]) == 0
+    capsys.readouterr()
+    code, text = _cli(capsys, "run", str(plan), "--destinations", "a1")
+    assert code == 2 and "--destinations goes with a topology" in text
