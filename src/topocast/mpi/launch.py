@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from ..plan import Plan
 from ..results import Result, aggregate_from_times
+from ..runtime.agents import RunInputError
 from ..runtime.coordinator import RunError, RunOutcome
 
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ def perform_under_mpiexec(
     if mpiexec is None:
         raise RunError("--launcher mpi: mpiexec not found (pip install 'topocast[mpi]' brings MPICH's)")
     if file is not None and not os.path.isfile(file):
-        raise RunError(f"{file}: cannot read the message")
+        raise RunInputError(f"{file}: cannot read the message")
     hosts = list(plan.hosts)
     with tempfile.TemporaryDirectory(prefix="topocast-mpi-") as tmp:
         plan_path, out_path = Path(tmp) / "plan.json", Path(tmp) / "out.json"
@@ -93,7 +94,7 @@ def perform_like_runtime(
     the options of the TCP agents (``tcp_only``: fair uplink, progress, idle timeout) do not
     apply to MPI ranks."""
     if dest_dir is not None:
-        raise RunError("--dest-dir: the MPI launcher keeps the message in memory (use --launcher local)")
+        raise RunInputError("--dest-dir: the MPI launcher keeps the message in memory (use --launcher local)")
     if before_start is not None:  # the CLI's prediction: finished before the ranks start, never during
         before_start()
     return perform_under_mpiexec(plan, file=file, chunk_size=chunk_size, timeout=timeout)

@@ -60,6 +60,10 @@ HEARTBEAT_EVERY = 1.0  # s: an idle sender proves it is alive this often
 MAX_FRAME = 1 << 20  # bytes per frame when nothing paces the sender
 
 
+class SetupError(Exception):
+    """The agent cannot take part: it cannot listen, or cannot reach the coordinator."""
+
+
 def _total(ranges) -> int:
     return sum(length for _, length in ranges)
 
@@ -104,10 +108,16 @@ class Agent:
     def run(self) -> int:
         self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.listener.bind((self.bind, 0))
+        try:
+            self.listener.bind((self.bind, 0))
+        except OSError as exc:
+            raise SetupError(f"cannot listen on {self.bind} ({exc.strerror or exc})") from None
         self.listener.listen(64)
         port = self.listener.getsockname()[1]
-        self.ctrl = connect(self.control_addr, self.secret, timeout=15)
+        try:
+            self.ctrl = connect(self.control_addr, self.secret, timeout=15)
+        except (OSError, ProtocolError) as exc:
+            raise SetupError(f"cannot reach the coordinator at {self.control_addr} ({exc})") from None
         self.ctrl.send_json(
             {"type": Msg.HELLO, "host": self.host, "port": port, "address": self.advertise, "pid": os.getpid()}
         )
@@ -285,8 +295,10 @@ class Agent:
         store = getattr(self, "store", None)
         if store is not None:
             store.close()
-        for path in (self.relay_path, self.part_path):
-            if path is not None and path.exists() and (path == self.relay_path or not self.reported_complete):
+        # NAME.part of a host that did not complete is kept, whatever ended the run (a re-run
+        # can resume from it; docs/design.md, "Exit status"); a relay's hidden file is not
+        for path in (self.relay_path,):
+            if path is not None and path.exists():
                 try:
                     path.unlink()
                 except OSError:
@@ -361,6 +373,7 @@ class Agent:
             self.send(
                 {
                     "type": Msg.BROKEN,
+                    "transfer": i,
                     "reason": f"transfer {i} to {dst} failed on the sending side: {exc or type(exc).__name__}",
                 }
             )
@@ -589,6 +602,9 @@ def run_boot(boot: dict) -> int:
     agent = Agent(boot)
     try:
         return agent.run()
+    except SetupError as exc:  # said in one line (the coordinator shows it as the reason)
+        print(exc, file=sys.stderr)
+        return 1
     except Exception as exc:  # report to the coordinator when we still can
         traceback.print_exc()
         try:
