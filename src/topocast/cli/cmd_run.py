@@ -51,6 +51,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--testbed", default=None, metavar="NAME", help="testbed name (default: the only one up)")
     p.add_argument("--dest-dir", default=None, help="each receiving host writes DIR/HOST/NAME")
+    p.add_argument(
+        "--resume",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="with --dest-dir: keep the pieces an earlier run left there (NAME.part, NAME) that verify "
+        "against the message and move only the rest (default: on)",
+    )
     p.add_argument("--chunk-size", type=size_arg, default=None, help="chunk size (default 64KiB)")
     p.add_argument(
         "--goodput",
@@ -317,8 +324,11 @@ def run(args: argparse.Namespace) -> int:
 
     bars = _TransferBars(plan) if sys.stderr.isatty() and not args.json else None
     run_plan: Any = perform
+    extra: dict = {"resume": args.resume}
     if args.launcher == "mpi":  # the plan's transfers as MPI messages (topocast.mpi)
         from ..mpi.launch import perform_like_runtime as run_plan
+
+        extra = {}
     try:
         outcome = run_plan(
             plan,
@@ -334,6 +344,7 @@ def run(args: argparse.Namespace) -> int:
             goodput=goodput,
             prefault=args.prefault,
             before_start=expected.result,
+            **extra,
         )
     finally:
         if bars is not None:
@@ -363,6 +374,8 @@ def run(args: argparse.Namespace) -> int:
                 "cpu_steal": outcome.cpu_steal,
                 "cpu_steal_peak": list(outcome.cpu_steal_peak) if outcome.cpu_steal_peak else None,
                 "peak_rss_bytes": {**outcome.peak_rss, "(coordinator)": outcome.coordinator_rss},
+                "kept_bytes": outcome.kept,
+                "received_bytes": outcome.received,
             }
         )
     else:
@@ -492,6 +505,16 @@ def print_table(
             console.print(f"  {h}: {why}")
     for w in outcome.warnings:
         console.print(f"[yellow]note:[/] {w}")
+    if outcome.kept:
+        kept = sum(outcome.kept.values())
+        want = sum(length for h in outcome.kept for _, length in plan.wanted.get(h, ()))
+        console.print(
+            f"resumed: {kept} bytes an earlier run left in --dest-dir verified and were kept "
+            f"({len(outcome.kept)} hosts; {kept / want:.0%} of what they want); "
+            f"{sum(outcome.received.values())} bytes moved"
+            if want
+            else f"resumed: {kept} bytes kept from an earlier run"
+        )
     if launcher_name == "local" and bound is not None:
         console.print(
             "note: launcher local runs over loopback: the topology's links are not emulated (use --launcher testbed)"

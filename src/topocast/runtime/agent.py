@@ -85,6 +85,11 @@ class Agent:
         self.fault: str | None = None  # this host cannot take part (no disk space): fails at the start
         self.repair = Repair(self)
         self.relay_path: Path | None = None  # a file store of a host that only relays, removed at the end
+        self.kept = 0  # bytes an earlier run left here that verified (runtime.resume)
+        self.kept_pieces: list[tuple[int, int]] = []
+        self.received = 0  # bytes that arrived in data frames (pushes and repairs)
+        self.received_lock = threading.Lock()
+        self.shut_down = False  # the coordinator ended the run (not an interruption)
 
     # ------------------------------------------------------------------ control
     def send(self, msg: dict) -> None:
@@ -124,7 +129,8 @@ class Agent:
             self.ctrl.send_json({"type": Msg.FAILED, "reason": str(exc)})
             return 1
         threading.Thread(target=self.accept_loop, daemon=True).start()
-        self.send({"type": Msg.READY, "fault": self.fault})
+        kept = [list(p) for p in IntervalSet((a, b - a) for a, b in self.kept_pieces)] if self.kept else []
+        self.send({"type": Msg.READY, "fault": self.fault, "kept": kept, "kept_bytes": self.kept})
         try:
             while True:
                 msg = self.ctrl.recv_json()
@@ -152,6 +158,7 @@ class Agent:
         self.dest_name = cfg.get("dest_name")
         self.dest_path: Path | None = None
         self.part_path: Path | None = None
+        self.piece_hashes = cfg.get("piece_hashes")  # the message's, when a re-run may resume
         self.store = self.open_store(cfg)
         if self.wanted and self.store.writable:
             self.store.follow_digest(self.wanted)
@@ -190,13 +197,23 @@ class Agent:
         the end). A full disk makes this host fail at the start; the others go on."""
         name = self.dest_name or "message.bin"
         assert self.dest_dir is not None  # called only with a dest_dir
+        resume = self.piece_hashes is not None
         if self.wanted:
             self.dest_path = safe_destination(self.dest_dir, self.host, name)
             path = self.part_path = self.dest_path.with_name(name + ".part")
+            if resume and not path.exists() and self.dest_path.is_file():
+                os.replace(self.dest_path, path)  # a copy an earlier run completed: checked like a .part
         else:
             path = self.relay_path = safe_destination(self.dest_dir, self.host, f".{name}.relay")
         try:
-            return Store.in_file(self.size, path)
+            store = Store.in_file(self.size, path, keep=resume)
+            if resume:
+                from .resume import interest
+
+                ranges = self.wanted + [tuple(r) for t in self.inc.values() for r in t["ranges"]]
+                self.kept_pieces = store.keep_verified(interest(ranges, self.size), self.piece_hashes)
+                self.kept = sum(b - a for a, b in self.kept_pieces)
+            return store
         except StoreError as exc:
             if exc.errno != errno.ENOSPC:  # only this host fails; anything else stops the run
                 raise
@@ -270,7 +287,13 @@ class Agent:
             self.failure_seen = True
         elif kind == Msg.HOLDERS:
             self.repair.on_holders(msg)
+        elif kind == Msg.TRIM:
+            ranges = {int(i): r for i, r in msg["ranges"].items()}
+            for t in self.out:
+                if int(t["index"]) in ranges:
+                    t["ranges"] = ranges[int(t["index"])]
         elif kind == Msg.SHUTDOWN:
+            self.shut_down = True
             ru = resource.getrusage(resource.RUSAGE_SELF)
             self.send(
                 {
@@ -278,6 +301,8 @@ class Agent:
                     "cpu": ru.ru_utime + ru.ru_stime - getattr(self, "cpu0", 0.0),
                     "wall": self.now(wait=False),
                     "maxrss": peak_rss(),
+                    "received": self.received,
+                    "kept": self.kept,
                 }
             )
 
@@ -285,8 +310,11 @@ class Agent:
         store = getattr(self, "store", None)
         if store is not None:
             store.close()
-        for path in (self.relay_path, self.part_path):
-            if path is not None and path.exists() and (path == self.relay_path or not self.reported_complete):
+        # NAME.part of a host that did not complete is kept (a re-run resumes from it, see
+        # runtime.resume); a relay's hidden file too, unless the run ended normally
+        relay_done = self.shut_down or self.piece_hashes is None
+        for path in (self.relay_path,) if relay_done else ():
+            if path is not None and path.exists():
                 try:
                     path.unlink()
                 except OSError:
@@ -533,6 +561,8 @@ class Agent:
                 ftype, body = conn.recv(place)
                 if ftype == T_DATA:
                     off, view, digest = body
+                    with self.received_lock:
+                        self.received += len(view)
                     tp = self.now()
                     if transfer is not None and transfer not in self.incoming_first:
                         self.incoming_first[transfer] = tp

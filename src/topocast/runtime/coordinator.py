@@ -77,6 +77,10 @@ class RunOutcome:
     # host -> the agent's peak resident memory (bytes), and the coordinator's own
     peak_rss: dict = field(default_factory=dict)
     coordinator_rss: int = 0
+    # host -> bytes an earlier run left in --dest-dir that verified and were not moved again
+    kept: dict = field(default_factory=dict)
+    # host -> bytes that arrived at the host in data frames (its pushes and repairs)
+    received: dict = field(default_factory=dict)
 
 
 def _wanted_total(ranges) -> int:
@@ -104,6 +108,7 @@ def perform(
     max_frame: int | None = None,
     prefault: bool = True,
     before_start: Callable[[], object] | None = None,
+    resume: bool = True,
 ) -> RunOutcome:
     """Perform ``plan`` with one agent per host started by ``launcher``.
 
@@ -130,6 +135,9 @@ def perform(
 
     ``before_start()`` is called once every agent is ready, before the data moves (the CLI
     finishes its prediction while the agents start, and never during the transfer).
+
+    ``resume`` (with ``dest_dir``): every receiver keeps the pieces of an earlier run's file
+    there that verify against the message, and only the rest moves (``runtime.resume``).
     """
     if any(t.reduce for t in plan.transfers):
         raise RunError(
@@ -146,7 +154,8 @@ def perform(
         pacing = pacing_config(plan, topology, goodput, sndbuf or 4 * chunk_size)
     # step 1: the message and the digest every receiver must reach (computed while the
     # agents start), and what this machine must be able to hold
-    data_spec, dest_name, digest_job = _message(plan, file, seed)
+    resume = bool(resume and dest_dir and 0 < size <= RESUME_MAX_BYTES)
+    data_spec, dest_name, digest_job = _message(plan, file, seed, pieces=resume)
     if getattr(launcher, "shared_clock", False):
         _check_room(plan, dest_dir)
 
@@ -175,8 +184,11 @@ def perform(
             "max_frame": max_frame,
             "prefault": prefault,
         }
-        digests = digest_job.result()
-        _configure(plan, hosts, conns, procs, events, digests, pacing, settings)
+        digests, piece_hashes = digest_job.result()
+        if piece_hashes is not None:
+            settings["piece_hashes"] = piece_hashes
+        kept = _configure(plan, hosts, conns, procs, events, digests, pacing, settings)
+        _trim(plan, conns, kept)
 
         if before_start is not None:
             before_start()
@@ -191,6 +203,9 @@ def perform(
         if on_start:
             on_start(procs)
         watch = _Watch(plan, hosts, conns, procs, events, digests, t0, warnings)
+        for h, iv in kept.items():
+            watch.holdings[h].add_ranges((s, e - s) for s, e in iv)
+            watch.held_bytes[h] = watch.holdings[h].total
         watch.run(timeout, idle_timeout, on_progress)
         wanted, done, failed = watch.wanted, watch.done, watch.failed
         held_bytes, transfer_times, send_times, cpu = (
@@ -253,6 +268,8 @@ def perform(
         send_times=send_times,
         peak_rss=watch.rss,
         coordinator_rss=peak_rss() or 0,
+        kept={h: iv.total for h, iv in kept.items()},
+        received=dict(watch.received),
     )
 
 
@@ -356,11 +373,17 @@ def _cpu_verdict(cpu: dict, wall: float, busy: float | None = None, niced: float
     return "; ".join(msgs)
 
 
-def _message(plan: Plan, file: str | None, seed: int):
+RESUME_MAX_BYTES = 128 << 30  # larger messages: no resume (the piece hashes would not fit one control message)
+
+
+def _message(plan: Plan, file: str | None, seed: int, pieces: bool = False):
     """How the agents get the message (the file, or the seed of the generated data), the
-    destination file name, and a background job computing the digest each receiver must
-    reach (once per distinct set of wanted ranges, streaming: the message is never held)."""
-    from .data import file_digest, seeded_digest
+    destination file name, and a background job computing (the digest each receiver must
+    reach, the hash of every piece of the message or None): once per distinct set of wanted
+    ranges, streaming (the message is never held); with ``pieces``, the piece hashes in one
+    pass, and every digest made of whole pieces from them (``runtime.resume``)."""
+    from .data import file_digest, generate_into, seeded_digest
+    from .resume import digest_from_pieces, message_piece_hashes
 
     if file is not None:
         try:
@@ -374,6 +397,10 @@ def _message(plan: Plan, file: str | None, seed: int):
         def digest(ranges):
             return file_digest(file, ranges)
 
+        def hashes():
+            with open(file, "rb") as fh:
+                return message_piece_hashes(lambda off, view: os.preadv(fh.fileno(), [view], off), plan.size)
+
         dest_name = os.path.basename(file)
     else:
         data_spec = {"seed": seed}
@@ -381,21 +408,26 @@ def _message(plan: Plan, file: str | None, seed: int):
         def digest(ranges):
             return seeded_digest(seed, ranges)
 
+        def hashes():
+            return message_piece_hashes(lambda off, view: generate_into(seed, off, view), plan.size)
+
         dest_name = "message.bin"
 
-    def all_digests() -> dict[str, str]:
+    def all_digests() -> tuple[dict[str, str], list[int] | None]:
         by_ranges: dict[tuple, str] = {}
         out: dict[str, str] = {}
+        piece_hashes = hashes() if pieces else None
         for h, r in plan.wanted.items():
             key = tuple(sorted(r))
             if key not in by_ranges:
-                by_ranges[key] = digest(key)
+                whole = digest_from_pieces(piece_hashes, plan.size, key) if piece_hashes else None
+                by_ranges[key] = whole if whole is not None else digest(key)
             out[h] = by_ranges[key]
         if file is not None:
             st2 = os.stat(file)
             if (st2.st_size, st2.st_mtime_ns) != tuple(data_spec["stat"]):
                 raise RunError(f"{file} changed while its digest was computed")
-        return out
+        return out, piece_hashes
 
     from concurrent.futures import ThreadPoolExecutor
 
@@ -433,9 +465,9 @@ def _check_room(plan: Plan, dest_dir: str | None) -> None:
         )
 
 
-def _configure(plan: Plan, hosts, conns, procs, events, digests, pacing, settings: dict) -> None:
+def _configure(plan: Plan, hosts, conns, procs, events, digests, pacing, settings: dict) -> dict[str, IntervalSet]:
     """Send each agent its own transfers and settings, then wait (60 s at most) until every
-    agent reports ready."""
+    agent reports ready; returns the bytes each host kept from an earlier run."""
     for h in hosts:
         out = [
             {
@@ -469,6 +501,7 @@ def _configure(plan: Plan, hosts, conns, procs, events, digests, pacing, setting
     for h in hosts:
         threading.Thread(target=read_messages, args=(h, conns[h], events), daemon=True).start()
     ready: set[str] = set()
+    kept: dict[str, IntervalSet] = {}
     deadline = time.monotonic() + 60
     while len(ready) < len(hosts):
         try:
@@ -480,6 +513,24 @@ def _configure(plan: Plan, hosts, conns, procs, events, digests, pacing, setting
             raise RunError(f"agent for {h} failed before the start: {why}{stderr_tail(procs, [h])}")
         if msg.get("type") == Msg.READY:
             ready.add(h)
+            if msg.get("kept"):
+                kept[h] = IntervalSet((int(s), int(e) - int(s)) for s, e in msg["kept"])
+    return kept
+
+
+def _trim(plan: Plan, conns, kept: dict[str, IntervalSet]) -> None:
+    """Before the start: cut the bytes each host kept out of the transfers to it (resume)."""
+    if not kept:
+        return
+    from .resume import trim_transfers
+
+    records = [{"index": i, "dst": t.dst, "ranges": t.ranges} for i, t in enumerate(plan.transfers)]
+    trimmed = trim_transfers(records, kept)
+    by_src: dict[str, dict] = {}
+    for i, ranges in trimmed.items():
+        by_src.setdefault(plan.transfers[i].src, {})[str(i)] = ranges
+    for h, ranges in by_src.items():
+        conns[h].send_json({"type": Msg.TRIM, "ranges": ranges})
 
 
 class _Watch:
@@ -499,6 +550,7 @@ class _Watch:
         self.send_times: dict[int, tuple[float, float]] = {}
         self.cpu: dict[str, float] = {}
         self.rss: dict[str, int] = {}
+        self.received: dict[str, int] = {}
         self.broken_notes: dict[str, list] = {}
         self.steal_watch = StealWatch(t0)
         self.last_moved = t0
@@ -635,6 +687,8 @@ class _Watch:
         self.cpu[h] = float(msg.get("cpu", 0.0))
         if msg.get("maxrss") is not None:
             self.rss[h] = int(msg["maxrss"])
+        if msg.get("received") is not None:
+            self.received[h] = int(msg["received"])
 
 
 def _holders(msg: dict, holdings: dict, dead: set, me: str) -> list[str]:
