@@ -82,6 +82,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="receivers without --dest-dir touch their memory before the start, so the measured transfer "
         "does not include the kernel's first touch of it (default: on)",
     )
+    p.add_argument(
+        "--all-or-nothing",
+        action="store_true",
+        help="a host whose agent fails before the start stops the run (default: the run goes on without it, "
+        "planned again for the hosts that are there, and exits 1 naming it)",
+    )
     add_rate_tolerance_arg(p)
     p.add_argument("--timeout", type=float, default=None, help="give up after this many seconds (default: no limit)")
     p.add_argument(
@@ -324,7 +330,11 @@ def run(args: argparse.Namespace) -> int:
 
     bars = _TransferBars(plan) if sys.stderr.isatty() and not args.json else None
     run_plan: Any = perform
-    extra: dict = {"resume": args.resume}
+    extra: dict = {
+        "resume": args.resume,
+        "all_or_nothing": args.all_or_nothing,
+        "replan": _replanner(args, plan, topo, algorithm, goodput, chunk),
+    }
     if args.launcher == "mpi":  # the plan's transfers as MPI messages (topocast.mpi)
         from ..mpi.launch import perform_like_runtime as run_plan
 
@@ -374,6 +384,7 @@ def run(args: argparse.Namespace) -> int:
                 "cpu_steal": outcome.cpu_steal,
                 "cpu_steal_peak": list(outcome.cpu_steal_peak) if outcome.cpu_steal_peak else None,
                 "peak_rss_bytes": {**outcome.peak_rss, "(coordinator)": outcome.coordinator_rss},
+                "absent": outcome.absent,
                 "kept_bytes": outcome.kept,
                 "received_bytes": outcome.received,
             }
@@ -383,6 +394,28 @@ def run(args: argparse.Namespace) -> int:
 
         print_table(Console(), plan, algorithm, measured, predicted, bound, outcome, args.launcher)
     return 0 if not outcome.failed else 1
+
+
+def _replanner(args, plan: Plan, topo, algorithm: str, goodput: float, chunk: int):
+    """How ``run`` plans again for the hosts that are there when some never came: the same
+    broadcast planner on the topology (None: the runtime splices the missing hosts out)."""
+    if topo is None or plan.collective != "broadcast" or plan.source is None:
+        return None
+    from ..plan import Broadcast
+    from ..planners import get_planner
+    from .cmd_compare import plan_with
+
+    try:
+        info = get_planner("broadcast", algorithm)
+    except Exception:
+        return None
+
+    def replan(missing: frozenset[str]) -> Plan:
+        dests = tuple(d for d in plan.destinations if d not in missing)
+        new = plan_with(info, topo, Broadcast(plan.source, plan.size, dests), None, args.rate_tolerance)
+        return scale_caps(new, goodput).with_chunk_size(chunk)
+
+    return replan
 
 
 class _TransferBars:

@@ -287,6 +287,11 @@ class Agent:
             self.failure_seen = True
         elif kind == Msg.HOLDERS:
             self.repair.on_holders(msg)
+        elif kind == Msg.RECONFIG:  # before start: the plan was made again without absent hosts
+            self.out = [dict(t) for t in msg["outgoing"]]
+            self.rate_caps = {int(t["index"]): t.get("rate_cap") for t in self.out}
+            self.inc = {int(t["index"]): dict(t) for t in msg["incoming"]}
+            self.configure_pacing(msg.get("pacing") or None)
         elif kind == Msg.TRIM:
             ranges = {int(i): r for i, r in msg["ranges"].items()}
             for t in self.out:

@@ -71,25 +71,35 @@ def connect_agents(
     control_addr: str,
     secret: bytes,
     dest_dir: str | None,
+    absent: dict[str, str] | None = None,
 ) -> dict[str, dict]:
     """Start one agent per host (``procs[host]``) and wait (30 s at most) until each has
     connected back (``conns[host]``) and proved it knows ``secret``; returns each host's hello
-    (address, data port)."""
+    (address, data port). With ``absent``, an agent that exits or does not connect in time is
+    recorded there (host -> why) instead of failing the call."""
     boots = {
         h: dict(launcher.boot(h), host=h, secret=secret.hex(), control=control_addr, dest_dir=dest_dir) for h in hosts
     }
     procs.update(launcher.start_all(boots))
     hello: dict[str, dict] = {}
     deadline = time.monotonic() + CONNECT_TIMEOUT
-    while len(hello) < len(hosts):
+    while len(hello) + len(absent or ()) < len(hosts):
         if time.monotonic() > deadline:
-            missing = [h for h in hosts if h not in hello]
+            missing = [h for h in hosts if h not in hello and h not in (absent or ())]
+            if absent is not None:
+                for h in missing:
+                    absent[h] = f"its agent did not connect within {CONNECT_TIMEOUT:.0f} s{stderr_tail(procs, [h])}"
+                break
             raise RunError(
                 f"agents did not connect within {CONNECT_TIMEOUT:.0f} s: {', '.join(missing)}"
                 f"{stderr_tail(procs, missing)}"
             )
         for h, p in procs.items():
             if h not in hello and p.poll() is not None:
+                if absent is not None:
+                    if h not in absent:
+                        absent[h] = f"its agent exited before connecting ({describe_exit(p.returncode)}){stderr_tail(procs, [h])}"
+                    continue
                 raise RunError(
                     f"agent for {h} exited before connecting ({describe_exit(p.returncode)}){stderr_tail(procs, [h])}"
                 )

@@ -45,6 +45,9 @@ from .protocol import Conn, Msg
 from .store import peak_rss
 
 if TYPE_CHECKING:
+    from .absent import Replan
+
+if TYPE_CHECKING:
     from ..topology import Topology
     from .launchers import Launcher
 
@@ -81,6 +84,9 @@ class RunOutcome:
     kept: dict = field(default_factory=dict)
     # host -> bytes that arrived at the host in data frames (its pushes and repairs)
     received: dict = field(default_factory=dict)
+    # host -> why its agent never came (failed before the start); the run went on without it
+    absent: dict = field(default_factory=dict)
+    plan: Plan | None = None  # the plan performed (another one when hosts were absent)
 
 
 def _wanted_total(ranges) -> int:
@@ -109,6 +115,8 @@ def perform(
     prefault: bool = True,
     before_start: Callable[[], object] | None = None,
     resume: bool = True,
+    all_or_nothing: bool = False,
+    replan: Replan | None = None,
 ) -> RunOutcome:
     """Perform ``plan`` with one agent per host started by ``launcher``.
 
@@ -138,6 +146,11 @@ def perform(
 
     ``resume`` (with ``dest_dir``): every receiver keeps the pieces of an earlier run's file
     there that verify against the message, and only the rest moves (``runtime.resume``).
+
+    A host whose agent fails before the start is reported (``RunOutcome.absent``, and in
+    ``failed``) and the others go on with a plan made again without it (``runtime.absent``):
+    ``replan(missing hosts)`` when given, else the plan with those hosts spliced out.
+    ``all_or_nothing``: such a failure stops the run before any byte moves (``RunError``).
     """
     if any(t.reduce for t in plan.transfers):
         raise RunError(
@@ -145,13 +158,18 @@ def perform(
         )
     hosts = list(plan.hosts)
     size = plan.size
-    pacing: dict = {}
-    if fair_uplink:
-        if topology is None:
-            raise RunError("fair_uplink needs the topology (the agents pace to its link bandwidths)")
+    asked = plan
+    if fair_uplink and topology is None:
+        raise RunError("fair_uplink needs the topology (the agents pace to its link bandwidths)")
+
+    def pacing_of(p: Plan) -> dict:
+        if not fair_uplink:
+            return {}
         from .pacing import pacing_config
 
-        pacing = pacing_config(plan, topology, goodput, sndbuf or 4 * chunk_size)
+        return pacing_config(p, topology, goodput, sndbuf or 4 * chunk_size)
+
+    pacing = pacing_of(plan)
     # step 1: the message and the digest every receiver must reach (computed while the
     # agents start), and what this machine must be able to hold
     resume = bool(resume and dest_dir and 0 < size <= RESUME_MAX_BYTES)
@@ -166,11 +184,16 @@ def perform(
     conns: dict[str, Conn] = {}
     events: queue.Queue = queue.Queue()
     warnings: list[str] = []
+    absent: dict[str, str] = {}
     watch = None
     try:
-        # step 2: start the agents and let them connect back
-        hello = connect_agents(launcher, hosts, procs, conns, listener, control_addr, secret, dest_dir)
+        # step 2: start the agents and let them connect back; without those that never came,
+        # the plan is made again for the hosts that are there
+        lenient = None if all_or_nothing else absent
+        hello = connect_agents(launcher, hosts, procs, conns, listener, control_addr, secret, dest_dir, lenient)
         peers = {h: [m["address"], int(m["port"])] for h, m in hello.items()}
+        if absent:
+            plan, hosts, pacing = _go_without(asked, absent, replan, warnings, pacing_of)
 
         # step 3: configuration (each agent learns only its own transfers)
         settings = {
@@ -187,7 +210,11 @@ def perform(
         digests, piece_hashes = digest_job.result()
         if piece_hashes is not None:
             settings["piece_hashes"] = piece_hashes
-        kept = _configure(plan, hosts, conns, procs, events, digests, pacing, settings)
+        seen = set(absent)
+        kept = _configure(plan, hosts, conns, procs, events, digests, pacing, settings, lenient)
+        if set(absent) != seen:  # some failed while setting up: the others get the new plan
+            plan, hosts, pacing = _go_without(asked, absent, replan, warnings, pacing_of)
+            _reconfigure(plan, hosts, conns, pacing)
         _trim(plan, conns, kept)
 
         if before_start is not None:
@@ -238,6 +265,9 @@ def perform(
         launcher.close()
 
     # step 6: the result, in the shape of a prediction
+    for h, why in absent.items():
+        if h in asked.wanted:
+            wanted[h], failed[h] = asked.wanted[h], f"never came: {why}"
     times = {h: done.get(h, math.inf) for h in wanted}
     per_host, makespan, aggregate = aggregate_from_times({h: _wanted_total(r) for h, r in wanted.items()}, times)
     for h, t in times.items():
@@ -270,6 +300,8 @@ def perform(
         coordinator_rss=peak_rss() or 0,
         kept={h: iv.total for h, iv in kept.items()},
         received=dict(watch.received),
+        absent=dict(absent),
+        plan=plan,
     )
 
 
@@ -465,27 +497,54 @@ def _check_room(plan: Plan, dest_dir: str | None) -> None:
         )
 
 
-def _configure(plan: Plan, hosts, conns, procs, events, digests, pacing, settings: dict) -> dict[str, IntervalSet]:
-    """Send each agent its own transfers and settings, then wait (60 s at most) until every
-    agent reports ready; returns the bytes each host kept from an earlier run."""
+def _go_without(asked: Plan, absent: dict, replan, warnings: list, pacing_of):
+    """The plan for the hosts that are there (``runtime.absent``), its hosts and pacing."""
+    from .absent import plan_without
+
+    plan, how = plan_without(asked, frozenset(absent), replan)
+    for h, why in absent.items():
+        warnings.append(f"{h} never came ({why}); the run goes on without it")
+    warnings.append(f"without {', '.join(sorted(absent))}: {how}")
+    return plan, list(plan.hosts), pacing_of(plan)
+
+
+def _transfers_of(plan: Plan, h: str) -> tuple[list, list]:
+    """Host ``h``'s outgoing and incoming transfers, as the agents' configuration has them."""
+    out = [
+        {
+            "index": i,
+            "dst": t.dst,
+            "ranges": [list(r) for r in t.ranges],
+            "pipelined": t.pipelined,
+            "after": list(t.after),
+            "rate_cap": t.rate_cap,
+        }
+        for i, t in enumerate(plan.transfers)
+        if t.src == h
+    ]
+    inc = [
+        {"index": i, "src": t.src, "ranges": [list(r) for r in t.ranges]}
+        for i, t in enumerate(plan.transfers)
+        if t.dst == h
+    ]
+    return out, inc
+
+
+def _reconfigure(plan: Plan, hosts, conns, pacing) -> None:
+    """Before the start: every agent that is there gets its transfers of the new plan."""
     for h in hosts:
-        out = [
-            {
-                "index": i,
-                "dst": t.dst,
-                "ranges": [list(r) for r in t.ranges],
-                "pipelined": t.pipelined,
-                "after": list(t.after),
-                "rate_cap": t.rate_cap,
-            }
-            for i, t in enumerate(plan.transfers)
-            if t.src == h
-        ]
-        inc = [
-            {"index": i, "src": t.src, "ranges": [list(r) for r in t.ranges]}
-            for i, t in enumerate(plan.transfers)
-            if t.dst == h
-        ]
+        out, inc = _transfers_of(plan, h)
+        conns[h].send_json({"type": Msg.RECONFIG, "outgoing": out, "incoming": inc, "pacing": pacing.get(h)})
+
+
+def _configure(
+    plan: Plan, hosts, conns, procs, events, digests, pacing, settings: dict, absent: dict | None = None
+) -> dict[str, IntervalSet]:
+    """Send each agent its own transfers and settings, then wait (60 s at most) until every
+    agent reports ready; returns the bytes each host kept from an earlier run. With
+    ``absent``, an agent that fails meanwhile is recorded there (host -> why), not an error."""
+    for h in hosts:
+        out, inc = _transfers_of(plan, h)
         conns[h].send_json(
             {
                 "type": Msg.CONFIG,
@@ -502,15 +561,28 @@ def _configure(plan: Plan, hosts, conns, procs, events, digests, pacing, setting
         threading.Thread(target=read_messages, args=(h, conns[h], events), daemon=True).start()
     ready: set[str] = set()
     kept: dict[str, IntervalSet] = {}
+    lost: set[str] = set()
     deadline = time.monotonic() + 60
-    while len(ready) < len(hosts):
+    while len(ready) + len(lost) < len(hosts):
         try:
             h, msg = events.get(timeout=max(0.01, deadline - time.monotonic()))
         except queue.Empty:
-            raise RunError(f"agents not ready within 60 s: {', '.join(sorted(set(hosts) - ready))}") from None
+            late = sorted(set(hosts) - ready - lost)
+            if absent is None:
+                raise RunError(f"agents not ready within 60 s: {', '.join(late)}") from None
+            absent.update((x, "its agent was not ready within 60 s") for x in late)
+            break
+        if h in lost:
+            continue
         if msg is None or msg.get("type") == Msg.FAILED:
             why = msg.get("reason") if msg else describe_exit(procs[h].wait(timeout=5) if wait_exit(procs[h]) else None)
-            raise RunError(f"agent for {h} failed before the start: {why}{stderr_tail(procs, [h])}")
+            if absent is None:
+                raise RunError(f"agent for {h} failed before the start: {why}{stderr_tail(procs, [h])}")
+            absent[h] = f"its agent failed before the start: {why}{stderr_tail(procs, [h])}"
+            lost.add(h)
+            ready.discard(h)
+            kept.pop(h, None)
+            continue
         if msg.get("type") == Msg.READY:
             ready.add(h)
             if msg.get("kept"):
@@ -627,6 +699,8 @@ class _Watch:
                 send_quietly(self.conns[o], msg)
 
     def _on_gone(self, h: str) -> None:
+        if h not in self.hosts:  # an agent that failed before the start: already reported
+            return
         self.dead.add(h)
         reason = describe_exit(self.procs[h].returncode if wait_exit(self.procs[h]) else None)
         if h in self.wanted and h not in self.done and h not in self.failed:
