@@ -501,7 +501,13 @@ def _go_without(asked: Plan, absent: dict, replan, warnings: list, pacing_of):
     """The plan for the hosts that are there (``runtime.absent``), its hosts and pacing."""
     from .absent import plan_without
 
-    plan, how = plan_without(asked, frozenset(absent), replan)
+    why = "; ".join(f"agent for {h}: {r}" for h, r in sorted(absent.items()))
+    if not set(asked.wanted) - set(absent):
+        raise RunError(f"no destination's agent came ({why})")
+    try:
+        plan, how = plan_without(asked, frozenset(absent), replan)
+    except RunError as exc:  # the hosts that are there cannot complete: say why the others are missing
+        raise RunError(f"{exc} ({why})") from None
     for h, why in absent.items():
         warnings.append(f"{h} never came ({why}); the run goes on without it")
     warnings.append(f"without {', '.join(sorted(absent))}: {how}")
