@@ -88,6 +88,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="a host whose agent fails before the start stops the run (default: the run goes on without it, "
         "planned again for the hosts that are there, and exits 1 naming it)",
     )
+    p.add_argument(
+        "--adapt",
+        action="store_true",
+        help="watch every transfer's rate against its prediction and, when the network changed, plan the "
+        "rest again on what every host holds (broadcast, needs the topology; see docs/guide.md)",
+    )
     add_rate_tolerance_arg(p)
     p.add_argument("--timeout", type=float, default=None, help="give up after this many seconds (default: no limit)")
     p.add_argument(
@@ -335,6 +341,11 @@ def run(args: argparse.Namespace) -> int:
         "all_or_nothing": args.all_or_nothing,
         "replan": _replanner(args, plan, topo, algorithm, goodput, chunk),
     }
+    if args.adapt:
+        whole = _replanner(args, plan, topo, algorithm, goodput, chunk, whole=True)
+        if whole is None:
+            raise InputError("--adapt needs a broadcast, its topology and a registered planner", element="--adapt")
+        extra.update(adapt=True, planner=whole)
     if args.launcher == "mpi":  # the plan's transfers as MPI messages (topocast.mpi)
         from ..mpi.launch import perform_like_runtime as run_plan
 
@@ -385,6 +396,7 @@ def run(args: argparse.Namespace) -> int:
                 "cpu_steal_peak": list(outcome.cpu_steal_peak) if outcome.cpu_steal_peak else None,
                 "peak_rss_bytes": {**outcome.peak_rss, "(coordinator)": outcome.coordinator_rss},
                 "absent": outcome.absent,
+                "replans": outcome.replans,
                 "kept_bytes": outcome.kept,
                 "received_bytes": outcome.received,
             }
@@ -396,9 +408,10 @@ def run(args: argparse.Namespace) -> int:
     return 0 if not outcome.failed else 1
 
 
-def _replanner(args, plan: Plan, topo, algorithm: str, goodput: float, chunk: int):
+def _replanner(args, plan: Plan, topo, algorithm: str, goodput: float, chunk: int, whole: bool = False):
     """How ``run`` plans again for the hosts that are there when some never came: the same
-    broadcast planner on the topology (None: the runtime splices the missing hosts out)."""
+    broadcast planner on the topology (None: the runtime splices the missing hosts out).
+    ``whole``: a function of a topology instead, planning for every destination (--adapt)."""
     if topo is None or plan.collective != "broadcast" or plan.source is None:
         return None
     from ..plan import Broadcast
@@ -410,11 +423,13 @@ def _replanner(args, plan: Plan, topo, algorithm: str, goodput: float, chunk: in
     except Exception:
         return None
 
-    def replan(missing: frozenset[str]) -> Plan:
+    def replan(missing: frozenset[str], on=topo) -> Plan:
         dests = tuple(d for d in plan.destinations if d not in missing)
-        new = plan_with(info, topo, Broadcast(plan.source, plan.size, dests), None, args.rate_tolerance)
+        new = plan_with(info, on, Broadcast(plan.source, plan.size, dests), None, args.rate_tolerance)
         return scale_caps(new, goodput).with_chunk_size(chunk)
 
+    if whole:
+        return lambda changed: replan(frozenset(), changed)
     return replan
 
 
@@ -538,6 +553,13 @@ def print_table(
             console.print(f"  {h}: {why}")
     for w in outcome.warnings:
         console.print(f"[yellow]note:[/] {w}")
+    for r in outcome.replans:
+        changed = ", ".join(
+            f"{c['link']} {c['old_bit_s'] / 1e6:.1f} -> {c['new_bit_s'] / 1e6:.1f} Mbit/s (confidence {c['confidence']:.0%})"
+            for c in r["changed"]
+        )
+        console.print(f"adapt at t = {r['time']:.2f} s: {len(r['why'])} slow transfers; {changed or 'no link named'}")
+        console.print(f"  {r['outcome']}")
     if outcome.kept:
         kept = sum(outcome.kept.values())
         want = sum(length for h in outcome.kept for _, length in plan.wanted.get(h, ()))

@@ -89,7 +89,9 @@ class Agent:
         self.kept_pieces: list[tuple[int, int]] = []
         self.received = 0  # bytes that arrived in data frames (pushes and repairs)
         self.received_lock = threading.Lock()
+        self.per_transfer: dict[int, int] = {}  # incoming transfer -> bytes that arrived on it
         self.shut_down = False  # the coordinator ended the run (not an interruption)
+        self.cancelled: set[int] = set()  # transfers a re-plan cancelled (runtime.adapt)
 
     # ------------------------------------------------------------------ control
     def send(self, msg: dict) -> None:
@@ -292,6 +294,8 @@ class Agent:
             self.rate_caps = {int(t["index"]): t.get("rate_cap") for t in self.out}
             self.inc = {int(t["index"]): dict(t) for t in msg["incoming"]}
             self.configure_pacing(msg.get("pacing") or None)
+        elif kind == Msg.REPLAN:
+            self.replan(msg)
         elif kind == Msg.TRIM:
             ranges = {int(i): r for i, r in msg["ranges"].items()}
             for t in self.out:
@@ -310,6 +314,23 @@ class Agent:
                     "kept": self.kept,
                 }
             )
+
+    def replan(self, msg: dict) -> None:
+        """A re-plan (runtime.adapt): cancel the old transfers still running, start the new."""
+        new = [dict(t) for t in msg.get("outgoing", ())]
+        with self.deps:
+            self.cancelled.update(int(i) for i in msg.get("cancel", ()))
+            for t in msg.get("incoming", ()):
+                self.inc[int(t["index"])] = dict(t)
+            for t in new:
+                self.rate_caps[int(t["index"])] = t.get("rate_cap")
+            self.out.extend(new)
+            self.deps.notify_all()
+        with self.store.cond:
+            self.store.cond.notify_all()
+        for t in new:
+            threading.Thread(target=self.sender, args=(t,), daemon=True).start()
+        self.check_progress()
 
     def cleanup(self) -> None:
         store = getattr(self, "store", None)
@@ -382,6 +403,8 @@ class Agent:
                 conn, connected = self.open_push(t), self.now()
             if not self.wait_until_ready(t, conn):
                 if conn is not None:
+                    if i in self.cancelled:  # a clean end: its receiver does not repair what is left
+                        conn.send_simple(T_END)
                     conn.close()
                 return
             if conn is None:
@@ -403,30 +426,31 @@ class Agent:
             )
             traceback.print_exc()
 
-    def gone(self, dst: str) -> bool:
-        return self.stop.is_set() or dst in self.dead
+    def gone(self, dst: str, transfer: int | None = None) -> bool:
+        """Stop sending to ``dst``: the run ends, ``dst`` died, or a re-plan cancelled ``transfer``."""
+        return self.stop.is_set() or dst in self.dead or transfer in self.cancelled
 
     def wait_until_ready(self, t: dict, conn: Conn | None = None) -> bool:
         """Wait for ``after`` (the listed transfers complete anywhere) and, store-and-forward,
         for all the transfer's bytes, pipelined for its first chunk, with heartbeats on
         ``conn`` (already open) meanwhile. False: give up."""
-        dst = t["dst"]
+        dst, i = t["dst"], int(t["index"])
         ranges = [tuple(r) for r in t["ranges"]]
         with self.deps:
             while not all(a in self.tdone for a in t["after"]):
-                if self.gone(dst):
+                if self.gone(dst, i):
                     return False
                 self.deps.wait(0.5)
         if not t["pipelined"]:
             while self.store.missing_ranges(ranges):
-                if self.gone(dst):
+                if self.gone(dst, i):
                     return False
                 with self.store.cond:
                     self.store.cond.wait(0.5)
         elif ranges:
             off, length = ranges[0]
             while not self.store.wait_covers(off, off + min(self.chunk, length), HEARTBEAT_EVERY):
-                if self.gone(dst):
+                if self.gone(dst, i):
                     return False
                 if conn is not None:
                     conn.send_simple(T_HEARTBEAT)
@@ -484,8 +508,12 @@ class Agent:
         for off, length in t["ranges"]:
             a, end = off, off + length
             while a < end:
+                if i in self.cancelled:  # a re-plan took over: end cleanly after the frames sent
+                    return True
                 first = min(a + self.chunk, end)
                 while not self.store.wait_covers(a, first, HEARTBEAT_EVERY):
+                    if i in self.cancelled:
+                        return True
                     if self.gone(dst):
                         return False
                     conn.send_simple(T_HEARTBEAT)
@@ -568,6 +596,8 @@ class Agent:
                     off, view, digest = body
                     with self.received_lock:
                         self.received += len(view)
+                        if transfer is not None:
+                            self.per_transfer[transfer] = self.per_transfer.get(transfer, 0) + len(view)
                     tp = self.now()
                     if transfer is not None and transfer not in self.incoming_first:
                         self.incoming_first[transfer] = tp
@@ -583,29 +613,44 @@ class Agent:
     def receive_push(self, conn: Conn, hdr: dict) -> None:
         i = hdr.get("transfer")
         t = self.inc.get(i) if isinstance(i, int) else None
+        if t is None and isinstance(i, int):  # a re-plan's transfer whose "replan" is still on its way here
+            with self.deps:
+                self.deps.wait_for(lambda: i in self.inc or self.stop.is_set(), timeout=5)
+            t = self.inc.get(i)
         if t is None:
             raise ProtocolError(f"transfer {i!r} is not addressed to {self.host}")
         conn.settimeout(self.stall)
         reason = "connection closed before the end"
+        clean = False
         try:
             self.receive_frames(conn, i)
+            clean = True  # a sender ends early and cleanly only when a re-plan cancelled it
             self.check_progress()
             conn.send_json({"type": Msg.ACK})
         except TimeoutError:
             reason = f"no data or heartbeat from {t['src']} for {self.stall:g} s (link down?)"
         except (OSError, ProtocolError) as exc:
             reason = f"connection from {t['src']} broke ({exc})"
-        if self.store.missing_ranges(t["ranges"]):
+        if self.store.missing_ranges(t["ranges"]) and not clean and i not in self.cancelled:
             self.repair.need(t["ranges"], f"transfer {i} from {t['src']}: {reason}")
 
     # ------------------------------------------------------------------ progress
     def progress_loop(self) -> None:
-        seen = -1
+        seen = (-1, -1)
         while not self.stop.wait(0.1):
-            v = self.store.version
+            v = (self.store.version, self.received)  # bytes that were not new count for the rates too
             if v != seen:
                 seen = v
-                self.send({"type": Msg.PROGRESS, "held": self.store.held.total, "intervals": self.store.intervals()})
+                with self.received_lock:
+                    per = {str(i): n for i, n in self.per_transfer.items()}
+                self.send(
+                    {
+                        "type": Msg.PROGRESS,
+                        "held": self.store.held.total,
+                        "intervals": self.store.intervals(),
+                        "transfers": per,
+                    }
+                )
 
 
 def main() -> int:

@@ -87,6 +87,8 @@ class RunOutcome:
     # host -> why its agent never came (failed before the start); the run went on without it
     absent: dict = field(default_factory=dict)
     plan: Plan | None = None  # the plan performed (another one when hosts were absent)
+    # adapt: every decision of the watch (when, why, what changed, predicted gain, applied)
+    replans: list = field(default_factory=list)
 
 
 def _wanted_total(ranges) -> int:
@@ -117,6 +119,8 @@ def perform(
     resume: bool = True,
     all_or_nothing: bool = False,
     replan: Replan | None = None,
+    adapt: bool = False,
+    planner: Callable[[Topology], Plan] | None = None,
 ) -> RunOutcome:
     """Perform ``plan`` with one agent per host started by ``launcher``.
 
@@ -151,6 +155,11 @@ def perform(
     ``failed``) and the others go on with a plan made again without it (``runtime.absent``):
     ``replan(missing hosts)`` when given, else the plan with those hosts spliced out.
     ``all_or_nothing``: such a failure stops the run before any byte moves (``RunError``).
+
+    ``adapt`` (a broadcast, needs ``topology``): the coordinator compares every transfer's
+    measured rate with its prediction and, when the network changed, plans the rest again
+    (``runtime.adapt``) with ``planner(topology)`` (default: the plan's planner from the
+    registry); ``RunOutcome.replans`` reports every decision.
     """
     if any(t.reduce for t in plan.transfers):
         raise RunError(
@@ -216,6 +225,7 @@ def perform(
             plan, hosts, pacing = _go_without(asked, absent, replan, warnings, pacing_of)
             _reconfigure(plan, hosts, conns, pacing)
         _trim(plan, conns, kept)
+        adapter = _adapter(plan, topology, planner, goodput, chunk_size) if adapt else None
 
         if before_start is not None:
             before_start()
@@ -230,6 +240,7 @@ def perform(
         if on_start:
             on_start(procs)
         watch = _Watch(plan, hosts, conns, procs, events, digests, t0, warnings)
+        watch.adapter = adapter
         for h, iv in kept.items():
             watch.holdings[h].add_ranges((s, e - s) for s, e in iv)
             watch.held_bytes[h] = watch.holdings[h].total
@@ -302,6 +313,7 @@ def perform(
         received=dict(watch.received),
         absent=dict(absent),
         plan=plan,
+        replans=list(adapter.reports) if adapter is not None else [],
     )
 
 
@@ -497,6 +509,28 @@ def _check_room(plan: Plan, dest_dir: str | None) -> None:
         )
 
 
+def _adapter(plan: Plan, topology, planner, goodput: float, chunk: int):
+    """The watch of an adaptive run (``runtime.adapt``), with its planner."""
+    from .adapt import Adapter
+
+    if topology is None or plan.collective != "broadcast" or plan.source is None:
+        raise RunError("adapt needs a broadcast plan and its topology (the network it predicts and re-plans on)")
+    if planner is None:
+        from ..plan import Broadcast
+        from ..planners import get_planner
+
+        try:
+            info = get_planner("broadcast", plan.planner)
+        except Exception:
+            raise RunError(f"adapt: no planner {plan.planner!r} to plan the rest with (give planner=)") from None
+        dests = tuple(plan.destinations)
+
+        def planner(topo):
+            return info(topo, Broadcast(plan.source, plan.size, dests)).with_chunk_size(plan.chunk_size)
+
+    return Adapter(plan, topology, planner, goodput, chunk)
+
+
 def _go_without(asked: Plan, absent: dict, replan, warnings: list, pacing_of):
     """The plan for the hosts that are there (``runtime.absent``), its hosts and pacing."""
     from .absent import plan_without
@@ -631,6 +665,8 @@ class _Watch:
         self.received: dict[str, int] = {}
         self.broken_notes: dict[str, list] = {}
         self.steal_watch = StealWatch(t0)
+        self.adapter = None  # runtime.adapt.Adapter of an adaptive run
+        self.transfer_bytes: dict[int, int] = {}  # incoming transfer -> bytes its receiver got on it
         self.last_moved = t0
         self._handlers = {
             Msg.PROGRESS: self._on_progress,
@@ -662,9 +698,17 @@ class _Watch:
                     handler(h, msg)
             now = time.monotonic()
             self.steal_watch.tick(now)
+            if self.adapter is not None and not self.dead:
+                self._adapt(now)
             if on_progress and now - last_cb > 0.1:
                 last_cb = now
                 on_progress({x: self.held_bytes[x] for x in self.wanted}, now - self.t0)
+
+    def _adapt(self, now: float) -> None:
+        msgs = self.adapter.tick(now - self.t0, self.holdings, self.transfer_bytes, set(self.transfer_times))
+        for h, msg in (msgs or {}).items():
+            if h not in self.dead:
+                send_quietly(self.conns[h], msg)
 
     def shut_down(self) -> None:
         """Ask every live agent to stop and collect the CPU time each reports (3 s at most).
@@ -722,6 +766,8 @@ class _Watch:
         if iv.total != self.held_bytes[h]:
             self.last_moved = time.monotonic()
         self.held_bytes[h] = iv.total
+        for i, n in (msg.get("transfers") or {}).items():
+            self.transfer_bytes[int(i)] = int(n)
 
     def _on_tdone(self, h: str, msg: dict) -> None:
         i = int(msg["transfer"])
