@@ -257,7 +257,9 @@ class Adapter:
 
     def _describe(self, i: int, o: Observation) -> str:
         t = self.plan.transfers[i - self.offset]
-        return f"transfer {i} {t.src}->{t.dst} at {o.measured * 8 / 1e6:.1f} Mbit/s, predicted {o.predicted * 8 / 1e6:.1f}"
+        return (
+            f"transfer {i} {t.src}->{t.dst} at {o.measured * 8 / 1e6:.1f} Mbit/s, predicted {o.predicted * 8 / 1e6:.1f}"
+        )
 
     def _changed(self, ests, report: dict):
         """The believed topology with the estimated links' new capacities."""

@@ -74,7 +74,9 @@ def estimate_links(
     for i, o in enumerate(obs):
         for link in o.route:
             through.setdefault(link, []).append(i)
-    load = {link: sum(obs[i].predicted for i in idx) / max(capacity.get(link, 1.0), 1e-9) for link, idx in through.items()}
+    load = {
+        link: sum(obs[i].predicted for i in idx) / max(capacity.get(link, 1.0), 1e-9) for link, idx in through.items()
+    }
     left = {i for i, s in enumerate(is_slow) if s}
     out: list[LinkEstimate] = []
     while left:
