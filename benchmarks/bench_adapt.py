@@ -6,7 +6,9 @@ and goodput 0.9 as ``run --launcher testbed``:
 
 * **nothing changes**: the run without and with ``--adapt`` (cost, and re-plans: none expected);
 * **a link drops**: at a quarter of the unchanged run's makespan, one link drops to a fifth of
-  its rate (both directions, ``testbed set-rate``): without ``--adapt``, with it, and a run
+  its rate in the direction the plan uses (``testbed set-rate --one-way``; both directions of
+  a tree's link cut the hosts behind it off whatever the plan): without ``--adapt``, with it,
+  and a run
   planned from the start on the changed network (the link slow from the start). The link is
   the one, among those the plan's transfers to its last host cross, whose drop a new plan is
   predicted to recover from best (the simulator decides before any run; printed);
@@ -48,17 +50,19 @@ CHUNK = 64 * 1024
 LOCK = "/tmp/topocast-bench.lock"
 
 
-def with_rate(topo, a: str, b: str, factor: float):
-    links = [
-        dataclasses.replace(
-            pl,
-            bandwidth=pl.bandwidth * factor,
-            bandwidth_ba=None if pl.bandwidth_ba is None else pl.bandwidth_ba * factor,
-        )
-        if {pl.a, pl.b} == {a, b}
-        else pl
-        for pl in topo.physical_links
-    ]
+def with_rate(topo, a: str, b: str, factor: float, one_way: bool = False):
+    """``topo`` with the link a-b at ``factor`` of its rate (only a -> b when ``one_way``)."""
+    links = []
+    for pl in topo.physical_links:
+        if {pl.a, pl.b} != {a, b}:
+            links.append(pl)
+        elif not one_way:
+            back = None if pl.bandwidth_ba is None else pl.bandwidth_ba * factor
+            links.append(dataclasses.replace(pl, bandwidth=pl.bandwidth * factor, bandwidth_ba=back))
+        elif pl.a == a:
+            links.append(dataclasses.replace(pl, bandwidth=pl.bandwidth * factor, bandwidth_ba=pl.reverse_bandwidth))
+        else:
+            links.append(dataclasses.replace(pl, bandwidth_ba=pl.reverse_bandwidth * factor))
     return topo.replace(links=links)
 
 
@@ -76,8 +80,9 @@ class Bench:
         return simulate(plan, scale_topology(topo), chunk_size=CHUNK).makespan
 
     def pick_drop(self, plan):
-        """The link on the paths to the plan's last host whose drop to a fifth a new plan
-        recovers from best (predicted)."""
+        """The link direction, on the paths to the plan's last host, whose drop to a fifth a
+        new plan recovers from best (predicted). One direction: a link dropping both ways in
+        a tree cuts the hosts behind it off at the same rate whatever the plan."""
         res = simulate(plan, scale_topology(self.topo), chunk_size=CHUNK)
         last = max(res.per_host, key=lambda h: res.per_host[h].time)
         hosts, frontier = {last}, [last]
@@ -90,17 +95,17 @@ class Bench:
         links = set()
         for t in plan.transfers:
             if t.dst in hosts:
-                links.update(self.topo.links[i].physical for i in self.topo.route(t.src, t.dst))
+                links.update(self.topo.route(t.src, t.dst))
         best = None
-        for p in sorted(links):
-            pl = self.topo.physical_links[p]
-            if self.source in (pl.a, pl.b):
+        for i in sorted(links):
+            link = self.topo.links[i]
+            if self.source in (link.src, link.dst):
                 continue  # the source's own link: no plan can route around it
-            changed = with_rate(self.topo, pl.a, pl.b, 0.2)
+            changed = with_rate(self.topo, link.src, link.dst, 0.2, one_way=True)
             old = self.predict(plan, changed)
             new = self.predict(self.planner(changed), changed)
             if best is None or old / new > best[0]:
-                best = (old / new, pl.a, pl.b, old, new)
+                best = (old / new, link.src, link.dst, old, new, link.bandwidth)
         return best
 
     def pick_traffic(self, plan):
@@ -140,7 +145,9 @@ def run_once(st, topo, plan, *, adapt=False, planner=None, change=None, traffic=
         def on_start(_procs):
             nonlocal timer
             if change:
-                timer = threading.Timer(change[0], set_rate, args=(st, change[1], change[2], change[3]))
+                timer = threading.Timer(
+                    change[0], set_rate, args=(st, change[1], change[2], change[3]), kwargs={"one_way": True}
+                )
                 timer.start()
 
         try:
@@ -179,28 +186,27 @@ def scenario(name: str, topo, size: int, algorithm: str) -> None:
             f"target <= 3 %); re-plans {sum(r['applied'] for r in r1)} (decisions {len(r1)}; target 0); "
             f"predicted {pred:.2f} s; failed {f0 or f1 or 'none'}"
         )
-        gain, a, b, old, new = bench.pick_drop(plan)
-        rate = next(pl.bandwidth for pl in topo.physical_links if {pl.a, pl.b} == {a, b})
+        gain, a, b, old, new, rate = bench.pick_drop(plan)
         at = base / 4
         print(
-            f"drop: link {a}-{b} {rate * 8e-6:.0f} -> {rate * 0.2 * 8e-6:.0f} Mbit/s at {at:.2f} s "
+            f"drop: link {a}->{b} {rate * 8e-6:.0f} -> {rate * 0.2 * 8e-6:.0f} Mbit/s at {at:.2f} s "
             f"(predicted on the changed network: old plan {old:.2f} s, new plan {new:.2f} s)"
         )
         change = (at, a, b, rate * 0.2)
         try:
             slow, _, f2 = run_once(st, topo, plan, change=change)
         finally:
-            set_rate(st, a, b, rate)
+            set_rate(st, a, b, rate, one_way=True)
         try:
             fast, reps, f3 = run_once(st, topo, plan, adapt=True, planner=bench.planner, change=change)
         finally:
-            set_rate(st, a, b, rate)
-        changed = with_rate(topo, a, b, 0.2)
-        set_rate(st, a, b, rate * 0.2)
+            set_rate(st, a, b, rate, one_way=True)
+        changed = with_rate(topo, a, b, 0.2, one_way=True)
+        set_rate(st, a, b, rate * 0.2, one_way=True)
         try:
             ref, _, f4 = run_once(st, changed, bench.planner(changed))
         finally:
-            set_rate(st, a, b, rate)
+            set_rate(st, a, b, rate, one_way=True)
         after_ref = ref * (1 - at / base)
         print(
             f"  without --adapt {slow:.2f} s, with {fast:.2f} s: {slow / fast:.2f}x sooner (target >= 1.5); "
