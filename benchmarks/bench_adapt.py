@@ -247,7 +247,12 @@ def main() -> int:
     ap.add_argument("--hosts", type=int, default=16)
     ap.add_argument("--seed", type=int, default=None, help="random tree (default: drawn now, printed)")
     ap.add_argument("--only", choices=("hetero", "tree"), default=None)
+    ap.add_argument("--sustain", type=float, default=None, help="seconds slow before a decision (adapt.SUSTAIN)")
     args = ap.parse_args()
+    if args.sustain is not None:
+        from topocast.runtime import adapt
+
+        adapt.SUSTAIN = args.sustain
     if os.geteuid() != 0:
         print("bench_adapt: needs root (the emulated network)", file=sys.stderr)
         return 2

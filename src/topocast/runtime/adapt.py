@@ -41,9 +41,10 @@ from collections.abc import Callable, Mapping
 
 from ..intervals import IntervalSet
 from ..plan import Plan, Transfer
+from .agents import RunError
 from .estimate import Observation, estimate_links
 
-__all__ = ["Adapter", "continue_from", "SLOW", "SUSTAIN", "WINDOW", "MIN_GAIN"]
+__all__ = ["Adapter", "make_adapter", "continue_from", "SLOW", "SUSTAIN", "WINDOW", "MIN_GAIN"]
 
 SLOW = 0.5  # a transfer below this fraction of its prediction is slow
 SUSTAIN = 2.0  # s a transfer must stay slow before anything is done
@@ -329,3 +330,23 @@ class Adapter:
         self.pred = self._predicted_rates(new, offset)
         self.first_seen.clear()
         return msgs
+
+
+def make_adapter(plan: Plan, topology, planner, goodput: float, chunk: int):
+    """The watch of an adaptive run, with its planner (default: the plan's own, from the registry)."""
+    if topology is None or plan.collective != "broadcast" or plan.source is None:
+        raise RunError("adapt needs a broadcast plan and its topology (the network it predicts and re-plans on)")
+    if planner is None:
+        from ..plan import Broadcast
+        from ..planners import get_planner
+
+        try:
+            info = get_planner("broadcast", plan.planner)
+        except Exception:
+            raise RunError(f"adapt: no planner {plan.planner!r} to plan the rest with (give planner=)") from None
+        dests = tuple(plan.destinations)
+
+        def planner(topo):
+            return info(topo, Broadcast(plan.source, plan.size, dests)).with_chunk_size(plan.chunk_size)
+
+    return Adapter(plan, topology, planner, goodput, chunk)

@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING
 from ..intervals import IntervalSet
 from ..plan import Plan
 from ..results import Result, aggregate_from_times
+from .absent import go_without
+from .adapt import make_adapter
 from .agents import (
     RunError,
     connect_agents,
@@ -42,6 +44,7 @@ from .agents import (
     wait_exit,
 )
 from .protocol import Conn, Msg
+from .resume import send_trims
 from .store import peak_rss
 
 if TYPE_CHECKING:
@@ -202,7 +205,7 @@ def perform(
         hello = connect_agents(launcher, hosts, procs, conns, listener, control_addr, secret, dest_dir, lenient)
         peers = {h: [m["address"], int(m["port"])] for h, m in hello.items()}
         if absent:
-            plan, hosts, pacing = _go_without(asked, absent, replan, warnings, pacing_of)
+            plan, hosts, pacing = go_without(asked, absent, replan, warnings, pacing_of)
 
         # step 3: configuration (each agent learns only its own transfers)
         settings = {
@@ -222,10 +225,10 @@ def perform(
         seen = set(absent)
         kept = _configure(plan, hosts, conns, procs, events, digests, pacing, settings, lenient)
         if set(absent) != seen:  # some failed while setting up: the others get the new plan
-            plan, hosts, pacing = _go_without(asked, absent, replan, warnings, pacing_of)
+            plan, hosts, pacing = go_without(asked, absent, replan, warnings, pacing_of)
             _reconfigure(plan, hosts, conns, pacing)
-        _trim(plan, conns, kept)
-        adapter = _adapter(plan, topology, planner, goodput, chunk_size) if adapt else None
+        send_trims(plan, conns, kept)
+        adapter = make_adapter(plan, topology, planner, goodput, chunk_size) if adapt else None
 
         if before_start is not None:
             before_start()
@@ -509,45 +512,6 @@ def _check_room(plan: Plan, dest_dir: str | None) -> None:
         )
 
 
-def _adapter(plan: Plan, topology, planner, goodput: float, chunk: int):
-    """The watch of an adaptive run (``runtime.adapt``), with its planner."""
-    from .adapt import Adapter
-
-    if topology is None or plan.collective != "broadcast" or plan.source is None:
-        raise RunError("adapt needs a broadcast plan and its topology (the network it predicts and re-plans on)")
-    if planner is None:
-        from ..plan import Broadcast
-        from ..planners import get_planner
-
-        try:
-            info = get_planner("broadcast", plan.planner)
-        except Exception:
-            raise RunError(f"adapt: no planner {plan.planner!r} to plan the rest with (give planner=)") from None
-        dests = tuple(plan.destinations)
-
-        def planner(topo):
-            return info(topo, Broadcast(plan.source, plan.size, dests)).with_chunk_size(plan.chunk_size)
-
-    return Adapter(plan, topology, planner, goodput, chunk)
-
-
-def _go_without(asked: Plan, absent: dict, replan, warnings: list, pacing_of):
-    """The plan for the hosts that are there (``runtime.absent``), its hosts and pacing."""
-    from .absent import plan_without
-
-    why = "; ".join(f"agent for {h}: {r}" for h, r in sorted(absent.items()))
-    if not set(asked.wanted) - set(absent):
-        raise RunError(f"no destination's agent came ({why})")
-    try:
-        plan, how = plan_without(asked, frozenset(absent), replan)
-    except RunError as exc:  # the hosts that are there cannot complete: say why the others are missing
-        raise RunError(f"{exc} ({why})") from None
-    for h, why in absent.items():
-        warnings.append(f"{h} never came ({why}); the run goes on without it")
-    warnings.append(f"without {', '.join(sorted(absent))}: {how}")
-    return plan, list(plan.hosts), pacing_of(plan)
-
-
 def _transfers_of(plan: Plan, h: str) -> tuple[list, list]:
     """Host ``h``'s outgoing and incoming transfers, as the agents' configuration has them."""
     out = [
@@ -628,21 +592,6 @@ def _configure(
             if msg.get("kept"):
                 kept[h] = IntervalSet((int(s), int(e) - int(s)) for s, e in msg["kept"])
     return kept
-
-
-def _trim(plan: Plan, conns, kept: dict[str, IntervalSet]) -> None:
-    """Before the start: cut the bytes each host kept out of the transfers to it (resume)."""
-    if not kept:
-        return
-    from .resume import trim_transfers
-
-    records = [{"index": i, "dst": t.dst, "ranges": t.ranges} for i, t in enumerate(plan.transfers)]
-    trimmed = trim_transfers(records, kept)
-    by_src: dict[str, dict] = {}
-    for i, ranges in trimmed.items():
-        by_src.setdefault(plan.transfers[i].src, {})[str(i)] = ranges
-    for h, ranges in by_src.items():
-        conns[h].send_json({"type": Msg.TRIM, "ranges": ranges})
 
 
 class _Watch:

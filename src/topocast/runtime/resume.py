@@ -22,11 +22,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from ..intervals import IntervalSet
 from .data import BLOCK, combine_piece_hashes, digest_pieces, piece_hash
+from .protocol import Msg
 
-__all__ = ["message_piece_hashes", "digest_from_pieces", "verify_pieces", "trim_transfers", "interest"]
+if TYPE_CHECKING:
+    from ..plan import Plan
+
+__all__ = ["send_trims", "message_piece_hashes", "digest_from_pieces", "verify_pieces", "trim_transfers", "interest"]
 
 
 def message_piece_hashes(read: Callable[[int, memoryview], None], size: int) -> list[int]:
@@ -86,3 +91,17 @@ def trim_transfers(transfers: Sequence[dict], kept: dict[str, IntervalSet]) -> d
         if rest != [list(r) for r in t["ranges"]]:
             out[int(t["index"])] = rest
     return out
+
+
+def send_trims(plan: Plan, conns, kept: dict[str, IntervalSet]) -> None:
+    """Before the start: tell every sender the new ranges of its transfers whose receivers
+    kept bytes (``trim``)."""
+    if not kept:
+        return
+    records = [{"index": i, "dst": t.dst, "ranges": t.ranges} for i, t in enumerate(plan.transfers)]
+    trimmed = trim_transfers(records, kept)
+    by_src: dict[str, dict] = {}
+    for i, ranges in trimmed.items():
+        by_src.setdefault(plan.transfers[i].src, {})[str(i)] = ranges
+    for h, ranges in by_src.items():
+        conns[h].send_json({"type": Msg.TRIM, "ranges": ranges})
