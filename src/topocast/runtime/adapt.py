@@ -41,7 +41,7 @@ from collections.abc import Callable, Mapping
 
 from ..intervals import IntervalSet
 from ..plan import Plan, Transfer
-from .agents import RunError
+from .agents import RunInputError
 from .estimate import Observation, estimate_links
 
 __all__ = ["Adapter", "make_adapter", "continue_from", "SLOW", "SUSTAIN", "WINDOW", "MIN_GAIN"]
@@ -335,7 +335,7 @@ class Adapter:
 def make_adapter(plan: Plan, topology, planner, goodput: float, chunk: int):
     """The watch of an adaptive run, with its planner (default: the plan's own, from the registry)."""
     if topology is None or plan.collective != "broadcast" or plan.source is None:
-        raise RunError("adapt needs a broadcast plan and its topology (the network it predicts and re-plans on)")
+        raise RunInputError("adapt needs a broadcast plan and its topology (the network it predicts and re-plans on)")
     if planner is None:
         from ..plan import Broadcast
         from ..planners import get_planner
@@ -343,7 +343,7 @@ def make_adapter(plan: Plan, topology, planner, goodput: float, chunk: int):
         try:
             info = get_planner("broadcast", plan.planner)
         except Exception:
-            raise RunError(f"adapt: no planner {plan.planner!r} to plan the rest with (give planner=)") from None
+            raise RunInputError(f"adapt: no planner {plan.planner!r} to plan the rest with (give planner=)") from None
         dests = tuple(plan.destinations)
 
         def planner(topo):

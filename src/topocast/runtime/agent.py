@@ -60,6 +60,10 @@ HEARTBEAT_EVERY = 1.0  # s: an idle sender proves it is alive this often
 MAX_FRAME = 1 << 20  # bytes per frame when nothing paces the sender
 
 
+class SetupError(Exception):
+    """The agent cannot take part: it cannot listen, or cannot reach the coordinator."""
+
+
 def _total(ranges) -> int:
     return sum(length for _, length in ranges)
 
@@ -90,7 +94,6 @@ class Agent:
         self.received = 0  # bytes that arrived in data frames (pushes and repairs)
         self.received_lock = threading.Lock()
         self.per_transfer: dict[int, int] = {}  # incoming transfer -> bytes that arrived on it
-        self.shut_down = False  # the coordinator ended the run (not an interruption)
         self.cancelled: set[int] = set()  # transfers a re-plan cancelled (runtime.adapt)
 
     # ------------------------------------------------------------------ control
@@ -111,10 +114,16 @@ class Agent:
     def run(self) -> int:
         self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.listener.bind((self.bind, 0))
+        try:
+            self.listener.bind((self.bind, 0))
+        except OSError as exc:
+            raise SetupError(f"cannot listen on {self.bind} ({exc.strerror or exc})") from None
         self.listener.listen(64)
         port = self.listener.getsockname()[1]
-        self.ctrl = connect(self.control_addr, self.secret, timeout=15)
+        try:
+            self.ctrl = connect(self.control_addr, self.secret, timeout=15)
+        except (OSError, ProtocolError) as exc:
+            raise SetupError(f"cannot reach the coordinator at {self.control_addr} ({exc})") from None
         self.ctrl.send_json(
             {"type": Msg.HELLO, "host": self.host, "port": port, "address": self.advertise, "pid": os.getpid()}
         )
@@ -302,7 +311,6 @@ class Agent:
                 if int(t["index"]) in ranges:
                     t["ranges"] = ranges[int(t["index"])]
         elif kind == Msg.SHUTDOWN:
-            self.shut_down = True
             ru = resource.getrusage(resource.RUSAGE_SELF)
             self.send(
                 {
@@ -336,10 +344,9 @@ class Agent:
         store = getattr(self, "store", None)
         if store is not None:
             store.close()
-        # NAME.part of a host that did not complete is kept (a re-run resumes from it, see
-        # runtime.resume); a relay's hidden file too, unless the run ended normally
-        relay_done = self.shut_down or self.piece_hashes is None
-        for path in (self.relay_path,) if relay_done else ():
+        # NAME.part of a host that did not complete is kept, whatever ended the run (a re-run
+        # can resume from it; docs/design.md, "Exit status"); a relay's hidden file is not
+        for path in (self.relay_path,):
             if path is not None and path.exists():
                 try:
                     path.unlink()
@@ -417,6 +424,7 @@ class Agent:
             self.send(
                 {
                     "type": Msg.BROKEN,
+                    "transfer": i,
                     "reason": f"transfer {i} to {dst} failed on the sending side: {exc or type(exc).__name__}",
                 }
             )
@@ -669,6 +677,9 @@ def run_boot(boot: dict) -> int:
     agent = Agent(boot)
     try:
         return agent.run()
+    except SetupError as exc:  # said in one line (the coordinator shows it as the reason)
+        print(exc, file=sys.stderr)
+        return 1
     except Exception as exc:  # report to the coordinator when we still can
         traceback.print_exc()
         try:

@@ -21,6 +21,7 @@ import math
 import os
 import queue
 import secrets
+import stat
 import threading
 import time
 from collections import deque
@@ -35,6 +36,7 @@ from .absent import go_without
 from .adapt import make_adapter
 from .agents import (
     RunError,
+    RunInputError,
     connect_agents,
     describe_exit,
     read_messages,
@@ -165,14 +167,14 @@ def perform(
     registry); ``RunOutcome.replans`` reports every decision.
     """
     if any(t.reduce for t in plan.transfers):
-        raise RunError(
+        raise RunInputError(
             "this plan reduces data (allreduce); the runtime performs broadcast and redistribution plans only"
         )
     hosts = list(plan.hosts)
     size = plan.size
     asked = plan
     if fair_uplink and topology is None:
-        raise RunError("fair_uplink needs the topology (the agents pace to its link bandwidths)")
+        raise RunInputError("fair_uplink needs the topology (the agents pace to its link bandwidths)")
 
     def pacing_of(p: Plan) -> dict:
         if not fair_uplink:
@@ -320,6 +322,7 @@ def perform(
     )
 
 
+LOST_SETTLE = 1.0  # s after a death before bytes no live host holds count as lost (progress reports arrive every 0.1 s)
 STEAL_WARN = 0.2  # a second with at least this much steal gets a warning in the run's outcome
 
 
@@ -436,9 +439,11 @@ def _message(plan: Plan, file: str | None, seed: int, pieces: bool = False):
         try:
             st = os.stat(file)
         except OSError as exc:
-            raise RunError(f"{file}: cannot read the message ({exc.strerror})") from None
+            raise RunInputError(f"{file}: cannot read the message ({exc.strerror})") from None
+        if not stat.S_ISREG(st.st_mode):
+            raise RunInputError(f"{file}: the message must be a regular file, not a directory or a device")
         if st.st_size != plan.size:
-            raise RunError(f"{file}: the plan moves {plan.size} bytes but the file has {st.st_size}")
+            raise RunInputError(f"{file}: the plan moves {plan.size} bytes but the file has {st.st_size}")
         data_spec: dict = {"file": os.path.abspath(file), "stat": [st.st_size, st.st_mtime_ns]}
 
         def digest(ranges):
@@ -494,9 +499,9 @@ def _check_room(plan: Plan, dest_dir: str | None) -> None:
         try:
             os.makedirs(dest_dir, exist_ok=True)
         except OSError as exc:
-            raise RunError(f"--dest-dir {dest_dir}: cannot create it ({exc.strerror})") from None
+            raise RunInputError(f"--dest-dir {dest_dir}: cannot create it ({exc.strerror})") from None
         if not os.access(dest_dir, os.W_OK | os.X_OK):
-            raise RunError(f"--dest-dir {dest_dir}: not writable")
+            raise RunInputError(f"--dest-dir {dest_dir}: not writable")
         return
     held: dict[str, IntervalSet] = {}
     for h, ranges in plan.wanted.items():
@@ -617,6 +622,7 @@ class _Watch:
         self.adapter = None  # runtime.adapt.Adapter of an adaptive run
         self.transfer_bytes: dict[int, int] = {}  # incoming transfer -> bytes its receiver got on it
         self.last_moved = t0
+        self.lost_check_at: float | None = None  # when to look for bytes no live host holds
         self._handlers = {
             Msg.PROGRESS: self._on_progress,
             Msg.TDONE: self._on_tdone,
@@ -646,6 +652,9 @@ class _Watch:
                 if handler is not None:
                     handler(h, msg)
             now = time.monotonic()
+            if self.lost_check_at is not None and now >= self.lost_check_at:
+                self.lost_check_at = None
+                self._fail_unobtainable()
             self.steal_watch.tick(now)
             if self.adapter is not None and not self.dead:
                 self._adapt(now)
@@ -706,6 +715,27 @@ class _Watch:
             self.failed[h] = reason
         self.warnings.append(f"{h}: {reason} at t={time.monotonic() - self.t0:.2f} s")
         self._to_live({"type": Msg.PEER_DEAD, "host": h, "reason": reason})
+        self.lost_check_at = time.monotonic() + LOST_SETTLE
+
+    def _fail_unobtainable(self) -> None:
+        """Fail every host that wants a byte no live host holds: bytes only ever come from
+        a host that holds them, so once every holder of a byte is dead it can never arrive
+        (the repair time-outs would only say so later). Runs ``LOST_SETTLE`` seconds after a
+        death, once the live hosts' last progress reports are in."""
+        live = IntervalSet()
+        for h in self.hosts:
+            if h not in self.dead:
+                for a, b in self.holdings[h]:
+                    live.add(a, b)
+        dead = ", ".join(sorted(self.dead))
+        for h, ranges in self.wanted.items():
+            if h in self.done or h in self.failed or h in self.dead:
+                continue
+            lost = sum(e - s for off, length in ranges for s, e in live.missing(off, off + length))
+            if lost:
+                self.failed[h] = (
+                    f"{lost} bytes missing: no live host holds them (the hosts that held them died: {dead})"
+                )
 
     def _on_progress(self, h: str, msg: dict) -> None:
         iv = IntervalSet()
@@ -752,6 +782,11 @@ class _Watch:
         send_quietly(self.conns[h], {"type": Msg.HOLDERS, "req": msg.get("req"), "hosts": holders})
 
     def _on_broken(self, h: str, msg: dict) -> None:
+        if msg.get("transfer") in self.transfer_times:
+            # its receiver already holds every byte of it (TDONE), and closed the connection
+            # before the sender's last word (END, a heartbeat): typically a receiver that
+            # completed and was shut down. Nothing failed.
+            return
         self.broken_notes.setdefault(h, []).append(str(msg.get("reason")))
         self._to_live({"type": Msg.FAILURE})
 
