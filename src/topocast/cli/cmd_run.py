@@ -390,6 +390,8 @@ def run(args: argparse.Namespace) -> int:
         if bars is not None:
             bars.close()
     predicted, bound = expected.result()
+    for h, why in outcome.absent.items():  # on stderr too: the status is 1 because of them
+        print(f"topocast: {h} never came (its agent {why}); the others went on without it", file=sys.stderr)
     measured = outcome.result
     if args.json:
         print_json(

@@ -132,7 +132,7 @@ def plan_without(plan: Plan, missing: frozenset[str], replan: Replan | None) -> 
 def go_without(asked: Plan, absent: dict, replan, warnings: list, pacing_of):
     """The plan for the hosts that are there, its hosts and pacing (``pacing_of(plan)``); the
     warnings say which hosts never came and how the plan was made."""
-    why = "; ".join(f"agent for {h}: {r}" for h, r in sorted(absent.items()))
+    why = "; ".join(f"agent for {h} {r}" for h, r in sorted(absent.items()))
     if not set(asked.wanted) - set(absent):
         raise RunError(f"no destination's agent came ({why})")
     try:
@@ -140,6 +140,6 @@ def go_without(asked: Plan, absent: dict, replan, warnings: list, pacing_of):
     except RunError as exc:  # the hosts that are there cannot complete: say why the others are missing
         raise RunError(f"{exc} ({why})") from None
     for h, why in absent.items():
-        warnings.append(f"{h} never came ({why}); the run goes on without it")
+        warnings.append(f"{h} never came (its agent {why}); the run goes on without it")
     warnings.append(f"without {', '.join(sorted(absent))}: {how}")
     return plan, list(plan.hosts), pacing_of(plan)

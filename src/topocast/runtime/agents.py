@@ -95,11 +95,11 @@ def connect_agents(
         if time.monotonic() > deadline:
             missing = [h for h in hosts if h not in hello and h not in (absent or ())]
             named = [f"{h} ({launcher.where(h)})" if launcher.where(h) else h for h in missing]
-            if absent is not None:
-                for h, name in zip(missing, named):
-                    where = name[len(h) :].strip(" ()")
+            if absent is not None and hello:  # some came: the run may go on without the others
+                for h in missing:
+                    where = launcher.where(h)
                     absent[h] = (
-                        f"its agent did not connect back within {CONNECT_TIMEOUT:.0f} s"
+                        f"did not connect back within {CONNECT_TIMEOUT:.0f} s"
                         f"{' (' + where + ')' if where else ''}{stderr_tail(procs, [h])}"
                     )
                 break
@@ -113,7 +113,7 @@ def connect_agents(
                 if absent is not None:
                     if h not in absent:
                         absent[h] = (
-                            f"its agent exited before connecting ({where + '; ' if where else ''}"
+                            f"exited before connecting ({where + '; ' if where else ''}"
                             f"{describe_exit(p.returncode)}){stderr_tail(procs, [h])}"
                         )
                     continue

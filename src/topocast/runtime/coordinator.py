@@ -283,7 +283,7 @@ def perform(
     # step 6: the result, in the shape of a prediction
     for h, why in absent.items():
         if h in asked.wanted:
-            wanted[h], failed[h] = asked.wanted[h], f"never came: {why}"
+            wanted[h], failed[h] = asked.wanted[h], f"never came: its agent {why}"
     times = {h: done.get(h, math.inf) for h in wanted}
     per_host, makespan, aggregate = aggregate_from_times({h: _wanted_total(r) for h, r in wanted.items()}, times)
     for h, t in times.items():
@@ -579,7 +579,7 @@ def _configure(
             late = sorted(set(hosts) - ready - lost)
             if absent is None:
                 raise RunError(f"agents not ready within 60 s: {', '.join(late)}") from None
-            absent.update((x, "its agent was not ready within 60 s") for x in late)
+            absent.update((x, "was not ready within 60 s") for x in late)
             break
         if h in lost:
             continue
@@ -587,7 +587,7 @@ def _configure(
             why = msg.get("reason") if msg else describe_exit(procs[h].wait(timeout=5) if wait_exit(procs[h]) else None)
             if absent is None:
                 raise RunError(f"agent for {h} failed before the start: {why}{stderr_tail(procs, [h])}")
-            absent[h] = f"its agent failed before the start: {why}{stderr_tail(procs, [h])}"
+            absent[h] = f"failed before the start: {why}{stderr_tail(procs, [h])}"
             lost.add(h)
             ready.discard(h)
             kept.pop(h, None)
