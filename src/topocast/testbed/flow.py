@@ -6,8 +6,8 @@
 The sink accepts any number of connections, discards what arrives, prints ``listening``
 once it listens and, when it is terminated, the bytes it received and the seconds from the
 first byte to the last. The sender opens ``FLOWS``
-connections and sends zeros, ``RATE`` bytes/s in total (0: as fast as TCP goes), for
-``DURATION`` seconds (0: until terminated).
+connections, prints ``sending`` once they are open, and sends zeros, ``RATE`` bytes/s in
+total (0: as fast as TCP goes), for ``DURATION`` seconds from then (0: until terminated).
 """
 
 from __future__ import annotations
@@ -68,13 +68,17 @@ def send(address: str, port: int, flows: int, rate: float, duration: float) -> i
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     per_flow = rate / flows if rate > 0 else 0.0
+    conns = []
+    for _ in range(flows):
+        try:
+            conns.append(socket.create_connection((address, port), timeout=10))
+        except OSError as exc:
+            print(f"cannot connect: {exc}", flush=True)
+            return 1
+    print("sending", flush=True)
     end = time.monotonic() + duration if duration > 0 else float("inf")
 
-    def one() -> None:
-        try:
-            conn = socket.create_connection((address, port), timeout=10)
-        except OSError:
-            return
+    def one(conn: socket.socket) -> None:
         block = bytes(CHUNK)
         t0, sent = time.monotonic(), 0
         with conn:
@@ -89,7 +93,7 @@ def send(address: str, port: int, flows: int, rate: float, duration: float) -> i
                 except OSError:
                     return
 
-    threads = [threading.Thread(target=one, daemon=True) for _ in range(flows)]
+    threads = [threading.Thread(target=one, args=(c,), daemon=True) for c in conns]
     for t in threads:
         t.start()
     while any(t.is_alive() for t in threads) and not stop.wait(0.1):

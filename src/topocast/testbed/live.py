@@ -118,7 +118,13 @@ class Traffic:
             self.stop()
             raise TestbedError(f"the traffic sink on {self.b} did not start", element="traffic")
         args = ["send", addr, str(self.PORT), str(self.flows), str(self.rate or 0), str(self.duration or 0)]
-        self.sender = subprocess.Popen(self._argv(self.a, *args))
+        self.sender = subprocess.Popen(self._argv(self.a, *args), stdout=subprocess.PIPE, text=True)
+        line = self.sender.stdout.readline() if self.sender.stdout else ""
+        if line.strip() != "sending":
+            self.stop()
+            raise TestbedError(
+                f"the traffic from {self.a} to {self.b} did not start ({line.strip()})", element="traffic"
+            )
         return self
 
     def wait(self) -> int | None:
@@ -133,6 +139,8 @@ class Traffic:
                 p.terminate()
         for p in (self.sender, self.sink):
             if p is not None:
+                if p is self.sender and p.stdout is not None:
+                    p.stdout.close()
                 try:
                     p.wait(timeout=5)
                 except subprocess.TimeoutExpired:
