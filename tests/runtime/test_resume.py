@@ -105,7 +105,5 @@ def test_a_changed_source_keeps_nothing_that_differs(tmp_path):
     assert all(out.received[h] == BLOCK for h in HOSTS)
     for h in HOSTS:
         assert (dest / h / "msg.bin").read_bytes() == bytes(data)
-    out = perform(
-        chain_plan(size), launcher=make_launcher("local"), file=str(src), dest_dir=str(dest), resume=False
-    )
+    out = perform(chain_plan(size), launcher=make_launcher("local"), file=str(src), dest_dir=str(dest), resume=False)
     assert out.kept == {} and all(out.received[h] == size for h in HOSTS)

@@ -444,9 +444,11 @@ def _replanner(args, plan: Plan, topo, algorithm: str, goodput: float, chunk: in
     except Exception:
         return None
 
+    source = plan.source
+
     def replan(missing: frozenset[str], on=topo) -> Plan:
         dests = tuple(d for d in plan.destinations if d not in missing)
-        new = plan_with(info, on, Broadcast(plan.source, plan.size, dests), None, args.rate_tolerance)
+        new = plan_with(info, on, Broadcast(source, plan.size, dests), None, args.rate_tolerance)
         return scale_caps(new, goodput).with_chunk_size(chunk)
 
     if whole:

@@ -37,12 +37,16 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Set
+from typing import TYPE_CHECKING
 
 from ..intervals import IntervalSet
 from ..plan import Plan, Transfer
 from .agents import RunInputError
 from .estimate import Observation, estimate_links
+
+if TYPE_CHECKING:
+    from ..topology import Topology
 
 __all__ = ["Adapter", "make_adapter", "continue_from", "SLOW", "SUSTAIN", "WINDOW", "MIN_GAIN"]
 
@@ -56,7 +60,7 @@ MIN_GAIN = 0.1  # the new plan's rest must be this much shorter than the old one
 MIN_CONFIDENCE = 0.2  # link estimates below this are not acted on
 TICK = 0.25  # s between two looks
 
-Planner = Callable[["Topology"], Plan]  # noqa: F821 - plans the whole broadcast on a topology
+Planner = Callable[["Topology"], Plan]  # plans the whole broadcast on a topology
 
 
 def _ahead(ranges, pos: int, held: IntervalSet, enough: float) -> int:
@@ -93,7 +97,7 @@ def _within(ranges, have: IntervalSet) -> list[tuple[int, int]]:
     return out
 
 
-def continue_from(plan: Plan, holdings: Mapping[str, IntervalSet], skip: set[int] = frozenset()) -> Plan:
+def continue_from(plan: Plan, holdings: Mapping[str, IntervalSet], skip: Set[int] = frozenset()) -> Plan:
     """What is left of ``plan`` when every host holds ``holdings`` (transfers ``skip`` done):
     each transfer without the bytes its receiver holds; a pipelined transfer out of a relay
     split into the part its sender holds now (sent from its store at once) and the part it

@@ -50,10 +50,9 @@ from .resume import send_trims
 from .store import peak_rss
 
 if TYPE_CHECKING:
-    from .absent import Replan
-
-if TYPE_CHECKING:
     from ..topology import Topology
+    from .absent import Replan
+    from .adapt import Adapter
     from .launchers import Launcher
 
 ProgressCallback = Callable[[dict[str, float], float], object]  # (bytes held per host, seconds)
@@ -181,6 +180,7 @@ def perform(
             return {}
         from .pacing import pacing_config
 
+        assert topology is not None  # checked above
         return pacing_config(p, topology, goodput, sndbuf or 4 * chunk_size)
 
     pacing = pacing_of(plan)
@@ -619,7 +619,7 @@ class _Watch:
         self.received: dict[str, int] = {}
         self.broken_notes: dict[str, list] = {}
         self.steal_watch = StealWatch(t0)
-        self.adapter = None  # runtime.adapt.Adapter of an adaptive run
+        self.adapter: Adapter | None = None  # the watch of an adaptive run
         self.transfer_bytes: dict[int, int] = {}  # incoming transfer -> bytes its receiver got on it
         self.last_moved = t0
         self.lost_check_at: float | None = None  # when to look for bytes no live host holds
@@ -663,6 +663,7 @@ class _Watch:
                 on_progress({x: self.held_bytes[x] for x in self.wanted}, now - self.t0)
 
     def _adapt(self, now: float) -> None:
+        assert self.adapter is not None
         msgs = self.adapter.tick(now - self.t0, self.holdings, self.transfer_bytes, set(self.transfer_times))
         for h, msg in (msgs or {}).items():
             if h not in self.dead:

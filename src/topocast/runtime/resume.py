@@ -103,5 +103,5 @@ def send_trims(plan: Plan, conns, kept: dict[str, IntervalSet]) -> None:
     by_src: dict[str, dict] = {}
     for i, ranges in trimmed.items():
         by_src.setdefault(plan.transfers[i].src, {})[str(i)] = ranges
-    for h, ranges in by_src.items():
-        conns[h].send_json({"type": Msg.TRIM, "ranges": ranges})
+    for h, changes in by_src.items():
+        conns[h].send_json({"type": Msg.TRIM, "ranges": changes})
