@@ -57,6 +57,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--testbed", default=None, metavar="NAME", help="testbed name (default: the only one up)")
     p.add_argument("--dest-dir", default=None, help="each receiving host writes DIR/HOST/NAME")
+    p.add_argument(
+        "--resume",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="with --dest-dir: keep the pieces an earlier run left there (NAME.part, NAME) that verify "
+        "against the message and move only the rest (default: on)",
+    )
     p.add_argument("--chunk-size", type=size_arg, default=None, help="chunk size (default 64KiB)")
     p.add_argument(
         "--goodput",
@@ -80,6 +87,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=True,
         help="receivers without --dest-dir touch their memory before the start, so the measured transfer "
         "does not include the kernel's first touch of it (default: on)",
+    )
+    p.add_argument(
+        "--all-or-nothing",
+        action="store_true",
+        help="a host whose agent fails before the start stops the run (default: the run goes on without it, "
+        "planned again for the hosts that are there, and exits 1 naming it)",
+    )
+    p.add_argument(
+        "--adapt",
+        action="store_true",
+        help="watch every transfer's rate against its prediction and, when the network changed, plan the "
+        "rest again on what every host holds (broadcast, needs the topology; see docs/guide.md)",
     )
     add_rate_tolerance_arg(p)
     p.add_argument("--timeout", type=float, default=None, help="give up after this many seconds (default: no limit)")
@@ -336,8 +355,20 @@ def run(args: argparse.Namespace) -> int:
 
     bars = _TransferBars(plan) if sys.stderr.isatty() and not args.json else None
     run_plan: Any = perform
+    extra: dict = {
+        "resume": args.resume,
+        "all_or_nothing": args.all_or_nothing,
+        "replan": _replanner(args, plan, topo, algorithm, goodput, chunk),
+    }
+    if args.adapt:
+        whole = _replanner(args, plan, topo, algorithm, goodput, chunk, whole=True)
+        if whole is None:
+            raise InputError("--adapt needs a broadcast, its topology and a registered planner", element="--adapt")
+        extra.update(adapt=True, planner=whole)
     if args.launcher == "mpi":  # the plan's transfers as MPI messages (topocast.mpi)
         from ..mpi.launch import perform_like_runtime as run_plan
+
+        extra = {}
     try:
         outcome = run_plan(
             plan,
@@ -353,11 +384,14 @@ def run(args: argparse.Namespace) -> int:
             goodput=goodput,
             prefault=args.prefault,
             before_start=expected.result,
+            **extra,
         )
     finally:
         if bars is not None:
             bars.close()
     predicted, bound = expected.result()
+    for h, why in outcome.absent.items():  # on stderr too: the status is 1 because of them
+        print(f"topocast: {h} never came (its agent {why}); the others went on without it", file=sys.stderr)
     measured = outcome.result
     if args.json:
         print_json(
@@ -382,6 +416,10 @@ def run(args: argparse.Namespace) -> int:
                 "cpu_steal": outcome.cpu_steal,
                 "cpu_steal_peak": list(outcome.cpu_steal_peak) if outcome.cpu_steal_peak else None,
                 "peak_rss_bytes": {**outcome.peak_rss, "(coordinator)": outcome.coordinator_rss},
+                "absent": outcome.absent,
+                "replans": outcome.replans,
+                "kept_bytes": outcome.kept,
+                "received_bytes": outcome.received,
             }
         )
     else:
@@ -389,6 +427,33 @@ def run(args: argparse.Namespace) -> int:
 
         print_table(Console(), plan, algorithm, measured, predicted, bound, outcome, args.launcher)
     return 0 if not outcome.failed else 1
+
+
+def _replanner(args, plan: Plan, topo, algorithm: str, goodput: float, chunk: int, whole: bool = False):
+    """How ``run`` plans again for the hosts that are there when some never came: the same
+    broadcast planner on the topology (None: the runtime splices the missing hosts out).
+    ``whole``: a function of a topology instead, planning for every destination (--adapt)."""
+    if topo is None or plan.collective != "broadcast" or plan.source is None:
+        return None
+    from ..plan import Broadcast
+    from ..planners import get_planner
+    from .cmd_compare import plan_with
+
+    try:
+        info = get_planner("broadcast", algorithm)
+    except Exception:
+        return None
+
+    source = plan.source
+
+    def replan(missing: frozenset[str], on=topo) -> Plan:
+        dests = tuple(d for d in plan.destinations if d not in missing)
+        new = plan_with(info, on, Broadcast(source, plan.size, dests), None, args.rate_tolerance)
+        return scale_caps(new, goodput).with_chunk_size(chunk)
+
+    if whole:
+        return lambda changed: replan(frozenset(), changed)
+    return replan
 
 
 class _TransferBars:
@@ -511,6 +576,23 @@ def print_table(
             console.print(f"  {h}: {why}")
     for w in outcome.warnings:
         console.print(f"[yellow]note:[/] {w}")
+    for r in outcome.replans:
+        changed = ", ".join(
+            f"{c['link']} {c['old_bit_s'] / 1e6:.1f} -> {c['new_bit_s'] / 1e6:.1f} Mbit/s (confidence {c['confidence']:.0%})"
+            for c in r["changed"]
+        )
+        console.print(f"adapt at t = {r['time']:.2f} s: {len(r['why'])} slow transfers; {changed or 'no link named'}")
+        console.print(f"  {r['outcome']}")
+    if outcome.kept:
+        kept = sum(outcome.kept.values())
+        want = sum(length for h in outcome.kept for _, length in plan.wanted.get(h, ()))
+        console.print(
+            f"resumed: {kept} bytes an earlier run left in --dest-dir verified and were kept "
+            f"({len(outcome.kept)} hosts; {kept / want:.0%} of what they want); "
+            f"{sum(outcome.received.values())} bytes moved"
+            if want
+            else f"resumed: {kept} bytes kept from an earlier run"
+        )
     if launcher_name == "local" and bound is not None:
         console.print(
             "note: launcher local runs over loopback: the topology's links are not emulated (use --launcher testbed)"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 
 from ..errors import InputError
 from .common import help_of, print_json
@@ -66,6 +67,23 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     e.add_argument("argv", nargs="+", metavar="CMD", help="the command and its arguments")
     e.add_argument("--testbed", default=None, metavar="NAME", help="testbed name (default: the only one up)")
     e.set_defaults(func=_exec)
+    r = tsub.add_parser(
+        "set-rate", help="change a link's rate live (tc class change): set-rate A B RATE", description=None
+    )
+    r.add_argument("a", metavar="A", help="a node of the link (host or switch)")
+    r.add_argument("b", metavar="B", help="the node at its other end")
+    r.add_argument("rate", metavar="RATE", help="new rate, e.g. 8Mbit/s")
+    r.add_argument("--one-way", action="store_true", help="only the direction from A to B (default: both)")
+    r.add_argument("--name", default=None, help="testbed name (default: the only one up)")
+    r.set_defaults(func=_set_rate)
+    f = tsub.add_parser("traffic", help="background TCP flows from host A to host B: traffic A B")
+    f.add_argument("a", metavar="A", help="sending host")
+    f.add_argument("b", metavar="B", help="receiving host")
+    f.add_argument("--rate", default=None, help="total rate of the flows (default: as fast as TCP goes)")
+    f.add_argument("--duration", type=float, default=None, metavar="SECONDS", help="default: until Ctrl-C")
+    f.add_argument("--flows", type=int, default=1, help="parallel TCP connections (default 1)")
+    f.add_argument("--name", default=None, help="testbed name (default: the only one up)")
+    f.set_defaults(func=_traffic)
     p.set_defaults(func=help_of(p))
 
 
@@ -170,3 +188,42 @@ def _exec(args) -> int:
     cmd = exec_argv(st, args.host, argv)
     os.execvp(cmd[0], cmd)
     return 0  # not reached
+
+
+def _set_rate(args) -> int:
+    from ..testbed import load_state
+    from ..testbed.live import set_rate
+    from ..units import parse_bandwidth
+
+    rate = parse_bandwidth(args.rate, field="RATE")
+    st = load_state(args.name)
+    changed = set_rate(st, args.a, args.b, rate, one_way=args.one_way)
+    way = f"{args.a} -> {args.b}" if args.one_way else f"{args.a} <-> {args.b}"
+    print(f"testbed {st.name}: link {way} now {changed[0]['rate']}")
+    return 0
+
+
+def _traffic(args) -> int:
+    from ..testbed import load_state
+    from ..testbed.live import Traffic, wait_seconds
+    from ..units import parse_bandwidth
+
+    rate = parse_bandwidth(args.rate, field="--rate") if args.rate else None
+    st = load_state(args.name)
+    t0 = time.monotonic()
+    traffic = Traffic(st, args.a, args.b, rate=rate, duration=args.duration, flows=args.flows).start()
+    try:
+        if args.duration is not None:
+            wait_seconds(args.duration)
+        else:
+            while True:
+                wait_seconds(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        got = traffic.stop()
+    wall = time.monotonic() - t0
+    secs = traffic.seconds
+    mbps = f", {got * 8 / secs / 1e6:.1f} Mbit/s over {secs:.1f} s of data" if got and secs > 0 else ""
+    print(f"traffic {args.a} -> {args.b}: {got if got is not None else '?'} bytes in {wall:.1f} s{mbps}")
+    return 0

@@ -89,6 +89,12 @@ class Agent:
         self.fault: str | None = None  # this host cannot take part (no disk space): fails at the start
         self.repair = Repair(self)
         self.relay_path: Path | None = None  # a file store of a host that only relays, removed at the end
+        self.kept = 0  # bytes an earlier run left here that verified (runtime.resume)
+        self.kept_pieces: list[tuple[int, int]] = []
+        self.received = 0  # bytes that arrived in data frames (pushes and repairs)
+        self.received_lock = threading.Lock()
+        self.per_transfer: dict[int, int] = {}  # incoming transfer -> bytes that arrived on it
+        self.cancelled: set[int] = set()  # transfers a re-plan cancelled (runtime.adapt)
 
     # ------------------------------------------------------------------ control
     def send(self, msg: dict) -> None:
@@ -134,7 +140,8 @@ class Agent:
             self.ctrl.send_json({"type": Msg.FAILED, "reason": str(exc)})
             return 1
         threading.Thread(target=self.accept_loop, daemon=True).start()
-        self.send({"type": Msg.READY, "fault": self.fault})
+        kept = [list(p) for p in IntervalSet((a, b - a) for a, b in self.kept_pieces)] if self.kept else []
+        self.send({"type": Msg.READY, "fault": self.fault, "kept": kept, "kept_bytes": self.kept})
         try:
             while True:
                 msg = self.ctrl.recv_json()
@@ -162,6 +169,7 @@ class Agent:
         self.dest_name = cfg.get("dest_name")
         self.dest_path: Path | None = None
         self.part_path: Path | None = None
+        self.piece_hashes = cfg.get("piece_hashes")  # the message's, when a re-run may resume
         self.store = self.open_store(cfg)
         if self.wanted and self.store.writable:
             self.store.follow_digest(self.wanted)
@@ -200,13 +208,23 @@ class Agent:
         the end). A full disk makes this host fail at the start; the others go on."""
         name = self.dest_name or "message.bin"
         assert self.dest_dir is not None  # called only with a dest_dir
+        resume = self.piece_hashes is not None
         if self.wanted:
             self.dest_path = safe_destination(self.dest_dir, self.host, name)
             path = self.part_path = self.dest_path.with_name(name + ".part")
+            if resume and not path.exists() and self.dest_path.is_file():
+                os.replace(self.dest_path, path)  # a copy an earlier run completed: checked like a .part
         else:
             path = self.relay_path = safe_destination(self.dest_dir, self.host, f".{name}.relay")
         try:
-            return Store.in_file(self.size, path)
+            store = Store.in_file(self.size, path, keep=resume)
+            if resume:
+                from .resume import interest
+
+                ranges = self.wanted + [tuple(r) for t in self.inc.values() for r in t["ranges"]]
+                self.kept_pieces = store.keep_verified(interest(ranges, self.size), self.piece_hashes)
+                self.kept = sum(b - a for a, b in self.kept_pieces)
+            return store
         except StoreError as exc:
             if exc.errno != errno.ENOSPC:  # only this host fails; anything else stops the run
                 raise
@@ -280,6 +298,18 @@ class Agent:
             self.failure_seen = True
         elif kind == Msg.HOLDERS:
             self.repair.on_holders(msg)
+        elif kind == Msg.RECONFIG:  # before start: the plan was made again without absent hosts
+            self.out = [dict(t) for t in msg["outgoing"]]
+            self.rate_caps = {int(t["index"]): t.get("rate_cap") for t in self.out}
+            self.inc = {int(t["index"]): dict(t) for t in msg["incoming"]}
+            self.configure_pacing(msg.get("pacing") or None)
+        elif kind == Msg.REPLAN:
+            self.replan(msg)
+        elif kind == Msg.TRIM:
+            ranges = {int(i): r for i, r in msg["ranges"].items()}
+            for t in self.out:
+                if int(t["index"]) in ranges:
+                    t["ranges"] = ranges[int(t["index"])]
         elif kind == Msg.SHUTDOWN:
             ru = resource.getrusage(resource.RUSAGE_SELF)
             self.send(
@@ -288,8 +318,27 @@ class Agent:
                     "cpu": ru.ru_utime + ru.ru_stime - getattr(self, "cpu0", 0.0),
                     "wall": self.now(wait=False),
                     "maxrss": peak_rss(),
+                    "received": self.received,
+                    "kept": self.kept,
                 }
             )
+
+    def replan(self, msg: dict) -> None:
+        """A re-plan (runtime.adapt): cancel the old transfers still running, start the new."""
+        new = [dict(t) for t in msg.get("outgoing", ())]
+        with self.deps:
+            self.cancelled.update(int(i) for i in msg.get("cancel", ()))
+            for t in msg.get("incoming", ()):
+                self.inc[int(t["index"])] = dict(t)
+            for t in new:
+                self.rate_caps[int(t["index"])] = t.get("rate_cap")
+            self.out.extend(new)
+            self.deps.notify_all()
+        with self.store.cond:
+            self.store.cond.notify_all()
+        for t in new:
+            threading.Thread(target=self.sender, args=(t,), daemon=True).start()
+        self.check_progress()
 
     def cleanup(self) -> None:
         store = getattr(self, "store", None)
@@ -361,6 +410,8 @@ class Agent:
                 conn, connected = self.open_push(t), self.now()
             if not self.wait_until_ready(t, conn):
                 if conn is not None:
+                    if i in self.cancelled:  # a clean end: its receiver does not repair what is left
+                        conn.send_simple(T_END)
                     conn.close()
                 return
             if conn is None:
@@ -383,30 +434,31 @@ class Agent:
             )
             traceback.print_exc()
 
-    def gone(self, dst: str) -> bool:
-        return self.stop.is_set() or dst in self.dead
+    def gone(self, dst: str, transfer: int | None = None) -> bool:
+        """Stop sending to ``dst``: the run ends, ``dst`` died, or a re-plan cancelled ``transfer``."""
+        return self.stop.is_set() or dst in self.dead or transfer in self.cancelled
 
     def wait_until_ready(self, t: dict, conn: Conn | None = None) -> bool:
         """Wait for ``after`` (the listed transfers complete anywhere) and, store-and-forward,
         for all the transfer's bytes, pipelined for its first chunk, with heartbeats on
         ``conn`` (already open) meanwhile. False: give up."""
-        dst = t["dst"]
+        dst, i = t["dst"], int(t["index"])
         ranges = [tuple(r) for r in t["ranges"]]
         with self.deps:
             while not all(a in self.tdone for a in t["after"]):
-                if self.gone(dst):
+                if self.gone(dst, i):
                     return False
                 self.deps.wait(0.5)
         if not t["pipelined"]:
             while self.store.missing_ranges(ranges):
-                if self.gone(dst):
+                if self.gone(dst, i):
                     return False
                 with self.store.cond:
                     self.store.cond.wait(0.5)
         elif ranges:
             off, length = ranges[0]
             while not self.store.wait_covers(off, off + min(self.chunk, length), HEARTBEAT_EVERY):
-                if self.gone(dst):
+                if self.gone(dst, i):
                     return False
                 if conn is not None:
                     conn.send_simple(T_HEARTBEAT)
@@ -464,8 +516,12 @@ class Agent:
         for off, length in t["ranges"]:
             a, end = off, off + length
             while a < end:
+                if i in self.cancelled:  # a re-plan took over: end cleanly after the frames sent
+                    return True
                 first = min(a + self.chunk, end)
                 while not self.store.wait_covers(a, first, HEARTBEAT_EVERY):
+                    if i in self.cancelled:
+                        return True
                     if self.gone(dst):
                         return False
                     conn.send_simple(T_HEARTBEAT)
@@ -546,6 +602,10 @@ class Agent:
                 ftype, body = conn.recv(place)
                 if ftype == T_DATA:
                     off, view, digest = body
+                    with self.received_lock:
+                        self.received += len(view)
+                        if transfer is not None:
+                            self.per_transfer[transfer] = self.per_transfer.get(transfer, 0) + len(view)
                     tp = self.now()
                     if transfer is not None and transfer not in self.incoming_first:
                         self.incoming_first[transfer] = tp
@@ -561,29 +621,44 @@ class Agent:
     def receive_push(self, conn: Conn, hdr: dict) -> None:
         i = hdr.get("transfer")
         t = self.inc.get(i) if isinstance(i, int) else None
+        if t is None and isinstance(i, int):  # a re-plan's transfer whose "replan" is still on its way here
+            with self.deps:
+                self.deps.wait_for(lambda: i in self.inc or self.stop.is_set(), timeout=5)
+            t = self.inc.get(i)
         if t is None:
             raise ProtocolError(f"transfer {i!r} is not addressed to {self.host}")
         conn.settimeout(self.stall)
         reason = "connection closed before the end"
+        clean = False
         try:
             self.receive_frames(conn, i)
+            clean = True  # a sender ends early and cleanly only when a re-plan cancelled it
             self.check_progress()
             conn.send_json({"type": Msg.ACK})
         except TimeoutError:
             reason = f"no data or heartbeat from {t['src']} for {self.stall:g} s (link down?)"
         except (OSError, ProtocolError) as exc:
             reason = f"connection from {t['src']} broke ({exc})"
-        if self.store.missing_ranges(t["ranges"]):
+        if self.store.missing_ranges(t["ranges"]) and not clean and i not in self.cancelled:
             self.repair.need(t["ranges"], f"transfer {i} from {t['src']}: {reason}")
 
     # ------------------------------------------------------------------ progress
     def progress_loop(self) -> None:
-        seen = -1
+        seen = (-1, -1)
         while not self.stop.wait(0.1):
-            v = self.store.version
+            v = (self.store.version, self.received)  # bytes that were not new count for the rates too
             if v != seen:
                 seen = v
-                self.send({"type": Msg.PROGRESS, "held": self.store.held.total, "intervals": self.store.intervals()})
+                with self.received_lock:
+                    per = {str(i): n for i, n in self.per_transfer.items()}
+                self.send(
+                    {
+                        "type": Msg.PROGRESS,
+                        "held": self.store.held.total,
+                        "intervals": self.store.intervals(),
+                        "transfers": per,
+                    }
+                )
 
 
 def main() -> int:

@@ -78,10 +78,12 @@ def connect_agents(
     control_addr: str,
     secret: bytes,
     dest_dir: str | None,
+    absent: dict[str, str] | None = None,
 ) -> dict[str, dict]:
     """Start one agent per host (``procs[host]``) and wait (30 s at most) until each has
     connected back (``conns[host]``) and proved it knows ``secret``; returns each host's hello
-    (address, data port)."""
+    (address, data port). With ``absent``, an agent that exits or does not connect in time is
+    recorded there (host -> why) instead of failing the call."""
     boots = {
         h: dict(launcher.boot(h), host=h, secret=secret.hex(), control=control_addr, dest_dir=dest_dir) for h in hosts
     }
@@ -89,10 +91,18 @@ def connect_agents(
     listener.settimeout(0.1)  # an agent that exits is noticed between two waits
     hello: dict[str, dict] = {}
     deadline = time.monotonic() + CONNECT_TIMEOUT
-    while len(hello) < len(hosts):
+    while len(hello) + len(absent or ()) < len(hosts):
         if time.monotonic() > deadline:
-            missing = [h for h in hosts if h not in hello]
+            missing = [h for h in hosts if h not in hello and h not in (absent or ())]
             named = [f"{h} ({launcher.where(h)})" if launcher.where(h) else h for h in missing]
+            if absent is not None and hello:  # some came: the run may go on without the others
+                for h in missing:
+                    where = launcher.where(h)
+                    absent[h] = (
+                        f"did not connect back within {CONNECT_TIMEOUT:.0f} s"
+                        f"{' (' + where + ')' if where else ''}{stderr_tail(procs, [h])}"
+                    )
+                break
             raise RunError(
                 f"agents did not connect back within {CONNECT_TIMEOUT:.0f} s: {', '.join(named)}"
                 f"{stderr_tail(procs, missing)}"
@@ -100,6 +110,13 @@ def connect_agents(
         for h, p in procs.items():
             if h not in hello and p.poll() is not None:
                 where = launcher.where(h)
+                if absent is not None:
+                    if h not in absent:
+                        absent[h] = (
+                            f"exited before connecting ({where + '; ' if where else ''}"
+                            f"{describe_exit(p.returncode)}){stderr_tail(procs, [h])}"
+                        )
+                    continue
                 raise RunError(
                     f"agent for {h} exited before connecting ({where + '; ' if where else ''}"
                     f"{describe_exit(p.returncode)}){stderr_tail(procs, [h])}"

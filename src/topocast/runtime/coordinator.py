@@ -32,6 +32,8 @@ from typing import TYPE_CHECKING
 from ..intervals import IntervalSet
 from ..plan import Plan
 from ..results import Result, aggregate_from_times
+from .absent import go_without
+from .adapt import make_adapter
 from .agents import (
     RunError,
     RunInputError,
@@ -44,10 +46,13 @@ from .agents import (
     wait_exit,
 )
 from .protocol import Conn, Msg
+from .resume import send_trims
 from .store import peak_rss
 
 if TYPE_CHECKING:
     from ..topology import Topology
+    from .absent import Replan
+    from .adapt import Adapter
     from .launchers import Launcher
 
 ProgressCallback = Callable[[dict[str, float], float], object]  # (bytes held per host, seconds)
@@ -79,6 +84,15 @@ class RunOutcome:
     # host -> the agent's peak resident memory (bytes), and the coordinator's own
     peak_rss: dict = field(default_factory=dict)
     coordinator_rss: int = 0
+    # host -> bytes an earlier run left in --dest-dir that verified and were not moved again
+    kept: dict = field(default_factory=dict)
+    # host -> bytes that arrived at the host in data frames (its pushes and repairs)
+    received: dict = field(default_factory=dict)
+    # host -> why its agent never came (failed before the start); the run went on without it
+    absent: dict = field(default_factory=dict)
+    plan: Plan | None = None  # the plan performed (another one when hosts were absent)
+    # adapt: every decision of the watch (when, why, what changed, predicted gain, applied)
+    replans: list = field(default_factory=list)
 
 
 def _wanted_total(ranges) -> int:
@@ -106,6 +120,11 @@ def perform(
     max_frame: int | None = None,
     prefault: bool = True,
     before_start: Callable[[], object] | None = None,
+    resume: bool = True,
+    all_or_nothing: bool = False,
+    replan: Replan | None = None,
+    adapt: bool = False,
+    planner: Callable[[Topology], Plan] | None = None,
 ) -> RunOutcome:
     """Perform ``plan`` with one agent per host started by ``launcher``.
 
@@ -132,6 +151,19 @@ def perform(
 
     ``before_start()`` is called once every agent is ready, before the data moves (the CLI
     finishes its prediction while the agents start, and never during the transfer).
+
+    ``resume`` (with ``dest_dir``): every receiver keeps the pieces of an earlier run's file
+    there that verify against the message, and only the rest moves (``runtime.resume``).
+
+    A host whose agent fails before the start is reported (``RunOutcome.absent``, and in
+    ``failed``) and the others go on with a plan made again without it (``runtime.absent``):
+    ``replan(missing hosts)`` when given, else the plan with those hosts spliced out.
+    ``all_or_nothing``: such a failure stops the run before any byte moves (``RunError``).
+
+    ``adapt`` (a broadcast, needs ``topology``): the coordinator compares every transfer's
+    measured rate with its prediction and, when the network changed, plans the rest again
+    (``runtime.adapt``) with ``planner(topology)`` (default: the plan's planner from the
+    registry); ``RunOutcome.replans`` reports every decision.
     """
     if any(t.reduce for t in plan.transfers):
         raise RunInputError(
@@ -139,16 +171,23 @@ def perform(
         )
     hosts = list(plan.hosts)
     size = plan.size
-    pacing: dict = {}
-    if fair_uplink:
-        if topology is None:
-            raise RunInputError("fair_uplink needs the topology (the agents pace to its link bandwidths)")
+    asked = plan
+    if fair_uplink and topology is None:
+        raise RunInputError("fair_uplink needs the topology (the agents pace to its link bandwidths)")
+
+    def pacing_of(p: Plan) -> dict:
+        if not fair_uplink:
+            return {}
         from .pacing import pacing_config
 
-        pacing = pacing_config(plan, topology, goodput, sndbuf or 4 * chunk_size)
+        assert topology is not None  # checked above
+        return pacing_config(p, topology, goodput, sndbuf or 4 * chunk_size)
+
+    pacing = pacing_of(plan)
     # step 1: the message and the digest every receiver must reach (computed while the
     # agents start), and what this machine must be able to hold
-    data_spec, dest_name, digest_job = _message(plan, file, seed)
+    resume = bool(resume and dest_dir and 0 < size <= RESUME_MAX_BYTES)
+    data_spec, dest_name, digest_job = _message(plan, file, seed, pieces=resume)
     if getattr(launcher, "shared_clock", False):
         _check_room(plan, dest_dir)
 
@@ -159,11 +198,16 @@ def perform(
     conns: dict[str, Conn] = {}
     events: queue.Queue = queue.Queue()
     warnings: list[str] = []
+    absent: dict[str, str] = {}
     watch = None
     try:
-        # step 2: start the agents and let them connect back
-        hello = connect_agents(launcher, hosts, procs, conns, listener, control_addr, secret, dest_dir)
+        # step 2: start the agents and let them connect back; without those that never came,
+        # the plan is made again for the hosts that are there
+        lenient = None if all_or_nothing else absent
+        hello = connect_agents(launcher, hosts, procs, conns, listener, control_addr, secret, dest_dir, lenient)
         peers = {h: [m["address"], int(m["port"])] for h, m in hello.items()}
+        if absent:
+            plan, hosts, pacing = go_without(asked, absent, replan, warnings, pacing_of)
 
         # step 3: configuration (each agent learns only its own transfers)
         settings = {
@@ -177,8 +221,16 @@ def perform(
             "max_frame": max_frame,
             "prefault": prefault,
         }
-        digests = digest_job.result()
-        _configure(plan, hosts, conns, procs, events, digests, pacing, settings)
+        digests, piece_hashes = digest_job.result()
+        if piece_hashes is not None:
+            settings["piece_hashes"] = piece_hashes
+        seen = set(absent)
+        kept = _configure(plan, hosts, conns, procs, events, digests, pacing, settings, lenient)
+        if set(absent) != seen:  # some failed while setting up: the others get the new plan
+            plan, hosts, pacing = go_without(asked, absent, replan, warnings, pacing_of)
+            _reconfigure(plan, hosts, conns, pacing)
+        send_trims(plan, conns, kept)
+        adapter = make_adapter(plan, topology, planner, goodput, chunk_size) if adapt else None
 
         if before_start is not None:
             before_start()
@@ -193,6 +245,10 @@ def perform(
         if on_start:
             on_start(procs)
         watch = _Watch(plan, hosts, conns, procs, events, digests, t0, warnings)
+        watch.adapter = adapter
+        for h, iv in kept.items():
+            watch.holdings[h].add_ranges((s, e - s) for s, e in iv)
+            watch.held_bytes[h] = watch.holdings[h].total
         watch.run(timeout, idle_timeout, on_progress)
         wanted, done, failed = watch.wanted, watch.done, watch.failed
         held_bytes, transfer_times, send_times, cpu = (
@@ -225,6 +281,9 @@ def perform(
         launcher.close()
 
     # step 6: the result, in the shape of a prediction
+    for h, why in absent.items():
+        if h in asked.wanted:
+            wanted[h], failed[h] = asked.wanted[h], f"never came: its agent {why}"
     times = {h: done.get(h, math.inf) for h in wanted}
     per_host, makespan, aggregate = aggregate_from_times({h: _wanted_total(r) for h, r in wanted.items()}, times)
     for h, t in times.items():
@@ -255,6 +314,11 @@ def perform(
         send_times=send_times,
         peak_rss=watch.rss,
         coordinator_rss=peak_rss() or 0,
+        kept={h: iv.total for h, iv in kept.items()},
+        received=dict(watch.received),
+        absent=dict(absent),
+        plan=plan,
+        replans=list(adapter.reports) if adapter is not None else [],
     )
 
 
@@ -359,11 +423,17 @@ def _cpu_verdict(cpu: dict, wall: float, busy: float | None = None, niced: float
     return "; ".join(msgs)
 
 
-def _message(plan: Plan, file: str | None, seed: int):
+RESUME_MAX_BYTES = 128 << 30  # larger messages: no resume (the piece hashes would not fit one control message)
+
+
+def _message(plan: Plan, file: str | None, seed: int, pieces: bool = False):
     """How the agents get the message (the file, or the seed of the generated data), the
-    destination file name, and a background job computing the digest each receiver must
-    reach (once per distinct set of wanted ranges, streaming: the message is never held)."""
-    from .data import file_digest, seeded_digest
+    destination file name, and a background job computing (the digest each receiver must
+    reach, the hash of every piece of the message or None): once per distinct set of wanted
+    ranges, streaming (the message is never held); with ``pieces``, the piece hashes in one
+    pass, and every digest made of whole pieces from them (``runtime.resume``)."""
+    from .data import file_digest, generate_into, seeded_digest
+    from .resume import digest_from_pieces, message_piece_hashes
 
     if file is not None:
         try:
@@ -379,6 +449,10 @@ def _message(plan: Plan, file: str | None, seed: int):
         def digest(ranges):
             return file_digest(file, ranges)
 
+        def hashes():
+            with open(file, "rb") as fh:
+                return message_piece_hashes(lambda off, view: os.preadv(fh.fileno(), [view], off), plan.size)
+
         dest_name = os.path.basename(file)
     else:
         data_spec = {"seed": seed}
@@ -386,21 +460,26 @@ def _message(plan: Plan, file: str | None, seed: int):
         def digest(ranges):
             return seeded_digest(seed, ranges)
 
+        def hashes():
+            return message_piece_hashes(lambda off, view: generate_into(seed, off, view), plan.size)
+
         dest_name = "message.bin"
 
-    def all_digests() -> dict[str, str]:
+    def all_digests() -> tuple[dict[str, str], list[int] | None]:
         by_ranges: dict[tuple, str] = {}
         out: dict[str, str] = {}
+        piece_hashes = hashes() if pieces else None
         for h, r in plan.wanted.items():
             key = tuple(sorted(r))
             if key not in by_ranges:
-                by_ranges[key] = digest(key)
+                whole = digest_from_pieces(piece_hashes, plan.size, key) if piece_hashes else None
+                by_ranges[key] = whole if whole is not None else digest(key)
             out[h] = by_ranges[key]
         if file is not None:
             st2 = os.stat(file)
             if (st2.st_size, st2.st_mtime_ns) != tuple(data_spec["stat"]):
                 raise RunError(f"{file} changed while its digest was computed")
-        return out
+        return out, piece_hashes
 
     from concurrent.futures import ThreadPoolExecutor
 
@@ -438,27 +517,43 @@ def _check_room(plan: Plan, dest_dir: str | None) -> None:
         )
 
 
-def _configure(plan: Plan, hosts, conns, procs, events, digests, pacing, settings: dict) -> None:
-    """Send each agent its own transfers and settings, then wait (60 s at most) until every
-    agent reports ready."""
+def _transfers_of(plan: Plan, h: str) -> tuple[list, list]:
+    """Host ``h``'s outgoing and incoming transfers, as the agents' configuration has them."""
+    out = [
+        {
+            "index": i,
+            "dst": t.dst,
+            "ranges": [list(r) for r in t.ranges],
+            "pipelined": t.pipelined,
+            "after": list(t.after),
+            "rate_cap": t.rate_cap,
+        }
+        for i, t in enumerate(plan.transfers)
+        if t.src == h
+    ]
+    inc = [
+        {"index": i, "src": t.src, "ranges": [list(r) for r in t.ranges]}
+        for i, t in enumerate(plan.transfers)
+        if t.dst == h
+    ]
+    return out, inc
+
+
+def _reconfigure(plan: Plan, hosts, conns, pacing) -> None:
+    """Before the start: every agent that is there gets its transfers of the new plan."""
     for h in hosts:
-        out = [
-            {
-                "index": i,
-                "dst": t.dst,
-                "ranges": [list(r) for r in t.ranges],
-                "pipelined": t.pipelined,
-                "after": list(t.after),
-                "rate_cap": t.rate_cap,
-            }
-            for i, t in enumerate(plan.transfers)
-            if t.src == h
-        ]
-        inc = [
-            {"index": i, "src": t.src, "ranges": [list(r) for r in t.ranges]}
-            for i, t in enumerate(plan.transfers)
-            if t.dst == h
-        ]
+        out, inc = _transfers_of(plan, h)
+        conns[h].send_json({"type": Msg.RECONFIG, "outgoing": out, "incoming": inc, "pacing": pacing.get(h)})
+
+
+def _configure(
+    plan: Plan, hosts, conns, procs, events, digests, pacing, settings: dict, absent: dict | None = None
+) -> dict[str, IntervalSet]:
+    """Send each agent its own transfers and settings, then wait (60 s at most) until every
+    agent reports ready; returns the bytes each host kept from an earlier run. With
+    ``absent``, an agent that fails meanwhile is recorded there (host -> why), not an error."""
+    for h in hosts:
+        out, inc = _transfers_of(plan, h)
         conns[h].send_json(
             {
                 "type": Msg.CONFIG,
@@ -474,17 +569,34 @@ def _configure(plan: Plan, hosts, conns, procs, events, digests, pacing, setting
     for h in hosts:
         threading.Thread(target=read_messages, args=(h, conns[h], events), daemon=True).start()
     ready: set[str] = set()
+    kept: dict[str, IntervalSet] = {}
+    lost: set[str] = set()
     deadline = time.monotonic() + 60
-    while len(ready) < len(hosts):
+    while len(ready) + len(lost) < len(hosts):
         try:
             h, msg = events.get(timeout=max(0.01, deadline - time.monotonic()))
         except queue.Empty:
-            raise RunError(f"agents not ready within 60 s: {', '.join(sorted(set(hosts) - ready))}") from None
+            late = sorted(set(hosts) - ready - lost)
+            if absent is None:
+                raise RunError(f"agents not ready within 60 s: {', '.join(late)}") from None
+            absent.update((x, "was not ready within 60 s") for x in late)
+            break
+        if h in lost:
+            continue
         if msg is None or msg.get("type") == Msg.FAILED:
             why = msg.get("reason") if msg else describe_exit(procs[h].wait(timeout=5) if wait_exit(procs[h]) else None)
-            raise RunError(f"agent for {h} failed before the start: {why}{stderr_tail(procs, [h])}")
+            if absent is None:
+                raise RunError(f"agent for {h} failed before the start: {why}{stderr_tail(procs, [h])}")
+            absent[h] = f"failed before the start: {why}{stderr_tail(procs, [h])}"
+            lost.add(h)
+            ready.discard(h)
+            kept.pop(h, None)
+            continue
         if msg.get("type") == Msg.READY:
             ready.add(h)
+            if msg.get("kept"):
+                kept[h] = IntervalSet((int(s), int(e) - int(s)) for s, e in msg["kept"])
+    return kept
 
 
 class _Watch:
@@ -504,8 +616,11 @@ class _Watch:
         self.send_times: dict[int, tuple[float, float]] = {}
         self.cpu: dict[str, float] = {}
         self.rss: dict[str, int] = {}
+        self.received: dict[str, int] = {}
         self.broken_notes: dict[str, list] = {}
         self.steal_watch = StealWatch(t0)
+        self.adapter: Adapter | None = None  # the watch of an adaptive run
+        self.transfer_bytes: dict[int, int] = {}  # incoming transfer -> bytes its receiver got on it
         self.last_moved = t0
         self.lost_check_at: float | None = None  # when to look for bytes no live host holds
         self._handlers = {
@@ -541,9 +656,18 @@ class _Watch:
                 self.lost_check_at = None
                 self._fail_unobtainable()
             self.steal_watch.tick(now)
+            if self.adapter is not None and not self.dead:
+                self._adapt(now)
             if on_progress and now - last_cb > 0.1:
                 last_cb = now
                 on_progress({x: self.held_bytes[x] for x in self.wanted}, now - self.t0)
+
+    def _adapt(self, now: float) -> None:
+        assert self.adapter is not None
+        msgs = self.adapter.tick(now - self.t0, self.holdings, self.transfer_bytes, set(self.transfer_times))
+        for h, msg in (msgs or {}).items():
+            if h not in self.dead:
+                send_quietly(self.conns[h], msg)
 
     def shut_down(self) -> None:
         """Ask every live agent to stop and collect the CPU time each reports (3 s at most).
@@ -584,6 +708,8 @@ class _Watch:
                 send_quietly(self.conns[o], msg)
 
     def _on_gone(self, h: str) -> None:
+        if h not in self.hosts:  # an agent that failed before the start: already reported
+            return
         self.dead.add(h)
         reason = describe_exit(self.procs[h].returncode if wait_exit(self.procs[h]) else None)
         if h in self.wanted and h not in self.done and h not in self.failed:
@@ -620,6 +746,8 @@ class _Watch:
         if iv.total != self.held_bytes[h]:
             self.last_moved = time.monotonic()
         self.held_bytes[h] = iv.total
+        for i, n in (msg.get("transfers") or {}).items():
+            self.transfer_bytes[int(i)] = int(n)
 
     def _on_tdone(self, h: str, msg: dict) -> None:
         i = int(msg["transfer"])
@@ -670,6 +798,8 @@ class _Watch:
         self.cpu[h] = float(msg.get("cpu", 0.0))
         if msg.get("maxrss") is not None:
             self.rss[h] = int(msg["maxrss"])
+        if msg.get("received") is not None:
+            self.received[h] = int(msg["received"])
 
 
 def _holders(msg: dict, holdings: dict, dead: set, me: str) -> list[str]:

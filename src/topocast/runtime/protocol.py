@@ -76,6 +76,9 @@ class Msg(StrEnum):
     HOLDERS = "holders"  # answer to NEED
     FAILURE = "failure"  # some transfer broke somewhere: check your own incoming ones
     SHUTDOWN = "shutdown"  # stop and report STATS
+    REPLAN = "replan"  # during the run: cancel these transfers, start these (runtime.adapt)
+    RECONFIG = "reconfig"  # before start: this agent's transfers of a plan made again without absent hosts
+    TRIM = "trim"  # before start: the new ranges of outgoing transfers whose receivers kept bytes (resume)
     PROBE = "probe"  # instead of CONFIG: this agent serves measurements (runtime.probing)
     MEASURE = "measure"  # probing: run one measurement (rtt or bulk) towards a peer
     # agent -> coordinator, probing

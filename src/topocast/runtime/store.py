@@ -36,7 +36,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ..intervals import IntervalSet
-from .data import ByteBuffer, combine_piece_hashes, digest_pieces, digest_ranges, generate_into, piece_hash
+from .data import BLOCK, ByteBuffer, combine_piece_hashes, digest_pieces, digest_ranges, generate_into, piece_hash
 from .protocol import Conn, ProtocolError, chunk_hash
 
 __all__ = ["Store", "StoreError", "SourceChanged", "peak_rss", "MEMORY_MARGIN", "TRIM_EVERY"]
@@ -144,18 +144,36 @@ class Store:
         return store
 
     @classmethod
-    def in_file(cls, size: int, path: Path) -> Store:
+    def in_file(cls, size: int, path: Path, keep: bool = False) -> Store:
+        """A file store at ``path``; ``keep``: an existing file of ``size`` bytes is opened
+        as it is (its bytes count as held only once :meth:`keep_verified` checked them)."""
         store = cls(size)
         store.kind, store.path = "file", path
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            store.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+            kept = keep and path.is_file() and path.stat().st_size == size
+            flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | (0 if kept else os.O_TRUNC)
+            store.fd = os.open(path, flags, 0o644)
         except OSError as exc:
             raise StoreError(f"cannot write {path}: {exc.strerror}", exc.errno) from None
         if size:
-            store._allocate(path)
+            if not kept:  # an earlier run's file of the right size already has its blocks
+                store._allocate(path)
             store._map()
         return store
+
+    def keep_verified(self, pieces: Iterable[tuple[int, int]], expected) -> list[tuple[int, int]]:
+        """Mark held the ``pieces`` (start, end) of this file store whose bytes hash to
+        ``expected`` (the message's hash of every ``data.BLOCK`` piece, ``runtime.resume``);
+        returns the pieces kept."""
+        from .resume import verify_pieces
+
+        kept = verify_pieces(self.fd, pieces, expected)
+        with self.cond:
+            for a, b in kept:
+                self.held.add(a, b)
+                self._hashes[a] = (b - a, int(expected[a // BLOCK]))
+        return kept
 
     def _allocate(self, path) -> None:
         """Reserve the file's blocks now: a full disk is an error here, not a SIGBUS when a
@@ -446,8 +464,11 @@ class Store:
                     break
                 if b <= off or (a, b) in self._piece_hashes:
                     continue
+                known = self._hashes.get(a)
                 if frame_hash is not None and (a, b) == (off, end):
                     self._piece_hashes[a, b] = frame_hash  # the frame's verified checksum
+                elif known is not None and known[0] == b - a and self.covers(a, b):
+                    self._piece_hashes[a, b] = known[1]  # a piece kept by a resumed run, or a frame
                 elif self.covers(a, b):
                     self._piece_hashes[a, b] = piece_hash(self._piece_bytes(a, b))
 

@@ -1,0 +1,272 @@
+"""Runs that follow the network (``run --adapt``) on the emulated network (root).
+
+For each network (``builtin:hetero-2switch``, a random tree of ``--hosts`` hosts drawn with a
+fresh seed, printed), ``--size`` bytes, planner ``--algorithm`` (default stable), fair uplink
+and goodput 0.9 as ``run --launcher testbed``:
+
+* **nothing changes**: the run without and with ``--adapt`` (cost, and re-plans: none expected);
+* **a link drops**: at a quarter of the unchanged run's makespan, one link drops to a fifth of
+  its rate in the direction the plan uses (``testbed set-rate --one-way``; both directions of
+  a tree's link cut the hosts behind it off whatever the plan): without ``--adapt``, with it,
+  and a run
+  planned from the start on the changed network (the link slow from the start). The link is
+  the one, among those the plan's transfers to its last host cross, whose drop a new plan is
+  predicted to recover from best (the simulator decides before any run; printed);
+* **background traffic**: TCP flows at half the rate of the busiest switch-to-switch link (or
+  host link on a switchless tree), in the plan's direction, for the whole run: without
+  ``--adapt``, with it, and a plan made for the residual capacity (same traffic).
+
+Every run holds ``/tmp/topocast-bench.lock``. Figures: makespans, re-plans, the ratios the
+targets name (docs/guide.md, "Runs that follow the network")::
+
+    PYTHONPATH=src python benchmarks/bench_adapt.py --size 32MiB [--seed N] [--only hetero]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import fcntl
+import os
+import random
+import sys
+import threading
+import time
+import uuid
+
+from topocast.cli.cmd_run import GOODPUT_TESTBED, scale_caps
+from topocast.plan import Broadcast
+from topocast.planners import get_planner
+from topocast.runtime import perform
+from topocast.runtime.launchers import TestbedLauncher
+from topocast.sim import simulate
+from topocast.testbed import down, up
+from topocast.testbed.live import Traffic, set_rate
+from topocast.topology import load_topology
+from topocast.topology.generators import random_tree
+from topocast.units import parse_size
+
+CHUNK = 64 * 1024
+LOCK = "/tmp/topocast-bench.lock"
+
+
+def with_rate(topo, a: str, b: str, factor: float, one_way: bool = False):
+    """``topo`` with the link a-b at ``factor`` of its rate (only a -> b when ``one_way``)."""
+    links = []
+    for pl in topo.physical_links:
+        if {pl.a, pl.b} != {a, b}:
+            links.append(pl)
+        elif not one_way:
+            back = None if pl.bandwidth_ba is None else pl.bandwidth_ba * factor
+            links.append(dataclasses.replace(pl, bandwidth=pl.bandwidth * factor, bandwidth_ba=back))
+        elif pl.a == a:
+            links.append(dataclasses.replace(pl, bandwidth=pl.bandwidth * factor, bandwidth_ba=pl.reverse_bandwidth))
+        else:
+            links.append(dataclasses.replace(pl, bandwidth_ba=pl.reverse_bandwidth * factor))
+    return topo.replace(links=links)
+
+
+class Bench:
+    def __init__(self, topo, size: int, algorithm: str):
+        self.topo, self.size = topo, size
+        self.info = get_planner("broadcast", algorithm)
+        self.source = topo.hosts[0]
+
+    def planner(self, topo):
+        plan = self.info(topo, Broadcast(self.source, self.size))
+        return scale_caps(plan, GOODPUT_TESTBED).with_chunk_size(CHUNK)
+
+    def predict(self, plan, topo) -> float:
+        return simulate(plan, scale_topology(topo), chunk_size=CHUNK).makespan
+
+    def pick_drop(self, plan):
+        """The link direction, on the paths to the plan's last host, whose drop to a fifth a
+        new plan recovers from best (predicted). One direction: a link dropping both ways in
+        a tree cuts the hosts behind it off at the same rate whatever the plan."""
+        res = simulate(plan, scale_topology(self.topo), chunk_size=CHUNK)
+        last = max(res.per_host, key=lambda h: res.per_host[h].time)
+        hosts, frontier = {last}, [last]
+        while frontier:
+            h = frontier.pop()
+            for t in plan.transfers:
+                if t.dst == h and t.src not in hosts:
+                    hosts.add(t.src)
+                    frontier.append(t.src)
+        links = set()
+        for t in plan.transfers:
+            if t.dst in hosts:
+                links.update(self.topo.route(t.src, t.dst))
+        best = None
+        for i in sorted(links):
+            link = self.topo.links[i]
+            if self.source in (link.src, link.dst):
+                continue  # the source's own link: no plan can route around it
+            changed = with_rate(self.topo, link.src, link.dst, 0.2, one_way=True)
+            old = self.predict(plan, changed)
+            new = self.predict(self.planner(changed), changed)
+            if best is None or old / new > best[0]:
+                best = (old / new, link.src, link.dst, old, new, link.bandwidth)
+        return best
+
+    def pick_traffic(self, plan):
+        """The busiest switch-to-switch link of the plan (or host link), and two hosts whose
+        route crosses it in the plan's direction."""
+        load: dict[int, float] = {}
+        for t in plan.transfers:
+            for i in self.topo.route(t.src, t.dst):
+                load[i] = load.get(i, 0.0) + t.nbytes
+        sw = set(self.topo.switches)
+        order = sorted(load, key=lambda i: -load[i])
+        pick = next((i for i in order if self.topo.links[i].src in sw and self.topo.links[i].dst in sw), order[0])
+        link = self.topo.links[pick]
+        for a in self.topo.hosts:
+            for b in self.topo.hosts:
+                if a != b and a != self.source and pick in self.topo.route(a, b):
+                    return link, a, b
+        return link, None, None
+
+
+def scale_topology(topo):
+    from topocast.cli.cmd_run import scale_topology as scale
+
+    return scale(topo, GOODPUT_TESTBED)
+
+
+def run_once(st, topo, plan, *, adapt=False, planner=None, change=None, traffic=None) -> tuple[float, list, dict]:
+    """One run under the lock; ``change``: (seconds, a, b, rate) applied while it runs;
+    ``traffic``: (a, b, rate) running for the whole run."""
+    with open(LOCK, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        flows = Traffic(st, *traffic[:2], rate=traffic[2], flows=2).start() if traffic else None
+        if flows:
+            time.sleep(2.0)
+        timer = None
+
+        def on_start(_procs):
+            nonlocal timer
+            if change:
+                timer = threading.Timer(
+                    change[0], set_rate, args=(st, change[1], change[2], change[3]), kwargs={"one_way": True}
+                )
+                timer.start()
+
+        try:
+            out = perform(
+                plan,
+                topo,
+                launcher=TestbedLauncher(st),
+                fair_uplink=True,
+                goodput=GOODPUT_TESTBED,
+                chunk_size=CHUNK,
+                adapt=adapt,
+                planner=planner,
+                on_start=on_start,
+            )
+        finally:
+            if timer is not None:
+                timer.join()
+            if flows:
+                flows.stop()
+    return out.result.makespan, out.replans, out.failed
+
+
+def scenario(name: str, topo, size: int, algorithm: str) -> None:
+    bench = Bench(topo, size, algorithm)
+    plan = bench.planner(topo)
+    tb = f"ad{uuid.uuid4().hex[:6]}"
+    st = up(topo, name=tb)
+    load = os.getloadavg()[0]
+    try:
+        print(f"\n== {name}: {len(topo.hosts)} hosts, {size} bytes, {algorithm}; load {load:.1f}")
+        pred = bench.predict(plan, topo)
+        base, r0, f0 = run_once(st, topo, plan)
+        based, r1, f1 = run_once(st, topo, plan, adapt=True, planner=bench.planner)
+        print(
+            f"nothing changes: {base:.2f} s without --adapt, {based:.2f} s with (cost {based / base - 1:+.1%}, "
+            f"target <= 3 %); re-plans {sum(r['applied'] for r in r1)} (decisions {len(r1)}; target 0); "
+            f"predicted {pred:.2f} s; failed {f0 or f1 or 'none'}"
+        )
+        gain, a, b, old, new, rate = bench.pick_drop(plan)
+        at = base / 4
+        print(
+            f"drop: link {a}->{b} {rate * 8e-6:.0f} -> {rate * 0.2 * 8e-6:.0f} Mbit/s at {at:.2f} s "
+            f"(predicted on the changed network: old plan {old:.2f} s, new plan {new:.2f} s)"
+        )
+        change = (at, a, b, rate * 0.2)
+        try:
+            slow, _, f2 = run_once(st, topo, plan, change=change)
+        finally:
+            set_rate(st, a, b, rate, one_way=True)
+        try:
+            fast, reps, f3 = run_once(st, topo, plan, adapt=True, planner=bench.planner, change=change)
+        finally:
+            set_rate(st, a, b, rate, one_way=True)
+        changed = with_rate(topo, a, b, 0.2, one_way=True)
+        set_rate(st, a, b, rate * 0.2, one_way=True)
+        try:
+            ref, _, f4 = run_once(st, changed, bench.planner(changed))
+        finally:
+            set_rate(st, a, b, rate, one_way=True)
+        after_ref = ref * (1 - at / base)
+        print(
+            f"  without --adapt {slow:.2f} s, with {fast:.2f} s: {slow / fast:.2f}x sooner (target >= 1.5); "
+            f"planned on the changed network from the start {ref:.2f} s"
+        )
+        print(
+            f"  after the change: adapt {fast - at:.2f} s vs {after_ref:.2f} s for the changed plan's "
+            f"remaining share ({(fast - at) / after_ref - 1:+.0%}; target within 20 %); failed {f2 or f3 or f4 or 'none'}"
+        )
+        for r in reps:
+            what = ", ".join(f"{c['link']} -> {c['new_bit_s'] / 1e6:.1f} Mbit/s" for c in r["changed"])
+            print(f"  decision at {r['time']:.2f} s: {what or '-'}; {r['outcome']}")
+        link, ta, tb_host = bench.pick_traffic(plan)
+        if ta is None:
+            print("traffic: no pair of hosts crosses the busiest link; skipped")
+            return
+        half = link.bandwidth / 2
+        traffic = (ta, tb_host, half)
+        residual = with_rate(topo, link.src, link.dst, 0.5)
+        t_plain, _, f5 = run_once(st, topo, plan, traffic=traffic)
+        t_adapt, reps, f6 = run_once(st, topo, plan, adapt=True, planner=bench.planner, traffic=traffic)
+        t_res, _, f7 = run_once(st, topo, bench.planner(residual), traffic=traffic)
+        print(
+            f"traffic {ta}->{tb_host} at {half * 8e-6:.0f} Mbit/s over {link.src}->{link.dst}: without --adapt "
+            f"{t_plain:.2f} s, with {t_adapt:.2f} s, plan for the residual capacity {t_res:.2f} s "
+            f"(adapt {t_adapt / t_res - 1:+.0%}; target within 20 %); re-plans {sum(r['applied'] for r in reps)}; "
+            f"failed {f5 or f6 or f7 or 'none'}"
+        )
+    finally:
+        down(tb)
+        print(f"# load {os.getloadavg()[0]:.1f}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size", default="32MiB")
+    ap.add_argument("--algorithm", default="stable")
+    ap.add_argument("--hosts", type=int, default=16)
+    ap.add_argument("--seed", type=int, default=None, help="random tree (default: drawn now, printed)")
+    ap.add_argument("--only", choices=("hetero", "tree"), default=None)
+    ap.add_argument("--sustain", type=float, default=None, help="seconds slow before a decision (adapt.SUSTAIN)")
+    args = ap.parse_args()
+    if args.sustain is not None:
+        from topocast.runtime import adapt
+
+        adapt.SUSTAIN = args.sustain
+    if os.geteuid() != 0:
+        print("bench_adapt: needs root (the emulated network)", file=sys.stderr)
+        return 2
+    size = int(parse_size(args.size))
+    seed = args.seed if args.seed is not None else random.randrange(1 << 20)
+    print(f"seed {seed}")
+    if args.only in (None, "hetero"):
+        scenario("builtin:hetero-2switch", load_topology("builtin:hetero-2switch"), size, args.algorithm)
+    if args.only in (None, "tree"):
+        n = args.hosts
+        topo = random_tree(n, max(2, n // 4), min_mbit=20, max_mbit=200, seed=seed, name=f"rt{n}s{seed}")
+        scenario(f"random tree {n} hosts, seed {seed}", topo, size, args.algorithm)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,356 @@
+"""Runs that follow the network: watch every transfer's rate, and plan the rest again when
+the network changed (``perform(..., adapt=...)``, ``topocast run --adapt``).
+
+The coordinator knows, ten times a second, the verified bytes every host holds. From them
+:class:`Adapter` follows each running transfer: its progress is the bytes of its ranges its
+receiver holds, its measured rate the progress over the last ``WINDOW`` seconds, and it is
+*self-limited* when its sender holds at least ``AHEAD`` seconds of its bytes (at the
+predicted rate) that the receiver lacks — otherwise it waits for its own upstream and says
+nothing about its links. Its prediction comes from the simulator, for the plan being run.
+
+1. **Trigger**: a self-limited transfer running below ``SLOW`` x its prediction for
+   ``SUSTAIN`` seconds in a row (not judged during its first ``WARMUP`` seconds, nor within
+   ``COOLDOWN`` seconds of the last decision).
+2. **What changed**: ``estimate.estimate_links`` on every running transfer; each link it
+   names gets the estimated capacity (divided by the goodput factor) in the topology the
+   coordinator believes. The predictions of the running transfers are made again on it, so a
+   change that has been taken into account does not trigger again.
+3. **The rest of the broadcast**: the planner is run again on the changed topology, and its
+   plan is cut to what is left (:func:`continue_from`: every transfer loses the bytes its
+   receiver already holds; a relay's part that it holds is sent from its store, the part it
+   will receive is pipelined behind the transfer that brings it). No planner takes holdings
+   itself: every planner is re-run on the whole message and cut this way. The old plan's
+   rest is cut the same way; both are simulated from now on.
+4. **Decision**: the new plan replaces the old one when its predicted rest is at least
+   ``MIN_GAIN`` shorter. The agents get ``replan``: the old transfers still running are
+   cancelled (a sender stops after its current frame and ends the connection cleanly; its
+   receiver keeps every verified byte it got), the new ones start at once. Bytes a receiver
+   got after the holdings were read may be sent to it again (they count once); no byte is
+   left unverified: every host still checks the whole-message digest.
+
+Every decision, applied or not, is reported: when, why (the slow transfers), what changed
+(links, old and new capacity, confidence) and the predicted rest of both plans.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections import deque
+from collections.abc import Callable, Mapping, Set
+from typing import TYPE_CHECKING
+
+from ..intervals import IntervalSet
+from ..plan import Plan, Transfer
+from .agents import RunInputError
+from .estimate import Observation, estimate_links
+
+if TYPE_CHECKING:
+    from ..topology import Topology
+
+__all__ = ["Adapter", "make_adapter", "continue_from", "SLOW", "SUSTAIN", "WINDOW", "MIN_GAIN"]
+
+SLOW = 0.5  # a transfer below this fraction of its prediction is slow
+SUSTAIN = 2.0  # s a transfer must stay slow before anything is done
+WINDOW = 1.0  # s over which a transfer's rate is measured
+WARMUP = 1.0  # s after a transfer's first byte before it is judged
+AHEAD = 0.5  # s of predicted rate its sender must hold ahead for a transfer to be self-limited
+COOLDOWN = 3.0  # s between two decisions
+MIN_GAIN = 0.1  # the new plan's rest must be this much shorter than the old one's
+MIN_CONFIDENCE = 0.2  # link estimates below this are not acted on
+TICK = 0.25  # s between two looks
+
+Planner = Callable[["Topology"], Plan]  # plans the whole broadcast on a topology
+
+
+def _ahead(ranges, pos: int, held: IntervalSet, enough: float) -> int:
+    """How many bytes of the sequence ``ranges``, from position ``pos`` on, ``held`` holds
+    without a gap (counting stops at ``enough``)."""
+    got = 0
+    for off, length in ranges:
+        if pos >= length:
+            pos -= length
+            continue
+        a, end = off + pos, off + length
+        pos = 0
+        miss = held.missing(a, end)
+        stop = miss[0][0] if miss else end
+        got += stop - a
+        if stop < end or got >= enough:
+            break
+    return got
+
+
+def _cut(ranges, have: IntervalSet) -> list[tuple[int, int]]:
+    return [(s, e - s) for off, length in ranges for s, e in have.missing(off, off + length)]
+
+
+def _within(ranges, have: IntervalSet) -> list[tuple[int, int]]:
+    """The parts of ``ranges`` (in order) that ``have`` covers."""
+    out = []
+    for off, length in ranges:
+        pos = off
+        for s, e in have.missing(off, off + length) + [(off + length, off + length)]:
+            if s > pos:
+                out.append((pos, s - pos))
+            pos = max(pos, e)
+    return out
+
+
+def continue_from(plan: Plan, holdings: Mapping[str, IntervalSet], skip: Set[int] = frozenset()) -> Plan:
+    """What is left of ``plan`` when every host holds ``holdings`` (transfers ``skip`` done):
+    each transfer without the bytes its receiver holds; a pipelined transfer out of a relay
+    split into the part its sender holds now (sent from its store at once) and the part it
+    will receive (pipelined behind the transfer that brings it, which the simulator finds when
+    that transfer carries exactly these ranges, as when the receiver is behind its sender)."""
+    kept: list[tuple[int, Transfer]] = []
+    for i, t in enumerate(plan.transfers):
+        if i in skip:
+            continue
+        rest = _cut(t.ranges, holdings.get(t.dst, IntervalSet()))
+        if not rest:
+            continue
+        base = dataclasses.replace(t, ranges=tuple(rest), upstream=None, after=())
+        src_has = holdings.get(t.src, IntervalSet())
+        held = _within(rest, src_has)
+        if not t.pipelined or not held or held == rest:
+            kept.append((i, base))
+            continue
+        kept.append((i, dataclasses.replace(base, ranges=tuple(held))))
+        kept.append((i, dataclasses.replace(base, ranges=tuple(_cut(rest, src_has)))))
+    index: dict[int, list[int]] = {}
+    for j, (i, _) in enumerate(kept):
+        index.setdefault(i, []).append(j)
+    transfers = tuple(
+        dataclasses.replace(t, after=tuple(j for a in plan.transfers[i].after for j in index.get(a, ())))
+        for i, t in kept
+    )
+    initial = {h: tuple((s, e - s) for s, e in iv) for h, iv in holdings.items() if iv.total}
+    return dataclasses.replace(plan, transfers=transfers, initial=initial)
+
+
+class Adapter:
+    """The watch of one run (see the module). ``tick`` is called by the coordinator with the
+    holdings; it returns the ``replan`` messages to send, by host, when it re-plans."""
+
+    def __init__(self, plan: Plan, topology, planner: Planner, goodput: float, chunk: int):
+        from ..sim import simulate
+
+        self.simulate = simulate
+        self.topology, self.planner, self.goodput, self.chunk = topology, planner, goodput, chunk
+        self.plan = plan  # the plan whose transfers run now (global index = offset + position)
+        self.offset = 0
+        self.next_index = len(plan.transfers)
+        self.pred: dict[int, float] = self._predicted_rates(plan, 0)
+        self.history: dict[int, deque] = {}
+        self.first_seen: dict[int, float] = {}
+        self.slow_since: dict[int, float] = {}
+        self.last_decision = -math.inf
+        self.last_tick = -math.inf
+        self.reports: list[dict] = []
+
+    # ------------------------------------------------------------------ predictions
+    def _scaled(self, topology):
+        if self.goodput == 1.0:
+            return topology
+        links = [
+            dataclasses.replace(
+                pl,
+                bandwidth=pl.bandwidth * self.goodput,
+                bandwidth_ba=None if pl.bandwidth_ba is None else pl.bandwidth_ba * self.goodput,
+            )
+            for pl in topology.physical_links
+        ]
+        return topology.replace(links=links)
+
+    def _simulate(self, plan: Plan):
+        return self.simulate(plan, self._scaled(self.topology), chunk_size=self.chunk)
+
+    def _predicted_rates(self, plan: Plan, offset: int) -> dict[int, float]:
+        res = self._simulate(plan)
+        out = {}
+        for j, (t, (start, end)) in enumerate(zip(plan.transfers, res.transfer_times)):
+            if end > start and math.isfinite(end):
+                out[offset + j] = t.nbytes / (end - start)
+        return out
+
+    # ------------------------------------------------------------------ watching
+    def tick(
+        self, now: float, holdings: Mapping[str, IntervalSet], received: Mapping[int, int], done: set[int]
+    ) -> dict[str, dict] | None:
+        """``received``: the bytes each transfer's receiver got on it; ``done``: the transfers
+        complete (their receivers hold their bytes)."""
+        if now - self.last_tick < TICK:
+            return None
+        self.last_tick = now
+        obs, slow_for = self._observe(now, holdings, received, done)
+        if not slow_for or max(slow_for) < SUSTAIN or now - self.last_decision < COOLDOWN:
+            return None
+        self.last_decision = now
+        try:
+            return self._decide(now, obs, holdings, done)
+        except Exception as exc:  # a failed re-plan must not stop a run that is moving data
+            self.reports[-1]["outcome"] = f"re-plan failed ({type(exc).__name__}: {exc}): plan kept"
+            self.reports[-1]["applied"] = False
+            return None
+
+    def _observe(self, now: float, holdings, received: Mapping[int, int], done: set[int]):
+        """Every running transfer's observation, and how long each slow one has been slow.
+        A transfer sends its ranges in order: the bytes it delivered are its position."""
+        obs: dict[int, Observation] = {}
+        slow_for = []
+        for j, t in enumerate(self.plan.transfers):
+            i = self.offset + j
+            if i in done or i not in self.pred:
+                continue
+            got = received.get(i, 0)
+            if got >= t.nbytes:
+                continue
+            hist = self.history.setdefault(i, deque())
+            hist.append((now, got))
+            while len(hist) > 2 and now - hist[1][0] >= WINDOW:
+                hist.popleft()
+            if got > 0:
+                self.first_seen.setdefault(i, now)
+            if i not in self.first_seen or now - self.first_seen[i] < WARMUP or now - hist[0][0] < 0.8 * WINDOW:
+                continue
+            rate = (got - hist[0][1]) / (now - hist[0][0])
+            need = min(AHEAD * self.pred[i], t.nbytes - got)
+            own = _ahead(t.ranges, got, holdings.get(t.src, IntervalSet()), need) >= need
+            route = tuple(self.topology.route(t.src, t.dst))
+            obs[i] = Observation(route, self.pred[i], rate, own)
+            if own and rate < SLOW * self.pred[i]:
+                self.slow_since.setdefault(i, now)
+                slow_for.append(now - self.slow_since[i])
+            else:
+                self.slow_since.pop(i, None)
+        return obs, slow_for
+
+    # ------------------------------------------------------------------ deciding
+    def _decide(self, now: float, obs: dict[int, Observation], holdings, done: set[int]) -> dict[str, dict] | None:
+        slow = sorted(i for i in obs if i in self.slow_since)
+        report: dict = {
+            "time": round(now, 3),
+            "why": [self._describe(i, obs[i]) for i in slow],
+            "observed": {i: [round(o.predicted), round(o.measured), o.self_limited] for i, o in obs.items()},
+            "changed": [],
+            "applied": False,
+        }
+        self.reports.append(report)
+        cap = {lid: link.bandwidth * self.goodput for lid, link in enumerate(self.topology.links)}
+        ests = [e for e in estimate_links(list(obs.values()), cap) if e.confidence >= MIN_CONFIDENCE]
+        if not ests:
+            report["outcome"] = "no link explains the slow transfers: plan kept"
+            self.slow_since.clear()
+            return None
+        self.topology = self._changed(ests, report)
+        snapshot = {h: iv.copy() for h, iv in holdings.items()}
+        skip = {j for j in range(len(self.plan.transfers)) if self.offset + j in done}
+        old_rest = continue_from(self.plan, snapshot, skip)
+        new_rest = continue_from(self.planner(self.topology), snapshot)
+        t_old, t_new = self._simulate(old_rest).makespan, self._simulate(new_rest).makespan
+        report.update(predicted_rest_old=round(t_old, 3), predicted_rest_new=round(t_new, 3))
+        self.slow_since.clear()
+        self.history.clear()
+        if not t_new < (1 - MIN_GAIN) * t_old:
+            report["outcome"] = "the plan's rest, predicted on the changed network, is kept (no gain from a new plan)"
+            self._follow(old_rest, skip_none=True)
+            return None
+        report["applied"] = True
+        report["outcome"] = f"re-planned: predicted rest {t_new:.2f} s instead of {t_old:.2f} s"
+        return self._switch(new_rest, done)
+
+    def _describe(self, i: int, o: Observation) -> str:
+        t = self.plan.transfers[i - self.offset]
+        return (
+            f"transfer {i} {t.src}->{t.dst} at {o.measured * 8 / 1e6:.1f} Mbit/s, predicted {o.predicted * 8 / 1e6:.1f}"
+        )
+
+    def _changed(self, ests, report: dict):
+        """The believed topology with the estimated links' new capacities."""
+        links = list(self.topology.physical_links)
+        for e in ests:
+            link = self.topology.links[e.link]
+            pl = links[link.physical]
+            new = e.capacity / self.goodput
+            old = link.bandwidth
+            if link.src == pl.a:
+                links[link.physical] = dataclasses.replace(pl, bandwidth=new, bandwidth_ba=pl.reverse_bandwidth)
+            else:
+                links[link.physical] = dataclasses.replace(pl, bandwidth_ba=new)
+            report["changed"].append(
+                {
+                    "link": f"{link.src}->{link.dst}",
+                    "old_bit_s": old * 8,
+                    "new_bit_s": new * 8,
+                    "confidence": round(e.confidence, 2),
+                    "tied": [f"{self.topology.links[x].src}->{self.topology.links[x].dst}" for x in e.tied],
+                }
+            )
+        return self.topology.replace(links=links)
+
+    def _follow(self, rest: Plan, skip_none: bool) -> None:
+        """Keep the running plan; predict its transfers again from ``rest`` (made of them)."""
+        rates = self._predicted_rates(rest, 0)
+        by_pair: dict[tuple[str, str], float] = {}
+        for j, t in enumerate(rest.transfers):
+            if j in rates:
+                by_pair[(t.src, t.dst)] = min(by_pair.get((t.src, t.dst), math.inf), rates[j])
+        for j, t in enumerate(self.plan.transfers):
+            i = self.offset + j
+            if (t.src, t.dst) in by_pair:
+                self.pred[i] = by_pair[(t.src, t.dst)]
+
+    def _switch(self, new: Plan, done: set[int]) -> dict[str, dict]:
+        """Cancel the old plan's running transfers, start the new plan's (indices after all
+        earlier ones): the ``replan`` message of every host involved."""
+        cancel = [self.offset + j for j in range(len(self.plan.transfers)) if self.offset + j not in done]
+        offset = self.next_index
+        self.next_index += len(new.transfers)
+        msgs: dict[str, dict] = {}
+
+        def msg(h: str) -> dict:
+            return msgs.setdefault(h, {"type": "replan", "cancel": [], "outgoing": [], "incoming": []})
+
+        for i in cancel:
+            t = self.plan.transfers[i - self.offset]
+            msg(t.src)["cancel"].append(i)
+            msg(t.dst)["cancel"].append(i)
+        for j, t in enumerate(new.transfers):
+            i = offset + j
+            msg(t.src)["outgoing"].append(
+                {
+                    "index": i,
+                    "dst": t.dst,
+                    "ranges": [list(r) for r in t.ranges],
+                    "pipelined": t.pipelined,
+                    "after": [offset + a for a in t.after],
+                    "rate_cap": t.rate_cap,
+                }
+            )
+            msg(t.dst)["incoming"].append({"index": i, "src": t.src, "ranges": [list(r) for r in t.ranges]})
+        self.reports[-1].update(cancelled=len(cancel), new_transfers=len(new.transfers))
+        self.plan, self.offset = new, offset
+        self.pred = self._predicted_rates(new, offset)
+        self.first_seen.clear()
+        return msgs
+
+
+def make_adapter(plan: Plan, topology, planner, goodput: float, chunk: int):
+    """The watch of an adaptive run, with its planner (default: the plan's own, from the registry)."""
+    if topology is None or plan.collective != "broadcast" or plan.source is None:
+        raise RunInputError("adapt needs a broadcast plan and its topology (the network it predicts and re-plans on)")
+    if planner is None:
+        from ..plan import Broadcast
+        from ..planners import get_planner
+
+        try:
+            info = get_planner("broadcast", plan.planner)
+        except Exception:
+            raise RunInputError(f"adapt: no planner {plan.planner!r} to plan the rest with (give planner=)") from None
+        dests = tuple(plan.destinations)
+
+        def planner(topo):
+            return info(topo, Broadcast(plan.source, plan.size, dests)).with_chunk_size(plan.chunk_size)
+
+    return Adapter(plan, topology, planner, goodput, chunk)

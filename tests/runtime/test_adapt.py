@@ -1,0 +1,115 @@
+"""Runs that follow the network: the link estimator, the rest of a plan from current
+holdings, and the watch's decisions (runtime.estimate, runtime.adapt)."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from topocast.intervals import IntervalSet
+from topocast.plan import Broadcast
+from topocast.planners import get_planner
+from topocast.runtime import adapt as adapt_module
+from topocast.runtime.adapt import Adapter, continue_from
+from topocast.runtime.estimate import Observation, estimate_links
+
+from .helpers import chain_plan, two_switch
+
+MiB = 1 << 20
+
+
+def test_the_link_shared_by_the_slow_transfers_is_named_with_their_total_rate():
+    # routes: 0 and 1 cross link 5 and are slow; 2 crosses link 7 (and 1's link 6) at its prediction
+    obs = [
+        Observation((1, 5), predicted=10.0, measured=2.0),
+        Observation((6, 5), predicted=10.0, measured=3.0),
+        Observation((6, 7), predicted=10.0, measured=10.0),
+    ]
+    cap = {1: 100.0, 5: 40.0, 6: 100.0, 7: 100.0}
+    (est,) = estimate_links(obs, cap)
+    assert est.link == 5 and est.capacity == pytest.approx(5.0) and est.explains == (0, 1)
+    assert est.confidence == 1.0
+
+
+def test_starved_transfers_say_nothing_and_nothing_slow_names_nothing():
+    obs = [Observation((1, 2), 10.0, 1.0, self_limited=False), Observation((3,), 10.0, 9.5)]
+    assert estimate_links(obs, {1: 10.0, 2: 10.0, 3: 10.0}) == []
+
+
+def test_ties_are_listed_and_the_busiest_link_chosen():
+    obs = [Observation((1, 2), 10.0, 2.0)]
+    (est,) = estimate_links(obs, {1: 100.0, 2: 12.0})
+    assert est.link == 2 and est.tied == (1,)
+
+
+ranges_st = st.lists(st.tuples(st.integers(0, 99), st.integers(1, 30)), max_size=4)
+
+
+@settings(max_examples=60, deadline=None)
+@given(held=st.dictionaries(st.sampled_from("abcd"), ranges_st))
+def test_the_rest_of_a_plan_brings_every_host_what_it_lacks(held):
+    size = 100
+    plan = chain_plan(size)  # s -> a; a -> b, a -> c; c -> d (pipelined)
+    holdings = {h: IntervalSet((o, min(n, size - o)) for o, n in r if o < size) for h, r in held.items()}
+    holdings["s"] = IntervalSet([(0, size)])
+    rest = continue_from(plan, holdings)
+    for h in "abcd":
+        have = holdings.get(h, IntervalSet()).copy()
+        for t in rest.transfers:
+            if t.dst == h:
+                have.add_ranges(t.ranges)
+                assert all(holdings.get(h, IntervalSet()).missing(o, o + n) == [(o, o + n)] for o, n in t.ranges)
+        assert have.covers(0, size)  # nothing lost, nothing sent that it already held
+    for t in rest.transfers:
+        if t.pipelined:  # a pipelined part the sender does not hold yet is brought to it by a transfer
+            lack = [(o, n) for o, n in t.ranges if not holdings.get(t.src, IntervalSet()).covers(o, o + n)]
+            if lack:
+                into = IntervalSet([r for u in rest.transfers if u.dst == t.src for r in u.ranges])
+                assert into.covers_ranges(lack)
+
+
+def _feed(adapter, seconds, rates, done=()):
+    """Tick the adapter as if each transfer ran at ``rates[i]`` bytes/s (the sources hold all)."""
+    got = {i: 0 for i in rates}
+    holdings = {"s": IntervalSet([(0, adapter.plan.size)])}
+    t = 0.0
+    msgs = None
+    while t < seconds and msgs is None:
+        t += 0.25
+        for i, r in rates.items():
+            got[i] = min(adapter.plan.transfers[i].nbytes, int(r * t))
+        msgs = adapter.tick(t, holdings, got, set(done))
+    return t, msgs
+
+
+def _star_adapter(monkeypatch):
+    topo = two_switch()
+    info = get_planner("broadcast", "flat")
+
+    def planner(tp):
+        return info(tp, Broadcast("s", 64 * MiB))
+
+    return Adapter(planner(topo), topo, planner, 1.0, 64 * 1024)
+
+
+def test_nothing_slow_never_decides(monkeypatch):
+    adapter = _star_adapter(monkeypatch)
+    rates = {i: adapter.pred[i] * 0.9 for i in adapter.pred}
+    _, msgs = _feed(adapter, 10.0, rates)
+    assert msgs is None and adapter.reports == []
+
+
+def test_a_sustained_slow_transfer_leads_to_an_estimate_and_a_report(monkeypatch):
+    adapter = _star_adapter(monkeypatch)
+    slow = next(i for i, t in enumerate(adapter.plan.transfers) if t.dst == "a1")
+    rates = {i: adapter.pred[i] for i in adapter.pred}
+    rates[slow] = adapter.pred[slow] * 0.2
+    t, msgs = _feed(adapter, 10.0, rates)
+    assert adapter.reports, "a transfer at a fifth of its prediction for 10 s must be noticed"
+    r = adapter.reports[0]
+    assert r["time"] >= adapt_module.WARMUP + adapt_module.SUSTAIN
+    assert any("s->a1" in w for w in r["why"])
+    assert r["changed"] and r["changed"][0]["link"] in ("s->swA", "swA->a1")
+    assert "predicted_rest_old" in r and "outcome" in r
+    if msgs is not None:  # re-planned: every old transfer still running is cancelled by both ends
+        cancelled = {i for m in msgs.values() for i in m["cancel"]}
+        assert cancelled and all(i < len(adapter.plan.transfers) + adapter.offset for i in cancelled)
