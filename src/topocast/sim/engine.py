@@ -29,7 +29,7 @@ from ..plan import Plan
 from ..results import Result, aggregate_from_times
 from .agenda import Events
 from .coverage import Coverage
-from .rates import Rates
+from .rates import Rates, SmallRates
 from .state import DONE, EV_ACTIVATE, EV_CATCH, EV_DONE, EV_FREE, FLOWING, LATENCY, REDUCING, REL, Transfers
 
 if TYPE_CHECKING:
@@ -38,12 +38,15 @@ if TYPE_CHECKING:
 __all__ = ["simulate"]
 
 
-class _Sim(Transfers, Coverage, Rates, Events):
-    def __init__(self, plan: Plan, topology: Topology, chunk_size: int | None) -> None:
+CORES = ("fast", "reference")
+
+
+class _Sim(Transfers, Coverage, Rates, SmallRates, Events):
+    def __init__(self, plan: Plan, topology: Topology, chunk_size: int | None, core: str = "fast") -> None:
         self._init_transfers(plan, topology, chunk_size)
         self._init_coverage(plan)
         self._init_agenda()
-        self._init_rates()
+        self._init_rates(core)
 
     def run(self) -> Result:
         # a transfer behind an upstream is looked at when its upstream starts or ends
@@ -185,7 +188,7 @@ class _Sim(Transfers, Coverage, Rates, Events):
         )
 
 
-def simulate(plan: Plan, topology: Topology, *, chunk_size: int | None = None) -> Result:
+def simulate(plan: Plan, topology: Topology, *, chunk_size: int | None = None, core: str = "fast") -> Result:
     """Predict how ``plan`` runs on ``topology`` (fluid max-min model; docs/design.md "Simulator").
 
     Parameters
@@ -194,6 +197,10 @@ def simulate(plan: Plan, topology: Topology, *, chunk_size: int | None = None) -
     topology : Topology
     chunk_size : int, optional
         Pipelining granularity in bytes (overrides ``plan.chunk_size``; 0 = ideal fluid).
+    core : {"fast", "reference"}
+        How rates are solved: "reference" solves every group of flows on numpy arrays;
+        "fast" (default) solves small groups on Python scalars. Both give the same
+        predictions (tests/sim/test_cores.py compares them).
 
     Returns
     -------
@@ -206,5 +213,7 @@ def simulate(plan: Plan, topology: Topology, *, chunk_size: int | None = None) -
     SimulationError
         When the plan cannot complete (dependency deadlock, a sender that never gets its data).
     """
+    if core not in CORES:
+        raise ValueError(f"core must be one of {', '.join(CORES)}, not {core!r}")
     with paused_gc():
-        return _Sim(plan, topology, chunk_size).run()
+        return _Sim(plan, topology, chunk_size, core).run()

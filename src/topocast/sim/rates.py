@@ -27,15 +27,18 @@ import numpy as np
 
 from ..plan_graph import csr_rows
 from . import tuning
-from .maxmin import compact_ids, progressive_filling
+from .maxmin import compact_ids, progressive_filling, progressive_filling_small
 from .state import FLOWING, PENDING, REL
 
 
 class Rates:
     """Max-min rates of the flowing transfers (a mixin of ``_Sim``)."""
 
-    def _init_rates(self) -> None:
+    def _init_rates(self, core: str) -> None:
         n = self.n
+        # groups of up to this many flows are solved on Python scalars (SmallRates); the
+        # reference core solves every group on arrays
+        self.small_solve = tuning.SMALL_SOLVE if core == "fast" else 0
         self.n_users = np.zeros(len(self.capacity), dtype=np.int64)  # flowing transfers per resource
         self.usage = np.zeros(len(self.capacity))  # their summed rates
         self.freed: set[int] = set()  # saturated resources that flows have left
@@ -239,8 +242,8 @@ class Rates:
                 break
             solved += len(group)
             comp = np.array(sorted(group), dtype=np.int64)
-            rates, used, local, pair_flow = self._solve(comp, residual=True)
-            more = self._unsettled(group, comp, rates, used, local, pair_flow)
+            rates, incidence = self._solve(comp, residual=True)
+            more = self._unsettled(group, comp, rates, incidence)
             if not more:
                 break
             group |= self._close(more)
@@ -280,7 +283,12 @@ class Rates:
 
     def _solve(self, comp: np.ndarray, residual: bool) -> tuple:
         """Progressive filling over the flows ``comp`` (sorted, closed under coupling), on the
-        capacity the other flowing transfers leave (``residual``) or on the whole of it."""
+        capacity the other flowing transfers leave (``residual``) or on the whole of it.
+        Returns the rates (aligned with ``comp``) and the incidence of ``comp`` on the
+        resources, for ``_unsettled``. Up to ``small_solve`` flows, on Python scalars (the
+        same operations in the same order: the same rates to the last bit)."""
+        if len(comp) <= self.small_solve:
+            return self._solve_small(comp.tolist(), residual)
         pos, lengths = csr_rows(self.res_ptr, self.route_of[comp])
         pair_flow = np.repeat(np.arange(len(comp)), lengths)
         used, local = compact_ids(self.res_idx[pos], len(self.capacity))
@@ -301,10 +309,13 @@ class Rates:
             # a coupled flow held below its upstream's rate by its own bottleneck falls
             # behind at once: it is uncoupled at the next event
             self.dirty.update(comp[k_c[rates[k_c] < rates[parents]]].tolist())
-        return rates, used, local, pair_flow
+        return rates, (used, local, pair_flow)
 
-    def _unsettled(self, group, comp, rates, used, local, pair_flow) -> set[int]:
+    def _unsettled(self, group: set[int], comp: np.ndarray, rates, incidence: tuple) -> set[int]:
         """Flows outside ``group`` that may lose their bottleneck with ``comp`` at ``rates``."""
+        if isinstance(rates, list):
+            return self._unsettled_small(group, comp.tolist(), rates, *incidence)
+        used, local, pair_flow = incidence
         old = np.bincount(local, weights=self.rate[comp][pair_flow], minlength=len(used))
         new = np.bincount(local, weights=rates[pair_flow], minlength=len(used))
         capacity = self.capacity[used] * (1 - 1e-9)
@@ -335,8 +346,10 @@ class Rates:
         pinned[k] |= rates[k] >= rates[np.searchsorted(comp, cp[k])] * (1 - REL)
         return pinned
 
-    def _apply(self, comp: np.ndarray, rates: np.ndarray) -> np.ndarray:
+    def _apply(self, comp: np.ndarray, rates) -> np.ndarray:
         """Set the new rates of ``comp``; returns the flows whose rate changed."""
+        if isinstance(rates, list):
+            return self._apply_small(comp.tolist(), rates)
         changed = rates != self.rate[comp]
         idx = comp[changed]
         if len(idx):
@@ -365,3 +378,89 @@ def _keeps_rate(rate, cap, upstream_rate):
     one of them still holds it there, whatever the other flows do (arrays or scalars)."""
     meets = (rate <= cap * (1 + REL)) & (rate <= upstream_rate * (1 + REL))
     return meets & ((rate >= cap * (1 - REL)) | (rate >= upstream_rate * (1 - REL)))
+
+
+class SmallRates:
+    """``_solve``, ``_unsettled`` and ``_apply`` of a group of a few dozen flows on Python
+    scalars (a mixin of ``_Sim`` beside ``Rates``): numpy's cost per call is most of what
+    these cost on arrays that small. Each sums, compares and rounds as its array version
+    does, in the same order, so that both give the same rates to the last bit."""
+
+    def _solve_small(self, comp: list[int], residual: bool) -> tuple[list[float], tuple]:
+        local: dict[int, int] = {}  # resource -> its position among the used ones
+        routes = [[local.setdefault(r, len(local)) for r in self.route_res[f]] for f in comp]
+        used = list(local)
+        total = self.capacity
+        if residual:
+            own = [0.0] * len(used)
+            rate = self.rate
+            for f, route in zip(comp, routes):
+                rf = rate[f]
+                for k in route:
+                    own[k] += rf
+            usage = self.usage
+            capacity = [max(total[r] - usage[r] + o, 0.0) for r, o in zip(used, own)]
+        else:
+            capacity = [total[r] for r in used]
+        coupled_now = self.coupled_now
+        position = {f: k for k, f in enumerate(comp)}
+        parent = [-1 if coupled_now[f] < 0 else position[int(coupled_now[f])] for f in comp]
+        cap_now = self.cap_now
+        rates = progressive_filling_small(routes, capacity, [cap_now[f] for f in comp], parent)
+        for k, p in enumerate(parent):
+            # a coupled flow held below its upstream's rate falls behind (as in _solve)
+            if p >= 0 and rates[k] < rates[p]:
+                self.dirty.add(comp[k])
+        return rates, (used, routes, parent)
+
+    def _unsettled_small(self, group, comp, rates, used, routes, parent) -> set[int]:
+        n_used = len(used)
+        old, new, pairs = [0.0] * n_used, [0.0] * n_used, [0] * n_used
+        rate = self.rate
+        for f, route, r_new in zip(comp, routes, rates):
+            r_old = rate[f]
+            for k in route:
+                old[k] += r_old
+                new[k] += r_new
+                pairs[k] += 1
+        usage, total, n_users = self.usage, self.capacity, self.n_users
+        crowded = []
+        for k, r in enumerate(used):
+            capacity = total[r] * (1 - 1e-9)
+            if (usage[r] >= capacity or usage[r] - old[k] + new[k] >= capacity) and n_users[r] > pairs[k]:
+                crowded.append(k)
+        if not crowded:
+            return set()
+        # as in _unsettled: the least rate on each resource among flows not pinned there
+        lowest = [math.inf] * n_used
+        cap_now = self.cap_now
+        for f, route, r_new, p in zip(comp, routes, rates, parent):
+            if r_new >= cap_now[f] * (1 - REL) or (p >= 0 and r_new >= rates[p] * (1 - REL)):
+                continue
+            for k in route:
+                if r_new < lowest[k]:
+                    lowest[k] = r_new
+        more: set[int] = set()
+        for k in crowded:
+            low = lowest[k] * (1 + REL)
+            for g in self._flows_on(used[k]):
+                if g not in group and g not in more and (rate[g] > low or not self._pinned(g)):
+                    more.add(g)
+        return more
+
+    def _apply_small(self, comp: list[int], rates: list[float]) -> np.ndarray:
+        rate, sent0, t0, usage, t = self.rate, self.sent0, self.t0, self.usage, self.t
+        changed = [(f, r) for f, r in zip(comp, rates) if r != rate[f]]
+        for f, r in changed:
+            sent0[f] = sent0[f] + rate[f] * (t - t0[f])
+            t0[f] = t
+        for f, r in changed:
+            delta = r - rate[f]
+            for res in self.route_res[f]:
+                usage[res] += delta
+        for f, r in changed:
+            rate[f] = r
+        idx = np.array([f for f, _ in changed], dtype=np.int64)
+        if len(idx):
+            self._stale_all(idx)
+        return idx

@@ -12,3 +12,5 @@ SMALL = 8
 # a resource crossed by more transfers than this in the whole plan keeps a set of the ones
 # flowing over it; the others are looked up from the routes when needed (_resource_users)
 BUSY = 64
+# groups of up to this many flows are solved on Python scalars (rates.SmallRates)
+SMALL_SOLVE = 48
