@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -39,10 +40,20 @@ __all__ = ["simulate"]
 
 
 CORES = ("fast", "reference")
+# events between two calls of simulate's on_progress
+PROGRESS_EVERY = 256
 
 
 class _Sim(Transfers, Coverage, Rates, SmallRates, Events):
-    def __init__(self, plan: Plan, topology: Topology, chunk_size: int | None, core: str = "fast") -> None:
+    def __init__(
+        self,
+        plan: Plan,
+        topology: Topology,
+        chunk_size: int | None,
+        core: str = "fast",
+        on_progress: Callable[[int, int], object] | None = None,
+    ) -> None:
+        self.on_progress = on_progress  # on_progress(done, total), every PROGRESS_EVERY events
         self._init_transfers(plan, topology, chunk_size)
         self._init_coverage(plan)
         self._init_agenda()
@@ -56,7 +67,11 @@ class _Sim(Transfers, Coverage, Rates, SmallRates, Events):
         # (starts, catches up, is released, ends ...), so the number of steps without time
         # passing is bounded by a few per transfer; past that the engine is stuck
         still, still_limit = 0, 8 * self.n + 1000
+        events, on_progress = 0, self.on_progress
         while True:
+            events += 1
+            if on_progress is not None and events % PROGRESS_EVERY == 0:
+                on_progress(self.n_done, self.n)
             self._instant()
             if self.n_done == self.n:
                 break
@@ -188,7 +203,14 @@ class _Sim(Transfers, Coverage, Rates, SmallRates, Events):
         )
 
 
-def simulate(plan: Plan, topology: Topology, *, chunk_size: int | None = None, core: str = "fast") -> Result:
+def simulate(
+    plan: Plan,
+    topology: Topology,
+    *,
+    chunk_size: int | None = None,
+    core: str = "fast",
+    on_progress: Callable[[int, int], object] | None = None,
+) -> Result:
     """Predict how ``plan`` runs on ``topology`` (fluid max-min model; docs/design.md "Simulator").
 
     Parameters
@@ -201,6 +223,9 @@ def simulate(plan: Plan, topology: Topology, *, chunk_size: int | None = None, c
         How rates are solved: "reference" solves every group of flows on numpy arrays;
         "fast" (default) solves small groups on Python scalars. Both give the same
         predictions (tests/sim/test_cores.py compares them).
+    on_progress : callable, optional
+        ``on_progress(done, total)``: transfers done so far and in all, called every few
+        hundred events (a progress display; an exception it raises stops the simulation).
 
     Returns
     -------
@@ -216,4 +241,4 @@ def simulate(plan: Plan, topology: Topology, *, chunk_size: int | None = None, c
     if core not in CORES:
         raise ValueError(f"core must be one of {', '.join(CORES)}, not {core!r}")
     with paused_gc():
-        return _Sim(plan, topology, chunk_size, core).run()
+        return _Sim(plan, topology, chunk_size, core, on_progress).run()
