@@ -288,7 +288,7 @@ class Rates:
         resources, for ``_unsettled``. Up to ``small_solve`` flows, on Python scalars (the
         same operations in the same order: the same rates to the last bit)."""
         if len(comp) <= self.small_solve:
-            return self._solve_small(comp.tolist(), residual)
+            return self._solve_small(comp, residual)
         pos, lengths = csr_rows(self.res_ptr, self.route_of[comp])
         pair_flow = np.repeat(np.arange(len(comp)), lengths)
         used, local = compact_ids(self.res_idx[pos], len(self.capacity))
@@ -314,7 +314,7 @@ class Rates:
     def _unsettled(self, group: set[int], comp: np.ndarray, rates, incidence: tuple) -> set[int]:
         """Flows outside ``group`` that may lose their bottleneck with ``comp`` at ``rates``."""
         if isinstance(rates, list):
-            return self._unsettled_small(group, comp.tolist(), rates, *incidence)
+            return self._unsettled_small(group, comp, rates, *incidence)
         used, local, pair_flow = incidence
         old = np.bincount(local, weights=self.rate[comp][pair_flow], minlength=len(used))
         new = np.bincount(local, weights=rates[pair_flow], minlength=len(used))
@@ -349,7 +349,7 @@ class Rates:
     def _apply(self, comp: np.ndarray, rates) -> np.ndarray:
         """Set the new rates of ``comp``; returns the flows whose rate changed."""
         if isinstance(rates, list):
-            return self._apply_small(comp.tolist(), rates)
+            return self._apply_small(comp, rates)
         changed = rates != self.rate[comp]
         idx = comp[changed]
         if len(idx):
@@ -386,81 +386,82 @@ class SmallRates:
     these cost on arrays that small. Each sums, compares and rounds as its array version
     does, in the same order, so that both give the same rates to the last bit."""
 
-    def _solve_small(self, comp: list[int], residual: bool) -> tuple[list[float], tuple]:
+    def _solve_small(self, comp: np.ndarray, residual: bool) -> tuple[list[float], tuple]:
         local: dict[int, int] = {}  # resource -> its position among the used ones
-        routes = [[local.setdefault(r, len(local)) for r in self.route_res[f]] for f in comp]
-        used = list(local)
-        total = self.capacity
+        route_res = self.route_res
+        routes = [[local.setdefault(r, len(local)) for r in route_res[f]] for f in comp.tolist()]
+        used = np.fromiter(local, dtype=np.int64, count=len(local))
+        old = self.rate[comp].tolist()
         if residual:
             own = [0.0] * len(used)
-            rate = self.rate
-            for f, route in zip(comp, routes):
-                rf = rate[f]
+            for rate, route in zip(old, routes):
                 for k in route:
-                    own[k] += rf
-            usage = self.usage
-            capacity = [max(total[r] - usage[r] + o, 0.0) for r, o in zip(used, own)]
+                    own[k] += rate
+            free = zip(self.capacity[used].tolist(), self.usage[used].tolist(), own)
+            capacity = [max(total - usage + mine, 0.0) for total, usage, mine in free]
         else:
-            capacity = [total[r] for r in used]
-        coupled_now = self.coupled_now
-        position = {f: k for k, f in enumerate(comp)}
-        parent = [-1 if coupled_now[f] < 0 else position[int(coupled_now[f])] for f in comp]
-        cap_now = self.cap_now
-        rates = progressive_filling_small(routes, capacity, [cap_now[f] for f in comp], parent)
-        for k, p in enumerate(parent):
-            # a coupled flow held below its upstream's rate falls behind (as in _solve)
-            if p >= 0 and rates[k] < rates[p]:
-                self.dirty.add(comp[k])
-        return rates, (used, routes, parent)
+            capacity = self.capacity[used].tolist()
+        coupled = self.coupled_now[comp]
+        parent = None
+        if (coupled >= 0).any():
+            position = {f: k for k, f in enumerate(comp.tolist())}
+            parent = [position[u] if u >= 0 else -1 for u in coupled.tolist()]
+        caps = self.cap_now[comp].tolist()
+        rates = progressive_filling_small(routes, capacity, caps, parent)
+        if parent is not None:
+            for k, p in enumerate(parent):
+                # a coupled flow held below its upstream's rate falls behind (as in _solve)
+                if p >= 0 and rates[k] < rates[p]:
+                    self.dirty.add(int(comp[k]))
+        return rates, (used, routes, parent, old, caps)
 
-    def _unsettled_small(self, group, comp, rates, used, routes, parent) -> set[int]:
+    def _unsettled_small(self, group, comp, rates, used, routes, parent, old_rates, caps) -> set[int]:
         n_used = len(used)
         old, new, pairs = [0.0] * n_used, [0.0] * n_used, [0] * n_used
-        rate = self.rate
-        for f, route, r_new in zip(comp, routes, rates):
-            r_old = rate[f]
+        for route, r_old, r_new in zip(routes, old_rates, rates):
             for k in route:
                 old[k] += r_old
                 new[k] += r_new
                 pairs[k] += 1
-        usage, total, n_users = self.usage, self.capacity, self.n_users
         crowded = []
-        for k, r in enumerate(used):
-            capacity = total[r] * (1 - 1e-9)
-            if (usage[r] >= capacity or usage[r] - old[k] + new[k] >= capacity) and n_users[r] > pairs[k]:
+        state = zip(self.capacity[used].tolist(), self.usage[used].tolist(), self.n_users[used].tolist())
+        for k, (total, usage, users) in enumerate(state):
+            capacity = total * (1 - 1e-9)
+            if (usage >= capacity or usage - old[k] + new[k] >= capacity) and users > pairs[k]:
                 crowded.append(k)
         if not crowded:
             return set()
         # as in _unsettled: the least rate on each resource among flows not pinned there
         lowest = [math.inf] * n_used
-        cap_now = self.cap_now
-        for f, route, r_new, p in zip(comp, routes, rates, parent):
-            if r_new >= cap_now[f] * (1 - REL) or (p >= 0 and r_new >= rates[p] * (1 - REL)):
+        for k, (route, r_new, cap) in enumerate(zip(routes, rates, caps)):
+            if r_new >= cap * (1 - REL) or (
+                parent is not None and parent[k] >= 0 and r_new >= rates[parent[k]] * (1 - REL)
+            ):
                 continue
-            for k in route:
-                if r_new < lowest[k]:
-                    lowest[k] = r_new
+            for j in route:
+                if r_new < lowest[j]:
+                    lowest[j] = r_new
         more: set[int] = set()
+        rate = self.rate
         for k in crowded:
             low = lowest[k] * (1 + REL)
-            for g in self._flows_on(used[k]):
+            for g in self._flows_on(int(used[k])):
                 if g not in group and g not in more and (rate[g] > low or not self._pinned(g)):
                     more.add(g)
         return more
 
-    def _apply_small(self, comp: list[int], rates: list[float]) -> np.ndarray:
+    def _apply_small(self, comp: np.ndarray, rates: list[float]) -> np.ndarray:
         rate, sent0, t0, usage, t = self.rate, self.sent0, self.t0, self.usage, self.t
-        changed = [(f, r) for f, r in zip(comp, rates) if r != rate[f]]
-        for f, r in changed:
-            sent0[f] = sent0[f] + rate[f] * (t - t0[f])
+        changed = [(f, new, old) for f, new, old in zip(comp.tolist(), rates, rate[comp].tolist()) if new != old]
+        for f, new, old in changed:
+            sent0[f] = sent0[f] + old * (t - t0[f])
             t0[f] = t
-        for f, r in changed:
-            delta = r - rate[f]
-            for res in self.route_res[f]:
-                usage[res] += delta
-        for f, r in changed:
-            rate[f] = r
-        idx = np.array([f for f, _ in changed], dtype=np.int64)
+            rate[f] = new
+        for f, new, old in changed:
+            delta = new - old
+            for r in self.route_res[f]:
+                usage[r] += delta
+        idx = np.array([f for f, _, _ in changed], dtype=np.int64)
         if len(idx):
             self._stale_all(idx)
         return idx
