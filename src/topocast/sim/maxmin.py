@@ -254,26 +254,28 @@ def progressive_filling_small(
                 kids[p].append(c)
     active = [True] * n
     act = list(range(n))
+    # resources some rising flow crosses (on the others a round changes nothing)
+    live = [r for r, c in enumerate(count) if c]
+    full = [_REL * c for c in capacity]
     level = 0.0
     while True:
         inc = math.inf
-        for r, c in enumerate(count):
-            if c:
-                share = remaining[r] / c
-                if share < inc:
-                    inc = share
-        cap_min = min(flow_cap[f] for f in act)
+        for r in live:
+            share = remaining[r] / count[r]
+            if share < inc:
+                inc = share
+        cap_min = min([flow_cap[f] for f in act])
         inc = min(inc, cap_min - level)
         if not math.isfinite(inc):
             raise ValueError("a flow crosses no shared resource and has no rate cap")
         inc = max(inc, 0.0)
         level += inc
-        newly = [f for f in act if flow_cap[f] <= level * (1 + _REL)]
-        for r, c in enumerate(count):
-            if c:
-                remaining[r] -= inc * c
-                if remaining[r] <= _REL * capacity[r]:
-                    newly.extend(f for f in users[r] if active[f])
+        bound = level * (1 + _REL)
+        newly = [f for f in act if flow_cap[f] <= bound]
+        for r in live:
+            remaining[r] -= inc * count[r]
+            if remaining[r] <= full[r]:
+                newly.extend(f for f in users[r] if active[f])
         if not newly:
             # numerical corner, as in progressive_filling
             newly = [f for f in act if flow_cap[f] <= cap_min * (1 + 1e-9)] or act
@@ -288,6 +290,7 @@ def progressive_filling_small(
         act = [f for f in act if active[f]]
         if not act:
             return rate
+        live = [r for r in live if count[r]]
 
 
 def _below(heads: list[int], kids: list[list[int]], active: list[bool]) -> list[int]:
