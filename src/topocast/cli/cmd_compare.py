@@ -345,6 +345,7 @@ def planner_progress(total: int, *, quiet: bool = False):
         BarColumn,
         MofNCompleteColumn,
         Progress,
+        TaskID,
         TextColumn,
         TimeElapsedColumn,
         TimeRemainingColumn,
@@ -360,7 +361,7 @@ def planner_progress(total: int, *, quiet: bool = False):
     )
     with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
         overall = bar.add_task("planners", total=total)
-        current: dict[str, object] = {}
+        current: dict[str, TaskID] = {}
 
         def step(name: str = "") -> None:
             bar.update(overall, advance=1)

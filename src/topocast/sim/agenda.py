@@ -20,10 +20,11 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from .room import Room
 from .state import EV_ACTIVATE, EV_CATCH, EV_DONE, EV_FREE, EV_UNBLOCK, FLOWING, PENDING, REL
 
 
-class Events:
+class Events(Room):
     """Flow events, phase ends and injections, in time order (a mixin of ``_Sim``)."""
 
     def _init_agenda(self) -> None:

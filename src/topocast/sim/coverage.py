@@ -23,10 +23,11 @@ from ..intervals import IntervalSet, inside_grouped, merge_grouped, overlaps_gro
 from ..plan import Plan
 from ..plan_graph import csr_rows
 from .agenda import Agenda
+from .room import Room
 from .state import DONE, FLOWING, REL
 
 
-class Coverage:
+class Coverage(Room):
     """Holdings, wanted bytes and completion times of the hosts (a mixin of ``_Sim``)."""
 
     def _init_coverage(self, plan: Plan) -> None:

@@ -28,10 +28,11 @@ import numpy as np
 from ..plan_graph import csr_rows
 from . import tuning
 from .maxmin import compact_ids, progressive_filling, progressive_filling_small
+from .room import Room
 from .state import FLOWING, PENDING, REL
 
 
-class Rates:
+class Rates(Room):
     """Max-min rates of the flowing transfers (a mixin of ``_Sim``)."""
 
     def _init_rates(self, core: str) -> None:
@@ -380,7 +381,7 @@ def _keeps_rate(rate, cap, upstream_rate):
     return meets & ((rate >= cap * (1 - REL)) | (rate >= upstream_rate * (1 - REL)))
 
 
-class SmallRates:
+class SmallRates(Room):
     """``_solve``, ``_unsettled`` and ``_apply`` of a group of a few dozen flows on Python
     scalars (a mixin of ``_Sim`` beside ``Rates``): numpy's cost per call is most of what
     these cost on arrays that small. Each sums, compares and rounds as its array version

@@ -38,6 +38,7 @@ from ..memory import BYTES_PER_RANGE, BYTES_PER_TRANSFER, check_fits
 from ..plan import Plan, Transfer
 from ..plan_graph import csr_rows
 from . import tuning
+from .room import Room
 
 if TYPE_CHECKING:
     from ..topology import Topology
@@ -49,7 +50,7 @@ EV_DONE, EV_CATCH, EV_FREE, EV_UNBLOCK, EV_ACTIVATE = range(5)
 REL = 1e-12
 
 
-class Transfers:
+class Transfers(Room):
     """Statuses, dependencies, routes and progress of every transfer (a mixin of ``_Sim``)."""
 
     def _init_transfers(self, plan: Plan, topology: Topology, chunk_size: int | None) -> None:
