@@ -18,7 +18,7 @@ from topocast import Broadcast, Plan, Transfer, check_plan
 from topocast.errors import SimulationError
 from topocast.intervals import Holdings, IntervalSet, inside_grouped, merge_grouped, overlaps_grouped
 from topocast.planners import get_planner
-from topocast.sim import engine, maxmin
+from topocast.sim import agenda, engine, maxmin, tuning
 from topocast.sim.maxmin import _Subtrees
 from topocast.topology.generators import random_tree
 from topocast.topology.io import loads
@@ -30,17 +30,17 @@ from test_large_plans import assert_agree, random_plan  # noqa: E402
 @pytest.mark.parametrize(
     "limit, floor, small",
     [
-        (engine.LOCAL_COMPONENT_LIMIT, engine.LOCAL_COMPONENT_MIN, engine.SMALL),
-        (2, 2, engine.SMALL),
+        (tuning.LOCAL_COMPONENT_LIMIT, tuning.LOCAL_COMPONENT_MIN, tuning.SMALL),
+        (2, 2, tuning.SMALL),
         (10**9, 10**9, 0),
         (10**9, 10**9, 10**9),
     ],
     ids=["default", "global-recompute", "arrays-only", "scalars-only"],
 )
 def test_every_rate_path_agrees_with_reference(monkeypatch, limit, floor, small):
-    monkeypatch.setattr(engine, "LOCAL_COMPONENT_LIMIT", limit)
-    monkeypatch.setattr(engine, "LOCAL_COMPONENT_MIN", floor)
-    monkeypatch.setattr(engine, "SMALL", small)
+    monkeypatch.setattr(tuning, "LOCAL_COMPONENT_LIMIT", limit)
+    monkeypatch.setattr(tuning, "LOCAL_COMPONENT_MIN", floor)
+    monkeypatch.setattr(tuning, "SMALL", small)
     topo = random_tree(40, 10, min_mbit=100, max_mbit=1000, asymmetric=True, seed=5)
     plan = random_plan(topo, 250, 5)
     check_plan(plan, topo)
@@ -93,7 +93,7 @@ def test_exchanges_over_shared_links_agree_with_reference(monkeypatch, planner):
         solved.append(residual)
         return solve(self, comp, residual)
 
-    monkeypatch.setattr(engine, "LOCAL_COMPONENT_MIN", 4)
+    monkeypatch.setattr(tuning, "LOCAL_COMPONENT_MIN", 4)
     monkeypatch.setattr(engine._Sim, "_solve", counted)
     engine.simulate(plan, topo)
     assert solved.count(True) > 10 and solved.count(False) > 10  # local and global recomputations
@@ -264,7 +264,7 @@ def test_a_chain_over_shared_links_costs_at_most_a_few_full_recomputations_per_e
 def test_flows_over_a_resource_are_the_same_from_sets_or_routes(monkeypatch, busy):
     """The flows over a resource come from a set kept per resource or from the routes
     (``BUSY``); either way the simulation agrees with the reference."""
-    monkeypatch.setattr(engine, "BUSY", busy)
+    monkeypatch.setattr(tuning, "BUSY", busy)
     topo = random_tree(40, 10, min_mbit=100, max_mbit=1000, asymmetric=True, seed=7)
     plan = random_plan(topo, 250, 7)
     assert_agree(plan, topo)
@@ -340,27 +340,27 @@ def test_compact_ids_is_unique_with_inverse(size, bound):
 
 def test_agenda_gives_entries_in_time_order_and_drops_stale_ones():
     rng = random.Random(4)
-    agenda = engine._Agenda()
+    runs = agenda.Agenda()
     plain = []
     for _ in range(30):
         times = np.array([rng.choice([0.5, 1.0, 2.0, rng.random() * 3]) for _ in range(rng.randint(1, 40))])
         ids = np.arange(len(plain), len(plain) + len(times))
-        agenda.push(times, ids)
+        runs.push(times, ids)
         plain.extend(zip(times.tolist(), ids.tolist()))
     stale = {i for i in range(len(plain)) if rng.random() < 0.3}
 
     def valid(columns):
         return np.array([i not in stale for i in columns[1].tolist()], dtype=bool)
 
-    agenda.compact(valid)
-    assert len(agenda) == len(plain) - len(stale)
+    runs.compact(valid)
+    assert len(runs) == len(plain) - len(stale)
     live = sorted((t, i) for t, i in plain if i not in stale)
     limit = 0.0
     while live:
-        first = agenda.first(valid)
+        first = runs.first(valid)
         assert first == live[0][0]
         limit = first + 0.25
-        when, ids = agenda.pop_until(limit)
+        when, ids = runs.pop_until(limit)
         assert sorted(zip(when.tolist(), ids.tolist())) == [(t, i) for t, i in live if t <= limit]
         live = [(t, i) for t, i in live if t > limit]
-    assert agenda.first(valid) == math.inf and agenda.pop_until(limit + 10) is None
+    assert runs.first(valid) == math.inf and runs.pop_until(limit + 10) is None

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
+import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -23,9 +25,9 @@ from .common import (
     check_output,
     load_topology_arg,
     print_json,
-    progress,
     resolve_source,
     size_arg,
+    time_arg,
 )
 
 if TYPE_CHECKING:
@@ -57,6 +59,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--json", action="store_true", help='print the JSON (docs/design.md, "Command line") instead of a table'
     )
     p.add_argument("--plot", metavar="FILE", help="write a plot of per-host predicted rates beside the bound")
+    p.add_argument(
+        "--time-limit",
+        type=time_arg,
+        default=None,
+        metavar="TIME",
+        help="stop a planner whose planning and simulation would take longer than this (e.g. 60s, 5min) "
+        "and say so in its row (default: no limit)",
+    )
     p.set_defaults(func=run)
 
 
@@ -92,9 +102,17 @@ def compare(
     seed: int | None = 0,
     on_step: Callable[[str], object] | None = None,
     rate_tolerance: float | None = None,
+    time_limit: float | None = None,
+    on_progress: Callable[[str, int, int], object] | None = None,
 ) -> tuple[Bound, list[tuple[str, Result | str]]]:
     """Plan, check and simulate each algorithm; returns (bound, [(name, Result or error str)]).
-    ``on_step(name)`` is called after each algorithm (a progress display).
+    ``on_step(name)`` is called after each algorithm, ``on_progress(name, done, total)``
+    while it is simulated (transfers; a progress display).
+
+    ``time_limit`` (seconds, wall time): an algorithm whose planning and simulation take
+    longer, or whose simulation is on course to take more than twice as long once a quarter
+    of the limit has passed, is stopped; its entry says so (``OVER_LIMIT``) with the time
+    the projection gives.
 
     Selectors (``auto``) run last and choose among the plans and predictions already made
     here (same seed, rate tolerance and chunk size) instead of planning everything again."""
@@ -111,18 +129,21 @@ def compare(
     # reuse ours when they are the same (no chunk, the default rate tolerance)
     reusable = not chunk_size and rate_tolerance in (None, DEFAULT_RATE_TOLERANCE)
     for info in sorted(infos, key=_run_order):  # stable: table order kept
+        watch = _Watch(info.name, time_limit, on_progress)
         try:
             if "selector" in info.tags:
                 # a selector adds its own predictions (the plan's chunk size) to its copy
                 scratch = dict(evaluated)
                 plan = plan_with(info, topology, request, seed, rate_tolerance, scratch)
                 known = evaluated if chunk_size else scratch
-                res = reused_prediction(plan, known) or _simulated(plan, topology, chunk_size)
+                res = reused_prediction(plan, known) or _simulated(plan, topology, chunk_size, watch)
             else:
                 plan = plan_with(info, topology, request, seed, rate_tolerance, evaluated if reusable else None)
-                res = reused_prediction(plan, evaluated) or _simulated(plan, topology, chunk_size)
+                res = reused_prediction(plan, evaluated) or _simulated(plan, topology, chunk_size, watch)
                 evaluated[info.name] = (plan, res)
             outcome[info.name] = res
+        except _OverLimit as over:
+            outcome[info.name] = evaluated[info.name] = str(over)
         except TopocastError as exc:
             if algorithms is not None and len(infos) == 1:
                 raise
@@ -141,9 +162,46 @@ def _run_order(info: PlannerInfo) -> int:
     return 1 if "evaluated" in inspect.signature(info.func).parameters else 0
 
 
-def _simulated(plan, topology, chunk_size):
+def _simulated(plan: Plan, topology: Topology, chunk_size: int, watch: _Watch) -> Result:
     check_plan(plan, topology)
-    return simulate(plan, topology, chunk_size=chunk_size or None)
+    watch(0, len(plan.transfers))
+    return simulate(plan, topology, chunk_size=chunk_size or None, on_progress=watch)
+
+
+#: How compare's entry for an algorithm stopped by the time limit begins.
+OVER_LIMIT = "over the time limit"
+
+
+class _OverLimit(Exception):
+    """An algorithm's planning and simulation would take longer than the time limit."""
+
+
+class _Watch:
+    """One algorithm's clock against ``limit`` (seconds, None: none), fed with the
+    simulation's progress (transfers done, in all); passes it on to ``on_progress``."""
+
+    def __init__(self, name: str, limit: float | None, on_progress: Callable[[str, int, int], object] | None):
+        import time
+
+        self.name, self.limit, self.on_progress = name, limit, on_progress
+        self._clock = time.perf_counter
+        self.start = self._clock()
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.on_progress is not None:
+            self.on_progress(self.name, done, total)
+        if self.limit is None:
+            return
+        elapsed = self._clock() - self.start
+        # the share of transfers done projects the whole simulation's time (nothing before the first ends)
+        projected = elapsed * total / done if done else math.inf
+        if elapsed > self.limit or (done and elapsed >= self.limit / 4 and projected > 2 * self.limit):
+            where = (
+                f"{done:,} of {total:,} transfers simulated, about {format_time(projected)} in all"
+                if done
+                else f"{total:,} transfers planned, none simulated yet"
+            )
+            raise _OverLimit(f"{OVER_LIMIT} ({format_time(self.limit)}): stopped after {format_time(elapsed)}, {where}")
 
 
 def reused_prediction(plan: Plan, evaluated: dict[str, tuple[Plan, Result] | str]) -> Result | None:
@@ -174,7 +232,7 @@ def run(args: argparse.Namespace) -> int:
     algorithms = [a.strip() for a in args.algorithms.split(",") if a.strip()] if args.algorithms else None
     dests = [d.strip() for d in args.destinations.split(",")] if args.destinations else None
     n = len(algorithms) if algorithms else len(available_planners("broadcast"))
-    with progress(n, "planning and simulating", quiet=args.json) as step:
+    with planner_progress(n, quiet=args.json) as (step, on_progress):
         bound, results = compare(
             topology,
             source,
@@ -185,6 +243,8 @@ def run(args: argparse.Namespace) -> int:
             seed=args.seed,
             on_step=step,
             rate_tolerance=args.rate_tolerance,
+            time_limit=args.time_limit,
+            on_progress=on_progress,
         )
     from ..relay_bound import relay_ceiling
 
@@ -230,7 +290,8 @@ def run(args: argparse.Namespace) -> int:
         table.add_column("slowest host rate", justify="right")
         for name, r in results:
             if isinstance(r, str):
-                table.add_row(name, f"[red]{r}[/red]", *[""] * (4 if tighter else 3))
+                cell = f"[yellow]{OVER_LIMIT} (below)[/yellow]" if r.startswith(OVER_LIMIT) else f"[red]{r}[/red]"
+                table.add_row(name, cell, *[""] * (4 if tighter else 3))
                 continue
             fracs = [_fraction(r.aggregate_bandwidth, bound.aggregate_bandwidth)]
             if tighter:
@@ -261,11 +322,59 @@ def run(args: argparse.Namespace) -> int:
                 "",
             )
         console().print(table)
+        for name, r in results:
+            if isinstance(r, str) and r.startswith(OVER_LIMIT):
+                console().print(f"[yellow]{name}[/yellow]: {r}")
     if args.plot:
         plot_compare(args.plot, topology, source, bound, [(n, r) for n, r in results if not isinstance(r, str)])
         if not args.json:
             print(f"plot written to {args.plot}")
     return 0
+
+
+@contextlib.contextmanager
+def planner_progress(total: int, *, quiet: bool = False):
+    """Progress on stderr (a terminal only, not with ``--json``): the planners done, and the
+    one being simulated with its transfers done and an estimate of its time left. Yields
+    (``step(name)``, ``on_progress(name, done, total)``) for :func:`compare`."""
+    if quiet or not sys.stderr.isatty():
+        yield (lambda name="": None), None
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TaskID,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    columns = (
+        TextColumn("{task.description:<28}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("left"),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        overall = bar.add_task("planners", total=total)
+        current: dict[str, TaskID] = {}
+
+        def step(name: str = "") -> None:
+            bar.update(overall, advance=1)
+            for task in current.values():
+                bar.remove_task(task)
+            current.clear()
+
+        def on_progress(name: str, done: int, n: int) -> None:
+            if name not in current:
+                current[name] = bar.add_task(f"  {name}", total=n)
+            bar.update(current[name], completed=done)
+
+        yield step, on_progress
 
 
 def _fraction(x: float, of: float) -> float:

@@ -1,0 +1,16 @@
+"""Thresholds that choose between the simulator's code paths; every path gives the same
+rates (tests/sim/test_incremental.py runs the simulator with each forced)."""
+
+# a local recomputation stops growing past a quarter of the flowing transfers, kept between
+# these two numbers of flows (or past an eighth of them, if more): then every flowing transfer
+# is recomputed in one vectorised pass
+LOCAL_COMPONENT_MIN = 64
+LOCAL_COMPONENT_LIMIT = 4096
+# up to this many transfers, per-event bookkeeping works on Python scalars (numpy's per-call
+# overhead would dominate)
+SMALL = 8
+# a resource crossed by more transfers than this in the whole plan keeps a set of the ones
+# flowing over it; the others are looked up from the routes when needed (_resource_users)
+BUSY = 64
+# groups of up to this many flows are solved on Python scalars (rates.SmallRates)
+SMALL_SOLVE = 48

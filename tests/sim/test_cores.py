@@ -1,0 +1,109 @@
+"""The fast core against the reference core (``simulate(..., core=...)``): the same
+predictions to 1e-12 relative on random plans (hypothesis), the MPI ring and pipelines of the
+broadcast planners, and allreduce plans; the scalar progressive filling against the array one
+on random max-min instances, to the last bit."""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from topocast import Allreduce, Broadcast, check_plan, simulate
+from topocast.planners import get_planner
+from topocast.sim import tuning
+from topocast.sim.maxmin import progressive_filling, progressive_filling_small
+from topocast.topology.generators import random_tree
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_large_plans import random_plan  # noqa: E402
+from test_properties import SCALE, SETTINGS, dag_plans, maxmin_instances, topologies  # noqa: E402
+
+REL = 1e-12
+
+
+def assert_cores_agree(plan, topo, chunk_size=None):
+    fast = simulate(plan, topo, chunk_size=chunk_size, core="fast")
+    ref = simulate(plan, topo, chunk_size=chunk_size, core="reference")
+    for h, r in ref.per_host.items():
+        assert math.isclose(fast.per_host[h].time, r.time, rel_tol=REL, abs_tol=0), h
+    assert fast.makespan == pytest.approx(ref.makespan, rel=REL, abs=0)
+    for i, ((s, d), (rs, rd)) in enumerate(zip(fast.transfer_times, ref.transfer_times)):
+        assert math.isclose(s, rs, rel_tol=REL, abs_tol=0), i
+        assert math.isclose(d, rd, rel_tol=REL, abs_tol=0), i
+    return fast
+
+
+@settings(max_examples=int(300 * SCALE), **SETTINGS)
+@given(maxmin_instances())
+def test_scalar_filling_is_the_array_filling_to_the_bit(inst):
+    pf, pr, capacity, caps, children = inst
+    routes = [[] for _ in caps]
+    for f, r in zip(pf.tolist(), pr.tolist()):
+        routes[f].append(r)
+    parent = [-1] * len(caps)
+    for p, kids in enumerate(children):
+        for c in kids:
+            parent[c] = p
+    try:
+        want = progressive_filling(pf, pr, capacity, caps, children=children)
+    except ValueError:
+        with pytest.raises(ValueError):
+            progressive_filling_small(routes, capacity.tolist(), caps.tolist(), parent)
+        return
+    got = progressive_filling_small(routes, capacity.tolist(), caps.tolist(), parent)
+    assert np.array_equal(np.array(got), want)
+
+
+@settings(max_examples=int(150 * SCALE), **SETTINGS)
+@given(st.data())
+def test_cores_agree_on_random_plans(data):
+    topo = data.draw(topologies())
+    plan = data.draw(dag_plans(topo))
+    chunk = data.draw(st.sampled_from([0, plan.size // 20, plan.size]))
+    assert_cores_agree(plan, topo, chunk)
+
+
+@pytest.mark.parametrize("small_solve", [tuning.SMALL_SOLVE, 10**9], ids=["default", "every-group-scalar"])
+def test_cores_agree_on_a_large_random_plan(monkeypatch, small_solve):
+    monkeypatch.setattr(tuning, "SMALL_SOLVE", small_solve)
+    topo = random_tree(40, 10, min_mbit=100, max_mbit=1000, asymmetric=True, seed=11)
+    plan = random_plan(topo, 400, 11)
+    check_plan(plan, topo)
+    assert_cores_agree(plan, topo)
+
+
+@pytest.mark.parametrize(
+    "planner, chunk",
+    [
+        ("scatter_allgather_ring", None),
+        ("scatter_allgather_rdb", None),
+        ("binomial", None),
+        ("depth_first", None),
+        ("stable", 1 << 16),
+        ("fpfr", 0),
+    ],
+)
+def test_cores_agree_on_broadcast_plans(planner, chunk):
+    topo = random_tree(24, 6, min_mbit=100, max_mbit=1000, seed=4)
+    plan = get_planner("broadcast", planner)(topo, Broadcast(topo.hosts[0], 1 << 24))
+    assert_cores_agree(plan, topo, chunk)
+
+
+@pytest.mark.parametrize("planner", ["ring", "rabenseifner", "recursive_doubling"])
+def test_cores_agree_on_allreduce_plans(planner):
+    topo = random_tree(16, 4, min_mbit=100, max_mbit=1000, seed=9)
+    plan = get_planner("allreduce", planner)(topo, Allreduce(1 << 22))
+    assert_cores_agree(plan, topo)
+
+
+def test_unknown_core_is_refused():
+    topo = random_tree(4, 1, seed=1)
+    plan = get_planner("broadcast", "flat")(topo, Broadcast(topo.hosts[0], 1000))
+    with pytest.raises(ValueError, match="core must be one of fast, reference"):
+        simulate(plan, topo, core="numba")
