@@ -49,7 +49,7 @@ import numpy as np
 if TYPE_CHECKING:
     from .topology import Topology
 
-__all__ = ["RouteBound", "route_bounds", "routes_are_fixed"]
+__all__ = ["RouteBound", "Reference", "route_bounds", "routes_are_fixed", "reference_bound"]
 
 
 @dataclass(frozen=True)
@@ -241,3 +241,39 @@ def route_bounds(topology: Topology, source: str, per_host_maxflow: Mapping[str,
     ranked = sorted(own, reverse=True)
     aggregate = min(total, float(sum(min(steady / (k + 1), u) for k, u in enumerate(ranked))))
     return RouteBound(steady, aggregate, dict(zip(dests, own)))
+
+
+#: How the CLI names each bound (``kind`` in its JSON).
+MAXFLOW_KIND = "sum of per-destination max-flows"
+ROUTE_KIND = "route-aware (fixed routes), valid for the aggregate metric"
+STEADY_KIND = "route-aware (fixed routes), steady rates (LP)"
+
+
+@dataclass(frozen=True)
+class Reference:
+    """What a result is measured against: the tighter valid bound for Σ_d size / T_d (Σ
+    max-flow, or the route-aware aggregate bound where routes are fixed and it is lower), and
+    the route-aware bounds themselves (None where routes are not fixed)."""
+
+    aggregate_bandwidth: float
+    kind: str
+    route: RouteBound | None
+
+    def to_json(self) -> dict:
+        return {"aggregate_bandwidth": self.aggregate_bandwidth, "kind": self.kind}
+
+    def route_json(self) -> dict | None:
+        if self.route is None:
+            return None
+        return {**self.route.to_json(), "kind": ROUTE_KIND, "steady_kind": STEADY_KIND}
+
+
+def reference_bound(topology: Topology, source: str, per_host_maxflow: Mapping[str, float]) -> Reference:
+    """The :class:`Reference` of a broadcast from ``source`` (see :func:`route_bounds`)."""
+    total = float(sum(per_host_maxflow.values()))
+    if not routes_are_fixed(topology) or not per_host_maxflow:
+        return Reference(total, MAXFLOW_KIND, None)
+    rb = route_bounds(topology, source, per_host_maxflow)
+    if rb.aggregate < total * (1 - 1e-9):
+        return Reference(rb.aggregate, ROUTE_KIND, rb)
+    return Reference(total, MAXFLOW_KIND, rb)
