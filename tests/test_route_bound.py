@@ -236,3 +236,39 @@ def test_mandatory_links_match_every_route_on_a_multi_site_platform():
         assert into[k] == common_in, h
         assert out_of[k] == common_out, h
     assert not math.isnan(sum(len(c) for c in into))
+
+
+def _with_detours(topo, seed: int, share: float):
+    """``topo`` with a random share of host pairs declared on a detour: the tree path with one
+    extra there-and-back over a link next to one of its nodes."""
+    import random
+
+    rng = random.Random(seed)
+    routes = {}
+    for u in topo.hosts:
+        for v in topo.hosts:
+            if u == v or rng.random() > share:
+                continue
+            path = list(topo.route_nodes(u, v))
+            k = rng.randrange(len(path))
+            side = rng.choice(topo.neighbors(path[k]))
+            routes[(u, v)] = tuple(path[: k + 1] + [side] + path[k:])
+    return topo.replace(routes=routes)
+
+
+@quick
+@given(st.integers(2, 12), st.integers(0, 5), st.booleans(), st.integers(0, 10**6), st.sampled_from([0.0, 0.3, 1.0]))
+def test_mandatory_links_of_the_tree_walk_and_declared_routes_are_exact(n, s, leaves, seed, share):
+    from topocast.route_bound import _mandatory
+
+    topo = _with_detours(random_tree(n, s, hosts_as_leaves=leaves, seed=seed), seed, share)
+    into, out_of = _mandatory(topo, into=True), _mandatory(topo, into=False)
+    for k, h in enumerate(topo.hosts):
+        others = [p for p in topo.hosts if p != h]
+        want_in = want_out = None
+        for p in others:
+            cin, cout = Counter(topo.route(p, h)), Counter(topo.route(h, p))
+            want_in = cin if want_in is None else want_in & cin
+            want_out = cout if want_out is None else want_out & cout
+        assert into[k] == (want_in or Counter()), h
+        assert out_of[k] == (want_out or Counter()), h
