@@ -91,7 +91,6 @@ class _Tree:
         self.tout = [0] * n
         self.hosts_below = [0] * n
         n_hosts = len(topology.hosts)  # hosts are nodes 0 .. n_hosts - 1
-        order: list[int] = []
         stack = [(0, False)]
         clock = 0
         while stack:
@@ -102,7 +101,6 @@ class _Tree:
                 continue
             self.tin[v] = clock
             clock += 1
-            order.append(v)
             stack.append((v, True))
             stack.extend((c, False) for c in self.children[v])
         self.n_hosts = n_hosts
@@ -112,23 +110,24 @@ class _Tree:
         return self.tin[v] <= self.tin[x] < self.tout[v]
 
     def walk(self, h: int, skipped: list[int], towards_h: bool) -> Counter[int]:
-        """Links every tree route between host ``h`` and the other hosts (but ``skipped``,
-        preorder times sorted) crosses: from ``h`` to where those hosts part ways. Direction
-        into ``h`` when ``towards_h``, else out of it."""
+        """Links every tree route between host ``h`` and its tree-routed peers (the other
+        hosts but those at the preorder times ``skipped``, sorted) crosses, going into ``h``
+        when ``towards_h``, else out of it: from ``h`` towards the part of the tree holding all
+        those peers, up to where they part ways or to the first of them."""
         total = self.n_hosts - 1 - len(skipped)
         out: Counter[int] = Counter()
         if total <= 0:
             return out
 
-        def peers_below(v: int) -> int:  # hosts of the subtree of v that route by the tree
+        def peers_below(v: int) -> int:  # tree-routed peers in the subtree of v
             k = bisect.bisect_left(skipped, self.tout[v]) - bisect.bisect_left(skipped, self.tin[v])
             return self.hosts_below[v] - self.inside(v, h) - k
 
         x = h
-        while x == h or not (x < self.n_hosts and not self._skipped(x, skipped)):
-            if self.parent[x] >= 0 and peers_below(x) == 0:
+        while x == h or x >= self.n_hosts or self._skipped(x, skipped):  # stop at a peer: its routes start there
+            if self.parent[x] >= 0 and peers_below(x) == 0:  # every peer lies beyond the parent
                 link, nxt = (self.down[x] if towards_h else self.up[x]), self.parent[x]
-            else:
+            else:  # every peer below one child, or they part ways here
                 nxt = next((c for c in self.children[x] if peers_below(c) == total), -1)
                 if nxt < 0:
                     break

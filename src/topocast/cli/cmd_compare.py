@@ -237,7 +237,8 @@ def run(args: argparse.Namespace) -> int:
         by_route = ref.kind != "sum of per-destination max-flows"
         # (the steady route bound counts the relay ceiling's constraints too: never above it)
         tighter = tighter and (ref.route is None or ceiling < ref.route.steady * (1 - 1e-9))
-        steady = ref.route is not None and ref.route.steady < bound.aggregate_bandwidth * (1 - 1e-9)
+        steady_bound = ref.route.steady if ref.route is not None else math.inf
+        steady = steady_bound < bound.aggregate_bandwidth * (1 - 1e-9)
         table.add_column("aggregate bandwidth", justify="right")
         table.add_column("of route bound" if by_route else "of Σ max-flow", justify="right")
         if steady:
@@ -253,7 +254,7 @@ def run(args: argparse.Namespace) -> int:
                 continue
             fracs = [_fraction(r.aggregate_bandwidth, ref.aggregate_bandwidth)]
             if steady:
-                fracs.append(_fraction(r.aggregate_bandwidth, ref.route.steady))
+                fracs.append(_fraction(r.aggregate_bandwidth, steady_bound))
             if tighter:
                 fracs.append(_fraction(r.aggregate_bandwidth, ceiling))
             slowest = min((h.rate for h in r.per_host.values()), default=math.nan)
@@ -280,8 +281,7 @@ def run(args: argparse.Namespace) -> int:
         if by_route:
             bound_row("[bold]route bound[/bold] (aggregate)", ref.aggregate_bandwidth, *[""] * (n_extra + 2))
         if steady:
-            assert ref.route is not None
-            bound_row("[bold]route bound[/bold] (steady rates)", ref.route.steady, "100.0 %", *[""] * (n_extra + 1))
+            bound_row("[bold]route bound[/bold] (steady rates)", steady_bound, "100.0 %", *[""] * (n_extra + 1))
         if tighter:
             bound_row(
                 "[bold]relay ceiling[/bold] (half-duplex)",
