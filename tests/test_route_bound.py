@@ -272,3 +272,26 @@ def test_mandatory_links_of_the_tree_walk_and_declared_routes_are_exact(n, s, le
             want_out = cout if want_out is None else want_out & cout
         assert into[k] == (want_in or Counter()), h
         assert out_of[k] == (want_out or Counter()), h
+
+
+@pytest.mark.parametrize("command", ["bounds", "simulate", "compare"])
+def test_the_cli_reports_the_route_bounds_beside_the_max_flow_sum(tmp_path, capsys, command):
+    import json
+
+    from topocast.cli.main import main
+
+    path = tmp_path / "ms.xml"
+    assert main(["topology", "generate", "multi-site", "--hosts", "20", "--seed", "2", "-o", str(path)]) == 0
+    capsys.readouterr()
+    extra = {"bounds": [], "simulate": ["-a", "stable", "--size", "1GB"], "compare": ["-a", "stable", "--size", "1GB"]}
+    assert main([command, str(path), "--json", *extra[command]]) == 0
+    data = json.loads(capsys.readouterr().out)
+    total = data["bound"]["aggregate_bandwidth"] if command != "bounds" else data["aggregate_bandwidth"]
+    route = data["route_bound"]
+    assert route["steady_aggregate_bandwidth"] <= route["aggregate_bandwidth"] < total
+    assert data["reference"] == {"aggregate_bandwidth": route["aggregate_bandwidth"], "kind": route["kind"]}
+    if command == "compare":
+        (stable,) = data["results"]
+        assert 0 < stable["of_reference"] <= 1 and stable["of_route_steady"] > stable["of_reference"]
+    assert main([command, str(path), *extra[command]]) == 0
+    assert "route bound" in capsys.readouterr().out
