@@ -415,8 +415,16 @@ def _pipeline_from(
     pos = np.flatnonzero(active)
     members = [names[i] for i in arb.node[pos].tolist()]
     seq = [0] + pos.tolist()
-    paths = [arb.hop_path(a, b) for a, b in zip(seq, seq[1:])]
     uses: dict[int, int] = {}
+    if topo.routes:
+        # the topology declares its routes: every hop takes its route, not the tree path
+        # (docs/design.md, The Plan); the uses are the routes' (the rates stay the tree's)
+        hops = [(names[arb.node[a]], names[arb.node[b]]) for a, b in zip(seq, seq[1:])]
+        for u, v in hops:
+            for lid in topo.route(u, v):
+                uses[lid] = uses.get(lid, 0) + 1
+        return Pipeline(members, rate, None, uses)
+    paths = [arb.hop_path(a, b) for a, b in zip(seq, seq[1:])]
     for lid in arb.down[down_used].tolist() + arb.up[up_used].tolist():
         uses[lid] = uses.get(lid, 0) + 1
     return Pipeline(members, rate, paths, uses)
