@@ -29,7 +29,7 @@ def _free_port():
 
 @contextlib.contextmanager
 def loopback_sshd(directory: Path):
-    """Start sshd on 127.0.0.1 with fresh keys in ``directory``; yield port, user key and user name."""
+    """Start sshd on 127.0.0.1 with fresh keys in ``directory``; yield port, user key, user name, pid."""
     if SSHD is None or shutil.which("ssh") is None or shutil.which("ssh-keygen") is None:
         raise SshdUnavailable("OpenSSH server/client not installed (apt-get install openssh-server openssh-client)")
     directory = Path(directory)
@@ -58,7 +58,7 @@ def loopback_sshd(directory: Path):
                 break
             except OSError:
                 time.sleep(0.05)
-        yield {"port": port, "key": str(userkey), "user": getpass.getuser()}
+        yield {"port": port, "key": str(userkey), "user": getpass.getuser(), "pid": proc.pid}
     finally:
         proc.terminate()
         try:
