@@ -13,6 +13,7 @@ __all__ = [
     "PlanError",
     "UnknownPlanner",
     "SimulationError",
+    "RunFailure",
     "TopologyWarning",
 ]
 
@@ -64,6 +65,12 @@ class UnknownPlanner(InputError, KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the message otherwise
         return InputError.__str__(self)
+
+
+class RunFailure(TopocastError):
+    """The input was valid but the command could not carry it out: a host could not be
+    started, reached or heard from, an agent died, a measurement failed. The command line
+    exits with status 1 (bad input, an :class:`InputError`, exits with 2)."""
 
 
 class SimulationError(TopocastError, RuntimeError):

@@ -10,7 +10,7 @@ import tempfile
 import time
 from typing import TYPE_CHECKING, TypedDict
 
-from ..errors import InputError, TopocastError
+from ..errors import InputError
 from .common import print_json
 
 
@@ -146,10 +146,12 @@ def probe_to_file(args: argparse.Namespace, output: str, goodput: float) -> tupl
                 session, hosts, duration=args.probe_duration, pings=args.pings, rtt_threshold=args.rtt_threshold
             )
     except ProbeError as exc:
+        if not exc.partial:  # nothing measured: no file to keep
+            raise ProbeError(f"probe failed: {exc}") from None
         partial = output + ".partial.json"
         with open(partial, "w") as fh:
             json.dump({"hosts": hosts, "error": str(exc), "measurements": exc.partial}, fh, indent=1)
-        raise TopocastError(f"probe failed: {exc}; what was measured so far is in {partial}") from None
+        raise ProbeError(f"probe failed: {exc}; what was measured so far is in {partial}") from None
     elapsed = time.monotonic() - t0
     name = args.name or os.path.splitext(os.path.basename(output))[0]
     topo = build_topology(

@@ -2,8 +2,13 @@
 
 Each subcommand lives in its own module ``topocast.cli.cmd_<name>`` exposing
 ``register(subparsers)``, which adds its parser and sets ``func`` (called with the parsed
-arguments, returns the exit status). Errors a user can cause (:class:`TopocastError`) print
-one line on stderr and exit with status 2, never a traceback.
+arguments, returns the exit status). Exit status: 0 when the command did what it was asked
+(for ``run``: every destination holds verified bytes); 1 when it could not (a host that
+could not be started, reached or heard from, a failed run or probe: :class:`RunFailure`);
+2 for bad input (:class:`InputError` and the other errors a user can cause); 130 after
+Ctrl-C and 143 after SIGTERM, both once the agents are stopped and temporary files removed.
+Each error prints one line on stderr, never a traceback. A closed standard output (``topocast
+... | head``) ends the command quietly with 141, as SIGPIPE would.
 """
 
 from __future__ import annotations
@@ -12,10 +17,13 @@ import argparse
 import atexit
 import importlib
 import os
+import select
+import signal
 import sys
+import threading
 from typing import NoReturn
 
-from ..errors import TopocastError
+from ..errors import InputError, RunFailure, TopocastError
 
 # Order = order in ``topocast --help``. A module that is missing is skipped, so a partial
 # checkout still runs.
@@ -58,6 +66,22 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+EXIT_FAILED = 1  # the input was fine, the command could not carry it out
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT
+EXIT_STDOUT_CLOSED = 141  # 128 + SIGPIPE
+EXIT_TERMINATED = 143  # 128 + SIGTERM
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread like Ctrl-C's KeyboardInterrupt, so that the same
+    clean-up runs (agents stopped, temporary directories removed)."""
+
+
+def _on_sigterm(signum, frame) -> None:
+    raise Terminated()
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     command = argv[0] if argv and argv[0] in COMMAND_MODULES else None
@@ -65,17 +89,56 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
-        return 2
+        return EXIT_BAD_INPUT
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _on_sigterm) if in_main_thread else None
     try:
         return int(args.func(args) or 0)
+    except InputError as exc:
+        print(f"topocast: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except RunFailure as exc:
+        print(f"topocast: error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
     except TopocastError as exc:
         print(f"topocast: error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
+    except Terminated:
+        print("topocast: terminated (SIGTERM)", file=sys.stderr)
+        return EXIT_TERMINATED
     except KeyboardInterrupt:
         print("topocast: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:
-        return 0
+        return EXIT_INTERRUPTED
+    except BrokenPipeError as exc:
+        if _stdout_closed():  # the reader of our output is gone (``| head``): nothing to say
+            _silence_stdout()
+            return EXIT_STDOUT_CLOSED
+        print(f"topocast: error: a connection or pipe closed unexpectedly ({exc})", file=sys.stderr)
+        return EXIT_FAILED
+    finally:
+        if in_main_thread:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _stdout_closed() -> bool:
+    """Whether standard output is a pipe whose reading end is closed (``poll`` reports an
+    error on the writing end): the one broken pipe that is the user's, not a failure."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(ev & (select.POLLERR | select.POLLHUP) for _, ev in poller.poll(0))
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+def _silence_stdout() -> None:
+    """Point standard output at /dev/null, so that the flush at exit does not fail again."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (AttributeError, OSError, ValueError):
+        pass
 
 
 def console_script() -> NoReturn:

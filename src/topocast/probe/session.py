@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import TopocastError
+from ..errors import InputError, RunFailure, TopocastError
 from ..runtime.agents import (
     connect_agents,
     describe_exit,
@@ -34,7 +34,7 @@ START_DELAY = 0.03  # s: transfers started together begin this long after the re
 STOP_DELAY = 0.015  # s: and stop this long after the coordinator decided to stop them
 
 
-class ProbeError(TopocastError):
+class ProbeError(RunFailure):
     """The probe could not go on (a host unreachable, an agent died); ``partial`` holds the
     measurements made so far."""
 
@@ -77,6 +77,9 @@ class ProbeSession:
             hello = connect_agents(
                 self.launcher, self.hosts, self._procs, self._conns, self._listener, control_addr, secret, None
             )
+        except InputError:
+            self._close()
+            raise
         except TopocastError as exc:
             self._close()
             raise ProbeError(f"cannot start the agents: {exc}") from None

@@ -60,6 +60,10 @@ HEARTBEAT_EVERY = 1.0  # s: an idle sender proves it is alive this often
 MAX_FRAME = 1 << 20  # bytes per frame when nothing paces the sender
 
 
+class SetupError(Exception):
+    """The agent cannot take part: it cannot listen, or cannot reach the coordinator."""
+
+
 def _total(ranges) -> int:
     return sum(length for _, length in ranges)
 
@@ -104,10 +108,16 @@ class Agent:
     def run(self) -> int:
         self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.listener.bind((self.bind, 0))
+        try:
+            self.listener.bind((self.bind, 0))
+        except OSError as exc:
+            raise SetupError(f"cannot listen on {self.bind} ({exc.strerror or exc})") from None
         self.listener.listen(64)
         port = self.listener.getsockname()[1]
-        self.ctrl = connect(self.control_addr, self.secret, timeout=15)
+        try:
+            self.ctrl = connect(self.control_addr, self.secret, timeout=15)
+        except (OSError, ProtocolError) as exc:
+            raise SetupError(f"cannot reach the coordinator at {self.control_addr} ({exc})") from None
         self.ctrl.send_json(
             {"type": Msg.HELLO, "host": self.host, "port": port, "address": self.advertise, "pid": os.getpid()}
         )
@@ -589,6 +599,9 @@ def run_boot(boot: dict) -> int:
     agent = Agent(boot)
     try:
         return agent.run()
+    except SetupError as exc:  # said in one line (the coordinator shows it as the reason)
+        print(exc, file=sys.stderr)
+        return 1
     except Exception as exc:  # report to the coordinator when we still can
         traceback.print_exc()
         try:

@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Protocol
 
-from ..errors import TopocastError
+from ..errors import InputError, RunFailure
 from .protocol import Conn, Msg, ProtocolError, tune_tcp
 
 if TYPE_CHECKING:
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RunError",
+    "RunInputError",
     "connect_agents",
     "describe_exit",
     "read_messages",
@@ -38,8 +39,14 @@ __all__ = [
 CONNECT_TIMEOUT = 30.0  # s: every agent must have connected back by then
 
 
-class RunError(TopocastError):
-    """The run could not be performed at all (agents did not start, bad input file, ...)."""
+class RunError(RunFailure):
+    """The run could not be performed at all (an agent did not start, connect or get ready;
+    a bad input file: :class:`RunInputError`)."""
+
+
+class RunInputError(RunError, InputError):
+    """A run refused for its input (the message file, ``--dest-dir``, the plan): bad input
+    (exit status 2), not a failure to perform it."""
 
 
 class AgentProcess(Protocol):
@@ -79,6 +86,7 @@ def connect_agents(
         h: dict(launcher.boot(h), host=h, secret=secret.hex(), control=control_addr, dest_dir=dest_dir) for h in hosts
     }
     procs.update(launcher.start_all(boots))
+    listener.settimeout(0.1)  # an agent that exits is noticed between two waits
     hello: dict[str, dict] = {}
     deadline = time.monotonic() + CONNECT_TIMEOUT
     while len(hello) < len(hosts):
@@ -90,8 +98,10 @@ def connect_agents(
             )
         for h, p in procs.items():
             if h not in hello and p.poll() is not None:
+                where = launcher.where(h)
                 raise RunError(
-                    f"agent for {h} exited before connecting ({describe_exit(p.returncode)}){stderr_tail(procs, [h])}"
+                    f"agent for {h} exited before connecting ({where + '; ' if where else ''}"
+                    f"{describe_exit(p.returncode)}){stderr_tail(procs, [h])}"
                 )
         try:
             sock, _ = listener.accept()

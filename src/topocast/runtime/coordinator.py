@@ -33,6 +33,7 @@ from ..plan import Plan
 from ..results import Result, aggregate_from_times
 from .agents import (
     RunError,
+    RunInputError,
     connect_agents,
     describe_exit,
     read_messages,
@@ -132,7 +133,7 @@ def perform(
     finishes its prediction while the agents start, and never during the transfer).
     """
     if any(t.reduce for t in plan.transfers):
-        raise RunError(
+        raise RunInputError(
             "this plan reduces data (allreduce); the runtime performs broadcast and redistribution plans only"
         )
     hosts = list(plan.hosts)
@@ -140,7 +141,7 @@ def perform(
     pacing: dict = {}
     if fair_uplink:
         if topology is None:
-            raise RunError("fair_uplink needs the topology (the agents pace to its link bandwidths)")
+            raise RunInputError("fair_uplink needs the topology (the agents pace to its link bandwidths)")
         from .pacing import pacing_config
 
         pacing = pacing_config(plan, topology, goodput, sndbuf or 4 * chunk_size)
@@ -256,6 +257,7 @@ def perform(
     )
 
 
+LOST_SETTLE = 1.0  # s after a death before bytes no live host holds count as lost (progress reports arrive every 0.1 s)
 STEAL_WARN = 0.2  # a second with at least this much steal gets a warning in the run's outcome
 
 
@@ -366,9 +368,9 @@ def _message(plan: Plan, file: str | None, seed: int):
         try:
             st = os.stat(file)
         except OSError as exc:
-            raise RunError(f"{file}: cannot read the message ({exc.strerror})") from None
+            raise RunInputError(f"{file}: cannot read the message ({exc.strerror})") from None
         if st.st_size != plan.size:
-            raise RunError(f"{file}: the plan moves {plan.size} bytes but the file has {st.st_size}")
+            raise RunInputError(f"{file}: the plan moves {plan.size} bytes but the file has {st.st_size}")
         data_spec: dict = {"file": os.path.abspath(file), "stat": [st.st_size, st.st_mtime_ns]}
 
         def digest(ranges):
@@ -415,9 +417,9 @@ def _check_room(plan: Plan, dest_dir: str | None) -> None:
         try:
             os.makedirs(dest_dir, exist_ok=True)
         except OSError as exc:
-            raise RunError(f"--dest-dir {dest_dir}: cannot create it ({exc.strerror})") from None
+            raise RunInputError(f"--dest-dir {dest_dir}: cannot create it ({exc.strerror})") from None
         if not os.access(dest_dir, os.W_OK | os.X_OK):
-            raise RunError(f"--dest-dir {dest_dir}: not writable")
+            raise RunInputError(f"--dest-dir {dest_dir}: not writable")
         return
     held: dict[str, IntervalSet] = {}
     for h, ranges in plan.wanted.items():
@@ -502,6 +504,7 @@ class _Watch:
         self.broken_notes: dict[str, list] = {}
         self.steal_watch = StealWatch(t0)
         self.last_moved = t0
+        self.lost_check_at: float | None = None  # when to look for bytes no live host holds
         self._handlers = {
             Msg.PROGRESS: self._on_progress,
             Msg.TDONE: self._on_tdone,
@@ -531,6 +534,9 @@ class _Watch:
                 if handler is not None:
                     handler(h, msg)
             now = time.monotonic()
+            if self.lost_check_at is not None and now >= self.lost_check_at:
+                self.lost_check_at = None
+                self._fail_unobtainable()
             self.steal_watch.tick(now)
             if on_progress and now - last_cb > 0.1:
                 last_cb = now
@@ -581,6 +587,27 @@ class _Watch:
             self.failed[h] = reason
         self.warnings.append(f"{h}: {reason} at t={time.monotonic() - self.t0:.2f} s")
         self._to_live({"type": Msg.PEER_DEAD, "host": h, "reason": reason})
+        self.lost_check_at = time.monotonic() + LOST_SETTLE
+
+    def _fail_unobtainable(self) -> None:
+        """Fail every host that wants a byte no live host holds: bytes only ever come from
+        a host that holds them, so once every holder of a byte is dead it can never arrive
+        (the repair time-outs would only say so later). Runs ``LOST_SETTLE`` seconds after a
+        death, once the live hosts' last progress reports are in."""
+        live = IntervalSet()
+        for h in self.hosts:
+            if h not in self.dead:
+                for a, b in self.holdings[h]:
+                    live.add(a, b)
+        dead = ", ".join(sorted(self.dead))
+        for h, ranges in self.wanted.items():
+            if h in self.done or h in self.failed or h in self.dead:
+                continue
+            lost = sum(e - s for off, length in ranges for s, e in live.missing(off, off + length))
+            if lost:
+                self.failed[h] = (
+                    f"{lost} bytes missing: no live host holds them (the hosts that held them died: {dead})"
+                )
 
     def _on_progress(self, h: str, msg: dict) -> None:
         iv = IntervalSet()

@@ -61,6 +61,10 @@ class Launcher:
     def command(self, host: str) -> list[str]:
         return [sys.executable, "-m", "topocast.runtime.agent"]
 
+    def where(self, host: str) -> str:
+        """How ``host``'s agent is reached, for error messages ("" when on this machine)."""
+        return ""
+
     def prepare(self, *, fork_this_process: bool = False) -> None:
         """Called as early as the caller knows it will start agents (before planning): a
         launcher can get ready meanwhile. ``fork_this_process``: the caller is a small,
@@ -78,8 +82,13 @@ class Launcher:
             start_new_session=True,
         )
         assert proc.stdin is not None  # stdin=PIPE
-        proc.stdin.write((json.dumps(boot) + "\n").encode())
-        proc.stdin.flush()
+        try:
+            proc.stdin.write((json.dumps(boot) + "\n").encode())
+            proc.stdin.flush()
+        except OSError:
+            # the command already exited (ssh that could not connect): the caller sees the
+            # exit and reports it with the command's own words (stderr_tail)
+            pass
         return proc
 
     def start_all(self, boots: dict[str, dict]) -> dict[str, Any]:
@@ -142,6 +151,9 @@ class TestbedLauncher(Launcher):
         ip = self.state.host_ip(host)
         return {"bind": ip, "advertise": ip}
 
+    def where(self, host: str) -> str:
+        return f"in network namespace {self.state.namespace(host)}"
+
     def command(self, host: str) -> list[str]:
         return ["ip", "netns", "exec", self.state.namespace(host), sys.executable, "-m", "topocast.runtime.agent"]
 
@@ -202,6 +214,10 @@ class SSHLauncher(Launcher):
     def boot(self, host: str) -> dict:
         addr = self._entry(host).get("address", "127.0.0.1")
         return {"bind": "0.0.0.0" if addr not in ("127.0.0.1", "localhost") else "127.0.0.1", "advertise": addr}
+
+    def where(self, host: str) -> str:
+        e = self._entry(host)
+        return f"via ssh {e['target']} port {e.get('port', 22)}"
 
     def command(self, host: str) -> list[str]:
         e = self._entry(host)

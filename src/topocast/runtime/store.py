@@ -22,8 +22,10 @@ once) — only a source reads its bytes into memory to send them.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import ctypes
 import errno
+import fcntl
 import itertools
 import mmap
 import os
@@ -77,6 +79,29 @@ def peak_rss() -> int | None:
     except (OSError, ValueError, IndexError):
         pass
     return None
+
+
+@contextlib.contextmanager
+def _filesystem_lock(directory: Path):
+    """An exclusive ``flock`` on the root directory of the filesystem holding ``directory``
+    (the same inode for every process allocating there, and no file to create or leave
+    behind), held while one store checks the free space and allocates. Where the root
+    cannot be locked (a network filesystem), allocation goes on unlocked."""
+    fd = -1
+    try:
+        root = Path(os.path.abspath(directory))
+        dev = os.stat(root).st_dev
+        while root.parent != root and os.stat(root.parent).st_dev == dev:
+            root = root.parent
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    except OSError:
+        pass
+    try:
+        yield
+    finally:
+        if fd >= 0:
+            os.close(fd)  # releases the lock
 
 
 class Store:
@@ -135,21 +160,25 @@ class Store:
     def _allocate(self, path) -> None:
         """Reserve the file's blocks now: a full disk is an error here, not a SIGBUS when a
         page of the mapping is first written. Free space is checked first, and a failed
-        allocation gives its blocks back (some filesystems fill the disk before failing)."""
-        free = os.statvfs(path.parent)
-        available = free.f_bavail * free.f_frsize
-        if self.size > available:
-            self._no_space(path, available)
-        try:
-            os.posix_fallocate(self.fd, 0, self.size)
-        except OSError as exc:
-            if exc.errno in (errno.EOPNOTSUPP, errno.EINVAL):  # no fallocate here: a sparse file
-                os.ftruncate(self.fd, self.size)
-                return
-            os.ftruncate(self.fd, 0)
-            if exc.errno == errno.ENOSPC:
+        allocation gives its blocks back (some filesystems fill the disk before failing).
+        Check and allocation hold the filesystem's lock (``_filesystem_lock``), so hosts
+        sharing one filesystem count only the space the others have not taken."""
+        with _filesystem_lock(path.parent):
+            free = os.statvfs(path.parent)
+            available = free.f_bavail * free.f_frsize
+            if self.size > available:
                 self._no_space(path, available)
-            raise StoreError(f"cannot allocate {path}: {exc.strerror}", exc.errno) from None
+            try:
+                os.posix_fallocate(self.fd, 0, self.size)
+            except OSError as exc:
+                if exc.errno in (errno.EOPNOTSUPP, errno.EINVAL):  # no fallocate here: a sparse file
+                    os.ftruncate(self.fd, self.size)
+                    return
+                os.ftruncate(self.fd, 0)
+                if exc.errno == errno.ENOSPC:
+                    free = os.statvfs(path.parent)
+                    self._no_space(path, free.f_bavail * free.f_frsize)
+                raise StoreError(f"cannot allocate {path}: {exc.strerror}", exc.errno) from None
 
     def _no_space(self, path, available: int):
         os.close(self.fd)

@@ -1,0 +1,133 @@
+"""The command line's exit status says what happened: 0 done, 1 failed, 2 bad input, 130/143
+interrupted/terminated (after clean-up), 141 when the reader of its output went away."""
+
+from __future__ import annotations
+
+import glob
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from topocast.cli import cmd_planners
+from topocast.cli.main import main
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+
+def _env() -> dict:
+    return {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+
+
+def test_a_closed_stdout_ends_the_command_quietly():
+    """``topocast ... | head -c1``: the reader leaves early; no traceback, no error line."""
+    for _ in range(3):
+        r = subprocess.run(
+            f"{sys.executable} -m topocast topology show builtin:list | head -c 1 >/dev/null; "
+            "echo ${PIPESTATUS[0]} >&2",
+            shell=True,
+            executable="/bin/bash",
+            capture_output=True,
+            text=True,
+            env=_env(),
+            timeout=60,
+        )
+        lines = r.stderr.strip().splitlines()
+        assert lines[-1] in ("0", "141"), r.stderr  # 0: all of the output fitted in the pipe
+        assert "Traceback" not in r.stderr and "error" not in r.stderr, r.stderr
+
+
+def test_a_broken_pipe_that_is_not_stdout_is_a_failure(monkeypatch, capsys):
+    """A connection to an agent (ssh, a fork server) that breaks is no success."""
+
+    def broken(args):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(cmd_planners, "run", broken)
+    assert main(["planners"]) == 1
+    assert "Broken pipe" in capsys.readouterr().err
+
+
+def _agent_dirs() -> set[str]:
+    return set(glob.glob(os.path.join(tempfile.gettempdir(), "topocast-agents-*")))
+
+
+def _open_under(path: Path) -> list[str]:
+    """Processes with a file under ``path`` open (the agents' stores)."""
+    users = []
+    for fd_dir in glob.glob("/proc/[0-9]*/fd"):
+        try:
+            for fd in os.listdir(fd_dir):
+                if os.readlink(os.path.join(fd_dir, fd)).startswith(str(path)):
+                    users.append(fd_dir)
+                    break
+        except OSError:
+            continue
+    return users
+
+
+def slow_plan(path: Path) -> Path:
+    """s -> a, capped at 64 KB/s: a run of a minute, long enough to be stopped mid-way."""
+    from topocast.plan import Plan, Transfer
+
+    size = 4 << 20
+    plan = Plan.broadcast("s", size, ["a"], [Transfer.of("s", "a", 0, size, rate_cap=64e3)], planner="slow")
+    path.write_text(plan.dumps())
+    return path
+
+
+@pytest.mark.parametrize("sig, code, words", [(signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, "interrupted")])
+def test_a_signal_to_run_stops_the_agents_and_cleans_up(tmp_path, sig, code, words):
+    """SIGTERM is handled as Ctrl-C is: a message, the agents stopped, the fork server's
+    temporary directory removed, a non-zero status."""
+    before = _agent_dirs()
+    out_dir = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "topocast", "run", str(slow_plan(tmp_path / "slow.json")), "--dest-dir", str(out_dir)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not list(out_dir.rglob("*.part")):  # the receiver's store is open: the agents run
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.05)
+        time.sleep(0.5)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == code, err
+    assert words in err and "Traceback" not in err, err
+    assert _agent_dirs() - before == set()
+    deadline = time.monotonic() + 5
+    while _open_under(out_dir) and time.monotonic() < deadline:  # every agent is gone
+        time.sleep(0.1)
+    assert not _open_under(out_dir)
+
+
+def test_an_agent_dying_during_set_up_is_a_failure_naming_it(monkeypatch, capsys):
+    """Not status 2 (bad input): the input was fine, a host was lost."""
+    from topocast.runtime import coordinator
+
+    real = coordinator._configure
+
+    def configure_after_a_death(plan, hosts, conns, procs, *rest):
+        procs["a1"].kill()
+        procs["a1"].wait()
+        return real(plan, hosts, conns, procs, *rest)
+
+    monkeypatch.setattr(coordinator, "_configure", configure_after_a_death)
+    assert main(["run", "builtin:hetero-2switch", "-a", "flat", "-s", "s", "--size", "64KiB"]) == 1
+    err = capsys.readouterr().err
+    assert "agent for a1 failed before the start" in err and "SIGKILL" in err, err
