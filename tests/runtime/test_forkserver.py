@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -37,7 +38,7 @@ def test_an_agent_that_fails_reports_its_exit_code_and_stderr():
     assert agent.wait(timeout=30) == 1
     assert agent.poll() == 1
     assert agent.stderr is not None
-    assert b"Traceback" in agent.stderr.read()
+    assert b"cannot reach the coordinator at tcp:127.0.0.1:" in agent.stderr.read()  # one line, no traceback
 
 
 def test_kill_and_wait_like_popen():
@@ -145,3 +146,32 @@ def test_a_process_with_threads_starts_a_fresh_server_process():
         assert agent.wait(timeout=30) == 1
     finally:
         client.close()
+
+
+def test_a_server_whose_client_is_gone_exits_without_a_traceback(tmp_path):
+    """The coordinator may exit (its run done) before the server has sent every reply; the
+    server's writes then meet a closed pipe, which is no error worth a traceback on the
+    user's terminal."""
+    with socket.socket() as s:  # a port nobody listens on: the agent exits at once
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    for _ in range(3):
+        server = subprocess.Popen(
+            [sys.executable, "-m", "topocast.runtime.forkserver"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=_agent_env(),
+        )
+        server.stdout.close()  # the client is gone before any reply
+        err_file = tmp_path / "agent.err"
+        err_file.write_bytes(b"")
+        request = {"id": 0, "boot": _boot(f"tcp:127.0.0.1:{port}"), "cwd": str(tmp_path), "stderr": str(err_file)}
+        server.stdin.write((json.dumps(request) + "\n").encode())
+        server.stdin.flush()
+        time.sleep(0.5)  # the agent forked and exited: its exit notice is written too
+        server.stdin.close()
+        server.wait(timeout=30)
+        err = server.stderr.read()
+        server.stderr.close()
+        assert b"Traceback" not in err and b"BrokenPipeError" not in err, err.decode(errors="replace")

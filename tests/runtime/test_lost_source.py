@@ -37,3 +37,4 @@ def test_a_dead_sole_source_is_reported_at_once(tmp_path):
         assert "missing" in out.failed[h] and "no live host holds them" in out.failed[h], out.failed[h]
         assert "s" in out.failed[h].split("died: ")[-1], out.failed[h]
         assert not (tmp_path / h / "message.bin").exists()
+        assert (tmp_path / h / "message.bin.part").exists()  # kept, for a re-run to resume from

@@ -295,8 +295,10 @@ class Agent:
         store = getattr(self, "store", None)
         if store is not None:
             store.close()
-        for path in (self.relay_path, self.part_path):
-            if path is not None and path.exists() and (path == self.relay_path or not self.reported_complete):
+        # NAME.part of a host that did not complete is kept, whatever ended the run (a re-run
+        # can resume from it; docs/design.md, "Exit status"); a relay's hidden file is not
+        for path in (self.relay_path,):
+            if path is not None and path.exists():
                 try:
                     path.unlink()
                 except OSError:

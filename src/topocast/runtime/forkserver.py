@@ -61,8 +61,11 @@ def serve(requests: IO[bytes], replies: IO[bytes]) -> int:
 
     def reply(message: dict) -> None:
         with lock:
-            replies.write(json.dumps(message).encode() + b"\n")
-            replies.flush()
+            try:
+                replies.write(json.dumps(message).encode() + b"\n")
+                replies.flush()
+            except (OSError, ValueError):  # the client is gone (its run is over): no one to tell
+                pass
 
     for line in requests:
         request = json.loads(line)
