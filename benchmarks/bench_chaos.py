@@ -24,7 +24,8 @@ JSON's per-host outcome, the sha256 of every copy, and checks:
   with any destination missing or wrong;
 * **hang**: the run still going ``--hang-after`` seconds after its launch (then killed);
 * **report latency**: exit time minus the moment the failure was knowable: the later of the
-  fault and the last completion (a copy renamed from ``.part``, watched every 20 ms), plus
+  fault (a full disk: the first ``.part`` allocated; an unreachable host: the first ``ssh``
+  started) and the last completion (a copy renamed from ``.part``, watched every 20 ms), plus
   the run's ``--idle-timeout`` for a stopped agent (alive and silent, it is only known dead
   by that timeout); failures reported later than 5 s after that are counted;
 * **unexplained**: a non-zero exit whose failed hosts have no reason and whose stderr has no
@@ -138,6 +139,13 @@ def _open_files(pid: int) -> set[str]:
     return out
 
 
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
 def find_agent(run_pid: int, host: str, dest: Path, message: Path) -> int | None:
     """The pid of ``host``'s agent among the run's descendants: a receiver holds files under
     ``dest/host``; the source (which receives nothing) holds the message file. The coordinator
@@ -190,6 +198,7 @@ class Bench:
     leaves: list[str]
     env: dict
     testbed: str | None = None
+    testbed_prefix: str | None = None
     sshd: dict | None = None
     can_mount: bool = False
     keep_pids: set[int] = field(default_factory=set)
@@ -283,11 +292,19 @@ class _Fault:
         self.fired_at: float | None = None
         if kind in ("term-coordinator", "truncate-source"):
             self.fire_at = rng.uniform(0.0, 2.5)
-        elif kind in ("disk-full", "ssh-unreachable"):
-            self.fired_at = 0.0  # present from the launch
+        self.started = kind in ("disk-full", "ssh-unreachable")  # fires when the run gets there
 
     def step(self, now: float, proc: subprocess.Popen, bench: Bench, dest: Path, message: Path) -> None:
         if self.fired_at is not None or self.kind == "none":
+            return
+        if self.started:  # knowable once the agents start (ssh runs) or allocate (a .part file)
+            if self.kind == "ssh-unreachable":
+                table = _proc_table()
+                hit = any(_comm(p) == "ssh" for p in _descendants(proc.pid, table))
+            else:
+                hit = any(dest.glob("*/*.part"))
+            if hit:
+                self.fired_at = now
             return
         if self.kind in AGENT_FAULTS and self.pid is None:
             self.pid = find_agent(proc.pid, self.target, dest, message)
@@ -418,9 +435,12 @@ def _leftovers(bench: Bench, tmp: Path, shm_before: set, ns_before: set) -> list
             break
         found += more
     found += [f"temp entry {p.name}" for p in tmp.iterdir()]
-    found += [f"/dev/shm/{n}" for n in sorted(set(os.listdir("/dev/shm")) - shm_before)]
-    if testbed_reason() is None:
-        found += [f"namespace {n}" for n in sorted(namespaces() - ns_before)]
+    # MPICH's segments are other programs' (no launcher used here runs MPI)
+    found += [
+        f"/dev/shm/{n}" for n in sorted(set(os.listdir("/dev/shm")) - shm_before) if not n.startswith("mpich_shm_")
+    ]
+    if bench.testbed_prefix:  # namespaces of the testbed beyond those it was built with
+        found += [f"namespace {n}" for n in sorted(namespaces() - ns_before) if n.startswith(bench.testbed_prefix)]
     return found
 
 
@@ -511,8 +531,12 @@ def _faults_available(bench: Bench) -> list[str]:
     return kinds
 
 
-def run_all(bench: Bench, runs: int, rng: random.Random, hang_after: float, verbose: bool) -> list[RunRecord]:
-    kinds = _faults_available(bench)
+def run_all(
+    bench: Bench, runs: int, rng: random.Random, hang_after: float, verbose: bool, only=None
+) -> list[RunRecord]:
+    kinds = [k for k in _faults_available(bench) if only is None or k in only]
+    if not kinds:
+        raise SystemExit(f"no fault kind left to run (available: {', '.join(_faults_available(bench))})")
     records: list[RunRecord] = []
     cycle: list[str] = []
     for i in range(runs):
@@ -545,6 +569,7 @@ def main(argv=None) -> int:
     ap.add_argument("--size", type=int, default=8_000_000, help="message bytes (default 8 MB)")
     ap.add_argument("--hang-after", type=float, default=60.0, help="a run still going then is a hang")
     ap.add_argument("--no-testbed", action="store_true", help="local launcher only")
+    ap.add_argument("--faults", default=None, metavar="K1,K2", help=f"only these kinds, among {', '.join(FAULTS)}")
     ap.add_argument("--json", default=None, metavar="FILE", help="write every run's record and the summary")
     ap.add_argument("--quiet", action="store_true", help="no line per run")
     args = ap.parse_args(argv)
@@ -563,6 +588,8 @@ def main(argv=None) -> int:
             if r.returncode:
                 raise SystemExit(f"testbed up failed: {r.stderr}")
             stack.callback(_topocast, bench.env, "testbed", "down", bench.testbed)
+            state = json.loads((Path(work) / "testbed-state" / f"{bench.testbed}.json").read_text())
+            bench.testbed_prefix = state["prefix"]
         else:
             print(f"testbed runs skipped: {why}")
         sys.path.insert(0, str(REPO / "tests"))
@@ -575,7 +602,13 @@ def main(argv=None) -> int:
             bench.keep_pids.add(bench.sshd["pid"])
         except SshdUnavailable as exc:
             print(f"ssh runs skipped: {exc}")
-        records = run_all(bench, args.runs, rng, args.hang_after, not args.quiet)
+        only = None if args.faults is None else set(args.faults.split(","))
+        records = run_all(bench, args.runs, rng, args.hang_after, not args.quiet, only)
+        stack.close()  # the testbed down, the sshd stopped
+        if bench.testbed_prefix:
+            left = sorted(n for n in namespaces() if n.startswith(bench.testbed_prefix))
+            if left:
+                print(f"namespaces left after testbed down: {', '.join(left)}")
     rows = summarise(records)
     print_summary(rows, records, seed)
     if args.json:
