@@ -32,8 +32,9 @@ JSON's per-host outcome, the sha256 of every copy, and checks:
   message, or any Python traceback on stderr;
 * **leftovers**: processes (this script is the child subreaper, so every process a run
   leaves behind becomes its child), entries in the run's private ``TMPDIR``, new
-  ``/dev/shm`` entries, namespaces beyond the testbed's, and ``.part`` or hidden files in
-  the destination folder (listed, as design.md's rule decides which are kept on purpose).
+  ``/dev/shm`` entries, namespaces beyond the testbed's, and files in the destination folder
+  that design.md's rule ("Files a run leaves") does not keep on purpose: ``HOST/NAME.part``
+  stays only for a host that did not complete and was not refused for want of disk space.
 
 Seeds are drawn at run time and printed (``--seed`` replays the draws; fault moments still
 depend on timing). ``--runs N``, ``--json FILE`` for every run's record. Needs no lock: it
@@ -379,9 +380,8 @@ def one_run(bench: Bench, index: int, seed: int, launcher: str, kind: str, hang_
     time.sleep(0.5)  # the run's own clean-up after its exit is not a leftover
     _judge(rec, bench, run_dir, dest, message, done_at)
     rec.leftovers += _leftovers(bench, tmp, shm_before, ns_before)
-    rec.part_files = sorted(
-        str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file() and (p.suffix == ".part" or p.name[0] == ".")
-    )
+    rec.part_files, stray = _files_left(rec, dest, message.name)
+    rec.leftovers += stray
     if mounted:
         subprocess.run(["umount", str(dest)], check=False)
     shutil.rmtree(run_dir, ignore_errors=True)
@@ -425,6 +425,24 @@ def _judge(rec: RunRecord, bench: Bench, run_dir: Path, dest: Path, message: Pat
             if rec.fault.startswith("stop"):
                 knowable += IDLE_TIMEOUT
             rec.report_latency = rec.duration - knowable
+
+
+def _files_left(rec: RunRecord, dest: Path, name: str) -> tuple[list[str], list[str]]:
+    """The ``.part`` files kept on purpose, and every other file design.md's rule forbids:
+    ``HOST/NAME`` only with the right bytes, ``HOST/NAME.part`` only for a host that did not
+    complete and was not refused for want of disk space, nothing else."""
+    kept, stray = [], []
+    for f in sorted(p for p in dest.rglob("*") if p.is_file()):
+        rel = f.relative_to(dest)
+        host = rel.parts[0]
+        if len(rel.parts) == 2 and rel.name == name:
+            continue  # a copy: judged by its sha256
+        refused = "no space left" in rec.failed.get(host, "")
+        if len(rel.parts) == 2 and rel.name == f"{name}.part" and host in rec.copies_bad and not refused:
+            kept.append(str(rel))
+        else:
+            stray.append(f"file {rel}")
+    return kept, stray
 
 
 def _leftovers(bench: Bench, tmp: Path, shm_before: set, ns_before: set) -> list[str]:
