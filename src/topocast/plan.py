@@ -54,6 +54,7 @@ Ranges = tuple[tuple[int, int], ...]
 """An ordered sequence of ``(offset, length)`` byte ranges."""
 
 COLLECTIVES = ("broadcast", "allreduce", "redistribute")
+PLAN_FIELDS = ("collective", "size_bytes", "initial", "wanted", "transfers")  # what a plan file must have
 
 
 def normalize_ranges(ranges: Iterable[Sequence[int]]) -> Ranges:
@@ -329,6 +330,13 @@ class Plan:
         try:
             if d.get("format") != "topocast-plan/1":
                 raise PlanError(f"expected format 'topocast-plan/1', got {d.get('format')!r}", element="format")
+            missing = [f for f in PLAN_FIELDS if f not in d]
+            if missing:
+                raise PlanError(
+                    f"missing field{'s' if len(missing) > 1 else ''} {', '.join(missing)} (a plan has "
+                    f"{', '.join(PLAN_FIELDS)}; topocast plan --output writes one)",
+                    element=missing[0],
+                )
             return cls(
                 collective=d["collective"],
                 size=int(d["size_bytes"]),
@@ -344,7 +352,7 @@ class Plan:
         except PlanError as exc:
             raise exc.at(source) from None
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise PlanError(f"not a topocast plan ({exc!r})", source=source) from None
+            raise PlanError(f"not a topocast plan ({type(exc).__name__}: {exc})", source=source) from None
 
     def dumps(self) -> str:
         return json.dumps(self.to_json(), indent=1)

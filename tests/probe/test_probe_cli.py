@@ -98,7 +98,9 @@ def test_agent_dying_mid_probe_saves_what_was_measured(tmp_path, capsys, monkeyp
 
     monkeypatch.setattr(session_mod.ProbeSession, "rtt", killing_rtt)
     out = tmp_path / "x.yaml"
-    assert main(["probe", "a", "b", "c", "d", "-o", str(out), "--pings", "2"]) == 1  # a runtime failure, not bad input (2)
+    assert (
+        main(["probe", "a", "b", "c", "d", "-o", str(out), "--pings", "2"]) == 1
+    )  # a runtime failure, not bad input (2)
     err = capsys.readouterr().err
     assert "c" in err and "probe failed" in err and "x.yaml.partial.json" in err
     assert not out.exists()

@@ -183,7 +183,7 @@ def test_testbed_agent_in_a_missing_namespace_fails_the_run_naming_it():
             RunError, match=r"agent for [sabcd] exited before connecting \(in network namespace topocast-absent-"
         ):
             perform(chain_plan(1 << 16), launcher=launcher)
-        assert not os.path.exists(launcher._dir)
+        assert launcher._dir is not None and not os.path.exists(launcher._dir)
 
 
 class _WrongControlTestbed(TestbedLauncher):
@@ -212,7 +212,7 @@ def test_testbed_agent_that_reaches_a_stranger_fails_the_run_naming_it(tmp_path)
                 RunError, match=rf"agent for [sabcd] exited before connecting \(in network namespace {name};"
             ):
                 perform(chain_plan(1 << 16), launcher=launcher)
-            assert not os.path.exists(launcher._dir)
+            assert launcher._dir is not None and not os.path.exists(launcher._dir)
     finally:
         server.close()
         subprocess.run(["ip", "netns", "delete", name], check=False)

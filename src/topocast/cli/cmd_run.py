@@ -149,6 +149,8 @@ def _load_target(args):
             size = os.path.getsize(args.file)
         except OSError as exc:
             raise InputError(f"cannot read ({exc.strerror})", source=args.file) from None
+        if not os.path.isfile(args.file):
+            raise InputError("the message must be a regular file, not a directory", source=args.file)
     elif args.size is not None:
         size = int(args.size)
     else:

@@ -52,21 +52,43 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="SECONDS",
         help="token bucket of every shaped class, in seconds of its rate (default 0.005)",
     )
-    u.add_argument("--json", action="store_true")
+    u.add_argument("--json", action="store_true", help="print the testbed's status as JSON")
     u.set_defaults(func=_up)
     d = tsub.add_parser("down", help="remove everything a testbed created (also after a crash)")
-    d.add_argument("name", nargs="?", default=None)
+    _add_testbed_choice(d)
     d.set_defaults(func=_down)
-    s = tsub.add_parser("status", help="show a testbed")
-    s.add_argument("name", nargs="?", default=None)
-    s.add_argument("--json", action="store_true")
+    s = tsub.add_parser("status", help="show a testbed (without a name and with several up: list them)")
+    _add_testbed_choice(s)
+    s.add_argument("--json", action="store_true", help="print JSON")
     s.set_defaults(func=_status)
     e = tsub.add_parser("exec", help="run a command inside a host: exec HOST -- CMD ...")
-    e.add_argument("host")
-    e.add_argument("argv", nargs="+", metavar="CMD")
-    e.add_argument("--testbed", default=None)
+    e.add_argument("host", help="the host whose network namespace runs the command")
+    e.add_argument("argv", nargs="+", metavar="CMD", help="the command and its arguments")
+    e.add_argument("--testbed", default=None, metavar="NAME", help="testbed name (default: the only one up)")
     e.set_defaults(func=_exec)
     p.set_defaults(func=help_of(p))
+
+
+def _add_testbed_choice(p: argparse.ArgumentParser) -> None:
+    """NAME or ``--testbed NAME``, as ``run``, ``probe`` and ``exec`` spell it."""
+    p.add_argument("name", nargs="?", default=None, help="testbed name (default: the only one up)")
+    p.add_argument("--testbed", default=None, metavar="NAME", help="the same, as run and probe spell it")
+
+
+def _testbed_name(args) -> str | None:
+    if args.name is not None and args.testbed is not None and args.name != args.testbed:
+        raise InputError(f"two testbed names given: {args.name!r} and {args.testbed!r}", element="--testbed")
+    return args.testbed if args.testbed is not None else args.name
+
+
+def _tc_rate(rate: object) -> str:
+    """A rate as tc takes it (``'10000000000bit'``) in the units the other commands print."""
+    from ..units import format_bandwidth
+
+    text = str(rate)
+    if text.endswith("bit") and text[:-3].isdigit():
+        return format_bandwidth(int(text[:-3]) / 8)
+    return text
 
 
 def _up(args) -> int:
@@ -106,7 +128,7 @@ def _up(args) -> int:
 def _down(args) -> int:
     from ..testbed import down
 
-    removed = down(args.name)
+    removed = down(_testbed_name(args))
     print(f"removed {len(removed)} namespaces: {' '.join(removed)}")
     return 0
 
@@ -114,11 +136,12 @@ def _down(args) -> int:
 def _status(args) -> int:
     from ..testbed import list_states, status
 
-    if args.name is None and len(list_states()) != 1:
+    name = _testbed_name(args)
+    if name is None and len(list_states()) != 1:
         names = list_states()
         print("testbeds up: " + (", ".join(names) if names else "none"))
         return 0
-    info = status(args.name)
+    info = status(name)
     if args.json:
         print_json(info)
         return 0
@@ -128,7 +151,7 @@ def _status(args) -> int:
     for h, x in info["hosts"].items():
         print(f"  {h:>10}  {x['address']:<15} {x['namespace']:<14} {'up' if x['up'] else 'MISSING'}")
     for l in info["links"]:
-        print(f"  link {l['a']}-{l['b']}: {l['ab']['rate']} / {l['ba']['rate']}")
+        print(f"  link {l['a']}-{l['b']}: {_tc_rate(l['ab']['rate'])} / {_tc_rate(l['ba']['rate'])}")
     for w in info["warnings"]:
         print(f"  warning: {w}")
     return 0

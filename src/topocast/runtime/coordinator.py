@@ -21,6 +21,7 @@ import math
 import os
 import queue
 import secrets
+import stat
 import threading
 import time
 from collections import deque
@@ -369,6 +370,8 @@ def _message(plan: Plan, file: str | None, seed: int):
             st = os.stat(file)
         except OSError as exc:
             raise RunInputError(f"{file}: cannot read the message ({exc.strerror})") from None
+        if not stat.S_ISREG(st.st_mode):
+            raise RunInputError(f"{file}: the message must be a regular file, not a directory or a device")
         if st.st_size != plan.size:
             raise RunInputError(f"{file}: the plan moves {plan.size} bytes but the file has {st.st_size}")
         data_spec: dict = {"file": os.path.abspath(file), "stat": [st.st_size, st.st_mtime_ns]}

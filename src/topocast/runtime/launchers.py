@@ -137,9 +137,10 @@ class TestbedLauncher(Launcher):
 
     def __init__(self, state: TestbedState) -> None:
         self.state = state
-        self._dir = tempfile.mkdtemp(prefix="topocast-ctl-")
+        self._dir: str | None = None  # made when the run listens (a refused run leaves none)
 
     def control_listen(self) -> tuple[socket.socket, str]:
+        self._dir = tempfile.mkdtemp(prefix="topocast-ctl-")
         path = os.path.join(self._dir, "control.sock")
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.bind(path)
@@ -158,6 +159,8 @@ class TestbedLauncher(Launcher):
         return ["ip", "netns", "exec", self.state.namespace(host), sys.executable, "-m", "topocast.runtime.agent"]
 
     def close(self) -> None:
+        if self._dir is None:
+            return
         try:
             os.unlink(os.path.join(self._dir, "control.sock"))
         except OSError:

@@ -1,0 +1,102 @@
+"""Edges of the command line that used to end in a traceback, a raw figure or a leftover:
+each is now one clear line, in the units the other commands print, with nothing left behind."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import tempfile
+
+import pytest
+
+from topocast.cli.main import main
+from topocast.testbed.state import TestbedState
+
+
+def _cli(capsys, *argv) -> tuple[int, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+def test_a_directory_as_the_message_is_bad_input(tmp_path, capsys):
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    code, text = _cli(capsys, "run", "builtin:hetero-2switch", "-a", "flat", "-s", "s", "--file", str(folder))
+    assert code == 2 and "Traceback" not in text
+    assert f"{folder}: the message must be a regular file" in text
+    plan = tmp_path / "plan.json"
+    assert main(["plan", "builtin:hetero-2switch", "-a", "flat", "-s", "s", "--size", "4KiB", "-o", str(plan)]) == 0
+    capsys.readouterr()
+    code, text = _cli(capsys, "run", str(plan), "--file", str(folder))
+    assert code == 2 and "Traceback" not in text
+    assert f"{folder}: the message must be a regular file" in text
+
+
+@pytest.mark.parametrize("field", ["collective", "size_bytes", "initial", "wanted", "transfers"])
+def test_a_plan_without_a_field_names_it_and_the_file(tmp_path, capsys, field):
+    plan = tmp_path / "plan.json"
+    assert main(["plan", "builtin:hetero-2switch", "-a", "flat", "-s", "s", "--size", "4KiB", "-o", str(plan)]) == 0
+    data = json.loads(plan.read_text())
+    del data[field]
+    plan.write_text(json.dumps(data))
+    capsys.readouterr()
+    code, text = _cli(capsys, "run", str(plan))
+    assert code == 2
+    assert f"{plan}: {field}: missing field {field}" in text, text
+    assert "KeyError" not in text
+
+
+def _fake_testbed(name: str, rate: str = "10000000000bit") -> None:
+    TestbedState(
+        name=name,
+        prefix="198.18.0",
+        topology_spec="builtin:hetero-2switch",
+        host_ns={"s": f"{name}-absent-s"},
+        host_addr={"s": "198.18.0.1"},
+        links=[{"a": "s", "b": "swA", "ab": {"rate": rate}, "ba": {"rate": "8000000bit"}}],
+        complete=True,
+    ).save()
+
+
+@pytest.fixture
+def state_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("TOPOCAST_STATE_DIR", str(tmp_path / "state"))
+    return tmp_path / "state"
+
+
+def test_testbed_status_prints_rates_in_bit_per_second_units(state_dir, capsys):
+    _fake_testbed("one")
+    code, text = _cli(capsys, "testbed", "status", "--testbed", "one")
+    assert code == 0
+    assert "10 Gbit/s / 8 Mbit/s" in text and "10000000000bit" not in text, text
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="testbed down needs root")
+def test_testbed_down_takes_the_option_its_advice_names(state_dir, capsys):
+    _fake_testbed("one")
+    _fake_testbed("two")
+    code, text = _cli(capsys, "testbed", "down")
+    assert code == 2 and "choose one with --testbed" in text
+    assert main(["testbed", "down", "--testbed", "one"]) == 0
+    assert sorted(p.name for p in state_dir.iterdir()) == ["two.json"]
+    code, text = _cli(capsys, "testbed", "down", "two", "--testbed", "one")
+    assert code == 2 and "two testbed names" in text
+    assert main(["testbed", "down", "two"]) == 0  # the name as an argument still works
+    assert list(state_dir.iterdir()) == []
+
+
+def _control_dirs() -> set[str]:
+    return set(glob.glob(os.path.join(tempfile.gettempdir(), "topocast-ctl-*")))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the testbed launcher needs root")
+def test_a_testbed_run_refused_before_the_start_leaves_no_control_directory(state_dir, tmp_path, capsys):
+    _fake_testbed("one")
+    plan = tmp_path / "plan.json"
+    assert main(["plan", "builtin:two-clusters", "-a", "flat", "--size", "4KiB", "-o", str(plan)]) == 0
+    before = _control_dirs()
+    code, text = _cli(capsys, "run", str(plan), "--launcher", "testbed")
+    assert code == 2, text
+    assert _control_dirs() - before == set()
