@@ -93,6 +93,7 @@ class RunRecord:
     copies_bad: list[str] = field(default_factory=list)
     wrong_success: list[str] = field(default_factory=list)
     report_latency: float | None = None
+    done_at: dict[str, float] = field(default_factory=dict)  # host -> seconds after launch its copy appeared
     unexplained: str = ""
     leftovers: list[str] = field(default_factory=list)
     part_files: list[str] = field(default_factory=list)
@@ -377,6 +378,7 @@ def one_run(bench: Bench, index: int, seed: int, launcher: str, kind: str, hang_
         rec.duration = time.monotonic() - t0
     rec.exit_code = proc.returncode
     rec.fault_at = fault.fired_at
+    rec.done_at = {h: round(t, 3) for h, t in done_at.items()}
     time.sleep(0.5)  # the run's own clean-up after its exit is not a leftover
     _judge(rec, bench, run_dir, dest, message, done_at)
     rec.leftovers += _leftovers(bench, tmp, shm_before, ns_before)
@@ -473,6 +475,7 @@ def summarise(records: list[RunRecord]) -> dict:
         rows[kind] = {
             "runs": len(rs),
             "faults_fired": sum(r.fault_at is not None for r in rs) if kind != "none" else 0,
+            "fired_mid_run": sum(_mid_run(r) for r in rs) if kind != "none" else 0,
             "exit_codes": dict(sorted(Counter(str(r.exit_code) for r in rs).items())),
             "copies_verified": sum(len(r.copies_ok) for r in rs),
             "copies_expected": sum(len(r.copies_ok) + len(r.copies_bad) for r in rs),
@@ -485,6 +488,13 @@ def summarise(records: list[RunRecord]) -> dict:
             "runs_with_part_files": sum(bool(r.part_files) for r in rs),
         }
     return rows
+
+
+def _mid_run(r: RunRecord) -> bool:
+    """Did the fault come while some copy was still missing (not after the last one landed)?"""
+    if r.fault_at is None:
+        return False
+    return len(r.done_at) < len(r.copies_ok) + len(r.copies_bad) or r.fault_at < max(r.done_at.values(), default=0.0)
 
 
 def print_summary(rows: dict, records: list[RunRecord], seed: int) -> None:
@@ -513,6 +523,7 @@ def print_summary(rows: dict, records: list[RunRecord], seed: int) -> None:
             kind,
             str(r["runs"]),
             str(r["faults_fired"]),
+            str(r["fired_mid_run"]),
             " ".join(f"{k}:{v}" for k, v in r["exit_codes"].items()),
             f"{r['copies_verified']}/{r['copies_expected']}",
             str(r["wrong_successes"]),
