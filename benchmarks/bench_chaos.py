@@ -506,6 +506,7 @@ def print_summary(rows: dict, records: list[RunRecord], seed: int) -> None:
         "fault",
         "runs",
         "fired",
+        "mid-run",
         "exit codes",
         "copies ok",
         "wrong ok",
