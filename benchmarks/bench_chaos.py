@@ -535,7 +535,7 @@ def print_summary(rows: dict, records: list[RunRecord], seed: int) -> None:
             str(r["runs_with_leftovers"]),
             str(r["runs_with_part_files"]),
         )
-    console = Console(width=max(Console().width, 150))
+    console = Console(width=max(Console().width, 170))
     console.print(t)
     for r in records:
         problems = list(r.wrong_success)
