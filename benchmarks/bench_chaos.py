@@ -30,11 +30,13 @@ JSON's per-host outcome, the sha256 of every copy, and checks:
   by that timeout); failures reported later than 5 s after that are counted;
 * **unexplained**: a non-zero exit whose failed hosts have no reason and whose stderr has no
   message, or any Python traceback on stderr;
-* **leftovers**: processes (this script is the child subreaper, so every process a run
-  leaves behind becomes its child), entries in the run's private ``TMPDIR``, new
+* **leftovers**: processes still there 5 s after the run's exit (this script is the child
+  subreaper, so every process a run leaves behind becomes its child), entries in the run's private ``TMPDIR``, new
   ``/dev/shm`` entries, namespaces beyond the testbed's, and files in the destination folder
   that design.md's rule ("Files a run leaves") does not keep on purpose: ``HOST/NAME.part``
   stays only for a host that did not complete and was not refused for want of disk space.
+  Processes of an ssh run that ran under the sshd (the remote hosts' side) are counted
+  apart: on a real network they are left on the remote machines, not on this one.
 
 Seeds are drawn at run time and printed (``--seed`` replays the draws; fault moments still
 depend on timing). ``--runs N``, ``--json FILE`` for every run's record. Needs no lock: it
@@ -69,6 +71,7 @@ ALGORITHM = "stable"
 SOURCE = "s"
 IDLE_TIMEOUT = 5.0
 REPORT_TARGET = 5.0
+LEFTOVER_PATIENCE = 5.0  # seconds after the run's exit that its processes have to be gone
 AGENT_DELAY = 0.8  # seconds, at most, between an agent's store opening and its fault
 PR_SET_CHILD_SUBREAPER = 36
 
@@ -97,6 +100,7 @@ class RunRecord:
     unexplained: str = ""
     leftovers: list[str] = field(default_factory=list)
     part_files: list[str] = field(default_factory=list)
+    remote_leftovers: list[str] = field(default_factory=list)  # ssh hosts' processes (under our sshd)
     stderr_tail: str = ""
 
 
@@ -165,6 +169,25 @@ def find_agent(run_pid: int, host: str, dest: Path, message: Path) -> int | None
         elif any(f.startswith(f"{dest}/{host}/") for f in files):
             return pid
     return None
+
+
+def _wait_for_orphans(keep: set[int], patience: float) -> None:
+    """Reap the run's orphans that exit by themselves within ``patience`` seconds (an agent
+    whose ssh went away notices its closed stdin and exits)."""
+    end = time.monotonic() + patience
+    while time.monotonic() < end:
+        alive = False
+        for pid, (ppid, state) in _proc_table().items():
+            if ppid != os.getpid() or pid in keep:
+                continue
+            if state == "Z":
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, 0)
+            else:
+                alive = True
+        if not alive:
+            return
+        time.sleep(0.1)
 
 
 def reap_leftover_children(keep: set[int]) -> list[str]:
@@ -360,6 +383,8 @@ def one_run(bench: Bench, index: int, seed: int, launcher: str, kind: str, hang_
     env = dict(bench.env, TMPDIR=str(tmp))
     fault = _Fault(kind, rec.target, rng, size)
     done_at: dict[str, float] = {}
+    remote: set[int] = set()  # the "remote hosts'" side of ssh runs: under our sshd
+    next_look = 0.0
     with open(run_dir / "stdout", "wb") as out, open(run_dir / "stderr", "wb") as err:
         t0 = time.monotonic()
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, cwd=run_dir)
@@ -370,6 +395,9 @@ def one_run(bench: Bench, index: int, seed: int, launcher: str, kind: str, hang_
                 _kill_family(proc)
                 break
             fault.step(now, proc, bench, dest, message)
+            if launcher == "ssh" and now >= next_look:
+                remote |= _descendants(bench.sshd["pid"], _proc_table())
+                next_look = now + 0.2
             for h in bench.receivers:
                 if h not in done_at and (dest / h / message.name).exists():
                     done_at[h] = now
@@ -381,7 +409,9 @@ def one_run(bench: Bench, index: int, seed: int, launcher: str, kind: str, hang_
     rec.done_at = {h: round(t, 3) for h, t in done_at.items()}
     time.sleep(0.5)  # the run's own clean-up after its exit is not a leftover
     _judge(rec, bench, run_dir, dest, message, done_at)
-    rec.leftovers += _leftovers(bench, tmp, shm_before, ns_before)
+    for left in _leftovers(bench, tmp, shm_before, ns_before, remote):
+        pid = int(left.split()[1]) if left.startswith("process ") else None
+        (rec.remote_leftovers if pid in remote else rec.leftovers).append(left)
     rec.part_files, stray = _files_left(rec, dest, message.name)
     rec.leftovers += stray
     if mounted:
@@ -447,9 +477,14 @@ def _files_left(rec: RunRecord, dest: Path, name: str) -> tuple[list[str], list[
     return kept, stray
 
 
-def _leftovers(bench: Bench, tmp: Path, shm_before: set, ns_before: set) -> list[str]:
+def _leftovers(bench: Bench, tmp: Path, shm_before: set, ns_before: set, remote: set[int]) -> list[str]:
+    """What the run left; ``remote`` (pids seen under the sshd) grows by their descendants."""
     found = []
+    _wait_for_orphans(bench.keep_pids, LEFTOVER_PATIENCE)
     for _ in range(5):  # an orphan's own children become ours once it is gone
+        table = _proc_table()
+        for pid in list(remote):
+            remote |= _descendants(pid, table)
         more = reap_leftover_children(bench.keep_pids)
         if not more:
             break
@@ -486,6 +521,7 @@ def summarise(records: list[RunRecord]) -> dict:
             "unexplained": sum(bool(r.unexplained) for r in rs),
             "runs_with_leftovers": sum(bool(r.leftovers) for r in rs),
             "runs_with_part_files": sum(bool(r.part_files) for r in rs),
+            "runs_with_remote_leftovers": sum(bool(r.remote_leftovers) for r in rs),
         }
     return rows
 
@@ -516,6 +552,7 @@ def print_summary(rows: dict, records: list[RunRecord], seed: int) -> None:
         "unexplained",
         "leftovers",
         ".part kept",
+        "ssh host left",
     ):
         t.add_column(col, justify="left" if col in ("fault", "exit codes") else "right")
     for kind, r in rows.items():
@@ -534,6 +571,7 @@ def print_summary(rows: dict, records: list[RunRecord], seed: int) -> None:
             str(r["unexplained"]),
             str(r["runs_with_leftovers"]),
             str(r["runs_with_part_files"]),
+            str(r["runs_with_remote_leftovers"]),
         )
     console = Console(width=max(Console().width, 170))
     console.print(t)
@@ -544,6 +582,7 @@ def print_summary(rows: dict, records: list[RunRecord], seed: int) -> None:
             problems.append(f"reported {r.report_latency:.1f} s after knowable")
         problems += [r.unexplained] if r.unexplained else []
         problems += r.leftovers
+        problems += [f"on the ssh host: {x}" for x in r.remote_leftovers]
         if problems:
             where = f"run {r.index} (seed {r.seed}, {r.launcher}, {r.fault} {r.target}, exit {r.exit_code})"
             console.print(f"[red]{where}[/]: " + "; ".join(problems), soft_wrap=True)
@@ -577,7 +616,11 @@ def run_all(
             launcher = "ssh"
         else:
             launcher = rng.choice(["local", "testbed"]) if bench.testbed else "local"
-        rec = one_run(bench, i, rng.randrange(2**32), launcher, kind, hang_after)
+        try:
+            rec = one_run(bench, i, rng.randrange(2**32), launcher, kind, hang_after)
+        except KeyboardInterrupt:
+            print(f"interrupted: {len(records)} runs done")
+            break
         records.append(rec)
         if verbose:
             fired = "-" if rec.fault_at is None else f"{rec.fault_at:.2f}s"
