@@ -250,11 +250,11 @@ def test_sweep_table_keeps_every_name_and_figure_at_80_columns(monkeypatch, caps
     assert "…" not in text
     for name in SWEEP_PLANNERS.split(","):
         assert any(line.startswith(f"│ {name} ") for line in lines), name
-    for size in sizes_between(1000, 16 * 10**6, 4.0):
-        assert f" {format_size(size)} ┃" in text, size
+    for size in sizes_between(1024, 16 * 10**6, 4.0):
+        assert f" {format_size(size, binary=True)} ┃" in text, size
     # every planner's row holds one figure per size, over all the tables
     figures = sum(len(line.split("│")) - 3 for line in lines if line.startswith("│ stable "))
-    assert figures == len(sizes_between(1000, 16 * 10**6, 4.0))
+    assert figures == len(sizes_between(1024, 16 * 10**6, 4.0))
 
 
 def test_run_table_fits_80_columns_with_a_failed_host():

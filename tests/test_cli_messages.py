@@ -100,3 +100,39 @@ def test_a_testbed_run_refused_before_the_start_leaves_no_control_directory(stat
     code, text = _cli(capsys, "run", str(plan), "--launcher", "testbed")
     assert code == 2, text
     assert _control_dirs() - before == set()
+
+
+@pytest.mark.parametrize("extra", [[], ["--min", "1KB", "--max", "20MB", "--throughput"]])
+def test_sweep_headers_read_one_way(capsys, monkeypatch, extra):
+    """Binary sizes (KiB, MiB, GiB) in every header, rates in Mbit/s: never a mix of kB, KiB
+    and MB in one table."""
+    import re
+
+    monkeypatch.setenv("COLUMNS", "80")
+    code, text = _cli(capsys, "sweep", "builtin:two-clusters", "-a", "flat", *extra)
+    assert code == 0
+    headers = [line for line in text.splitlines() if line.startswith("┃ planner")]
+    units = {u for line in headers for u in re.findall(r"\d ([A-Za-z]+) ", line)}
+    assert units and units <= {"B", "KiB", "MiB", "GiB"}, units
+    if "--throughput" in extra:
+        assert "Mbit/s" in text and "MB/s" not in text
+
+
+def test_run_takes_source_and_destinations_as_plan_does(capsys):
+    """Without -s the source is the first host; --destinations limits who receives."""
+    code, text = _cli(capsys, "run", "builtin:hetero-2switch", "-a", "flat", "--size", "64KiB", "--json")
+    assert code == 0, text
+    data = json.loads(text[text.index("{") :])
+    assert data["source"] == "s" and set(data["measured"]["per_host"]) == {"a1", "a2", "a3", "b1", "b2", "b3", "b4"}
+    argv = ["run", "builtin:hetero-2switch", "-a", "flat", "--size", "64KiB", "--destinations", "a1,b4", "--json"]
+    code, text = _cli(capsys, *argv)
+    assert code == 0, text
+    assert set(json.loads(text[text.index("{") :])["measured"]["per_host"]) == {"a1", "b4"}
+
+
+def test_run_of_a_plan_file_refuses_the_options_of_a_topology(tmp_path, capsys):
+    plan = tmp_path / "plan.json"
+    assert main(["plan", "builtin:hetero-2switch", "-a", "flat", "--size", "4KiB", "-o", str(plan)]) == 0
+    capsys.readouterr()
+    code, text = _cli(capsys, "run", str(plan), "--destinations", "a1")
+    assert code == 2 and "--destinations goes with a topology" in text

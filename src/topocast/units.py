@@ -147,15 +147,17 @@ def format_bandwidth(bytes_per_second: float) -> str:
     return f"{bits:.4g} bit/s"
 
 
-def format_size(nbytes: float) -> str:
+def format_size(nbytes: float, *, binary: bool = False) -> str:
     """Human form, e.g. ``'64 MiB'`` or ``'1 GB'``: the binary prefix when the size is a round
-    number of them, else the decimal one (``--size 1GB`` is echoed as 1 GB, not 953.7 MiB)."""
-    binary = ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"))
+    number of them, else the decimal one (``--size 1GB`` is echoed as 1 GB, not 953.7 MiB).
+    ``binary``: always the binary prefix (KiB, MiB, GiB), for a column or a row of sizes
+    that must read one way."""
+    binary_prefixes = ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"))
     decimal = ((1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB"))
-    for (bf, bname), (df, dname) in zip(binary, decimal):
-        if abs(nbytes) >= bf and float(nbytes / bf).is_integer():
+    for (bf, bname), (df, dname) in zip(binary_prefixes, decimal):
+        if abs(nbytes) >= bf and (binary or float(nbytes / bf).is_integer()):
             return f"{nbytes / bf:.4g} {bname}"
-        if abs(nbytes) >= df:
+        if abs(nbytes) >= df and not binary:
             return f"{nbytes / df:.4g} {dname}"
         if abs(nbytes) >= bf:
             return f"{nbytes / bf:.4g} {bname}"

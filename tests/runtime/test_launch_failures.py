@@ -216,3 +216,25 @@ def test_testbed_agent_that_reaches_a_stranger_fails_the_run_naming_it(tmp_path)
     finally:
         server.close()
         subprocess.run(["ip", "netns", "delete", name], check=False)
+
+
+@needs_ssh
+def test_ssh_to_a_silent_listener_times_out_naming_the_hosts(tmp_path, capsys, pair_topology, monkeypatch):
+    """Something accepts the connection and never answers: no agent ever connects back; the
+    error names every host and how it was reached (the connect time-out shortened here)."""
+    from topocast.runtime import agents
+
+    monkeypatch.setattr(agents, "CONNECT_TIMEOUT", 1.5)
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)
+    try:
+        hosts = _hosts_file(tmp_path, silent.getsockname()[1])
+        args = ["run", str(pair_topology), "-a", "flat", "-s", "p", "--size", "64KiB", "--launcher", "ssh"]
+        assert main([*args, "--ssh-hosts", hosts, "--ssh-option=-oStrictHostKeyChecking=no"]) == 1
+        err = capsys.readouterr().err
+        port = silent.getsockname()[1]
+        assert f"did not connect back within 2 s: p (via ssh 127.0.0.1 port {port})" in err, err
+        assert f"q (via ssh 127.0.0.1 port {port})" in err, err
+    finally:
+        silent.close()

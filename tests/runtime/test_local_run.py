@@ -204,7 +204,8 @@ def test_cli_run_bad_input_is_one_line(capsys):
 
     assert main(["run", "builtin:hetero-2switch", "--algorithm", "nope", "--source", "s", "--size", "1kB"]) == 2
     assert "valid planners" in capsys.readouterr().err
-    assert main(["run", "builtin:hetero-2switch", "--algorithm", "flat", "--size", "1kB"]) == 2
+    assert main(["run", "builtin:hetero-2switch", "--size", "1kB"]) == 2  # no --algorithm (-s has a default)
+    assert "give --algorithm" in capsys.readouterr().err
 
 
 def test_reductions_are_refused():

@@ -14,7 +14,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_topology_args(p)
     p.add_argument("-s", "--source", help="source host (default: the first host)")
     p.add_argument("--destinations", help="comma-separated destination hosts (default: all other hosts)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=run)
 
 

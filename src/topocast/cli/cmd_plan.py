@@ -28,13 +28,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("-a", "--algorithm", required=True, help="planner name (see `topocast planners`)")
     p.add_argument("-s", "--source", help="broadcast source host (default: the first host)")
-    p.add_argument("--size", type=size_arg, default=size_arg("1GB"))
+    p.add_argument("--size", type=size_arg, default=size_arg("1GB"), help="message size, e.g. 64MiB (default 1GB)")
     p.add_argument(
         "--destinations",
         help="comma-separated destination hosts (default: all other hosts); "
         "for allreduce, the participating hosts (default: all hosts)",
     )
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed for randomized planners (default 0)")
     add_rate_tolerance_arg(p)
     p.add_argument("-o", "--output", help="file to write (default: standard output)")
     p.set_defaults(func=run)

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("planners", help="list registered planners with summary and reference")
     p.add_argument("--collective", help="only this collective (broadcast, allreduce, redistribute)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--markdown", action="store_true", help="print the docs table (docs/planners.md)")
     p.set_defaults(func=run)
 

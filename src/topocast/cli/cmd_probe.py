@@ -64,7 +64,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def add_launcher_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--launcher", choices=("local", "testbed", "ssh"), default="local")
+    p.add_argument(
+        "--launcher",
+        choices=("local", "testbed", "ssh"),
+        default="local",
+        help="how the agents start: local (this machine), testbed (the emulated hosts), ssh (--ssh-hosts)",
+    )
     p.add_argument("--testbed", default=None, metavar="NAME", help="testbed name (default: the only one up)")
     p.add_argument("--ssh-hosts", default=None, help="YAML/JSON: host -> '[user@]address[:port]'")
     p.add_argument("--ssh-identity", default=None, help="private key for the ssh launcher")

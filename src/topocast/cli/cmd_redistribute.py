@@ -1,9 +1,4 @@
-"""``topocast redistribute plan|predict|decide``: data redistribution between two clusters.
-
-The matrix comes from a file (``--matrix m.csv|m.json``, bytes) or a generator
-(``--pattern random|dense|fig2``); the network from ``--topology`` or, by default, the paper's
-two-cluster platform (``--nic``, ``--backbone``; k = backbone / NIC unless ``--k``).
-"""
+"""``topocast redistribute plan|predict|decide``: data redistribution between two clusters."""
 
 from __future__ import annotations
 
@@ -78,7 +73,11 @@ def _common(p) -> None:
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
-        "redistribute", help=HELP, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        "redistribute",
+        help=HELP,
+        description="Data redistribution between two clusters. The matrix comes from a file (--matrix "
+        "m.csv|m.json, bytes) or a generator (--pattern random|dense|fig2); the network from --topology "
+        "or, by default, the paper's two-cluster platform (--nic, --backbone; k = backbone / NIC unless --k).",
     )
     sub = p.add_subparsers(dest="redistribute_command", metavar="ACTION")
     pp = sub.add_parser("plan", help="compute a schedule (or the brute-force plan) and print / save it")

@@ -10,6 +10,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
+from ..units import format_size
 from .common import add_rate_tolerance_arg, print_json, size_arg
 
 if TYPE_CHECKING:
@@ -37,7 +38,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("target", metavar="PLAN.json|TOPOLOGY", help="a plan file, or a topology file / builtin:NAME")
     p.add_argument("-a", "--algorithm", default=None, help="broadcast planner (with a topology)")
-    p.add_argument("-s", "--source", default=None, help="source host (with a topology)")
+    p.add_argument("-s", "--source", default=None, help="source host (with a topology; default: the first host)")
+    p.add_argument(
+        "--destinations",
+        default=None,
+        help="comma-separated destination hosts (with a topology; default: all other hosts)",
+    )
     g = p.add_mutually_exclusive_group()
     g.add_argument("--file", default=None, help="the message: a file every initial holder can read")
     g.add_argument("--size", type=size_arg, default=None, help="message size (e.g. 32MiB); random bytes")
@@ -128,6 +134,15 @@ def _load_target(args):
         if isinstance(data, dict) and data.get("format") == "topocast-plan/1":
             plan = Plan.from_json(data, source=target)
     if plan is not None:
+        for option, value in (
+            ("--algorithm", args.algorithm),
+            ("--source", args.source),
+            ("--destinations", args.destinations),
+        ):
+            if value is not None:
+                raise InputError(
+                    f"{option} goes with a topology; the plan file {target} already says it", element=option
+                )
         topo = load_topology(args.topology) if args.topology else None
         if topo is None and args.launcher == "testbed":
             from ..testbed.state import load_state
@@ -140,8 +155,8 @@ def _load_target(args):
         check_plan(plan, topo if topo is not None else _plan_hosts_star(plan, target))
         return plan, topo, plan.planner or "plan"
     topo = load_topology(target)
-    if not args.algorithm or not args.source:
-        raise InputError("with a topology, give --algorithm NAME and --source HOST", element=target)
+    if not args.algorithm:
+        raise InputError("with a topology, give --algorithm NAME (see topocast planners)", element=target)
     if args.file is not None:
         import os
 
@@ -161,7 +176,9 @@ def _load_target(args):
     from .common import resolve_source
 
     info = get_planner("broadcast", args.algorithm)
-    plan = plan_with(info, topo, Broadcast(resolve_source(topo, args.source), size), None, args.rate_tolerance)
+    dests = tuple(d.strip() for d in args.destinations.split(",")) if args.destinations else None
+    request = Broadcast(resolve_source(topo, args.source), size, dests)
+    plan = plan_with(info, topo, request, None, args.rate_tolerance)
     check_plan(plan, topo)
     return plan, topo, info.name
 
@@ -452,11 +469,11 @@ def print_table(
 ) -> None:
     from rich.table import Table
 
-    t = Table(title=f"{algorithm}: {plan.size} bytes from {plan.source}: measured, predicted, bound")
+    t = Table(title=f"{algorithm}: {format_size(plan.size)} from {plan.source}: measured, predicted, bound")
     # Two-line headers keep the table within 80 columns; a host name or a status too long
     # for its column folds onto the next line rather than being cut.
     t.add_column("host", overflow="fold")
-    for c in ("meas\ns", "pred\ns", "m/p", "meas\nMb/s", "pred\nMb/s", "bound\nMb/s"):
+    for c in ("meas\ns", "pred\ns", "m/p", "meas\nMbit/s", "pred\nMbit/s", "bound\nMbit/s"):
         t.add_column(c, justify="right", no_wrap=True)
     t.add_column("status", min_width=8, overflow="fold")
     for h in plan.wanted:

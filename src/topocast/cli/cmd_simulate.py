@@ -26,11 +26,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     g.add_argument("--plan", help="plan JSON written by `topocast plan`")
     g.add_argument("-a", "--algorithm", help="planner name")
     p.add_argument("-s", "--source", help="source host (with --algorithm; default: the first host)")
-    p.add_argument("--size", type=size_arg, default=size_arg("1GB"))
+    p.add_argument("--size", type=size_arg, default=size_arg("1GB"), help="message size, e.g. 64MiB (default 1GB)")
     p.add_argument("--chunk-size", type=size_arg, default=None, help="pipelining chunk (default: the plan's)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed for randomized planners (default 0)")
     add_rate_tolerance_arg(p)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=run)
 
 

@@ -68,8 +68,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("-s", "--source", help="broadcast source (default: the first host)")
     p.add_argument("--collective", choices=COLLECTIVES, default="broadcast", help="default broadcast")
     p.add_argument("-a", "--algorithms", required=True, help="comma-separated planner names")
-    p.add_argument("--min", dest="min_size", type=size_arg, default=size_arg("1KB"), help="smallest size (default 1KB)")
-    p.add_argument("--max", dest="max_size", type=size_arg, default=size_arg("1GB"), help="largest size (default 1GB)")
+    p.add_argument(
+        "--min", dest="min_size", type=size_arg, default=size_arg("1KiB"), help="smallest size (default 1KiB)"
+    )
+    p.add_argument(
+        "--max", dest="max_size", type=size_arg, default=size_arg("1GiB"), help="largest size (default 1GiB)"
+    )
     p.add_argument("--step", type=float, default=4.0, help="size ratio between points (default 4)")
     p.add_argument(
         "--option",
@@ -194,7 +198,7 @@ def plot_sweep(data: SweepResult, path: str, *, throughput: bool = False, title:
     for k, row in enumerate(data["results"]):
         if row["times"] is None or row["throughput"] is None:  # the planner failed: no curve
             continue
-        ys = [y / 1e6 for y in row["throughput"]] if throughput else row["times"]
+        ys = [y * 8 / 1e6 for y in row["throughput"]] if throughput else row["times"]
         label = row["algorithm"] + "".join(
             f" {a}={b}" if len(str(b)) <= 12 else f" ({a} given)" for a, b in row["params"].items()
         )
@@ -204,7 +208,7 @@ def plot_sweep(data: SweepResult, path: str, *, throughput: bool = False, title:
     ax.set_xlabel("message size (bytes)")
     if throughput:
         unit = "size x hosts" if data["collective"] == "broadcast" else "size x hosts²"
-        ax.set_ylabel(f"throughput = {unit} / time (MB/s)")
+        ax.set_ylabel(f"throughput = {unit} / time (Mbit/s)")
     else:
         ax.set_ylabel("predicted time (s)")
     ax.set_title(title or f"{data['collective']} on {data['topology']} ({data['hosts']} hosts)")
@@ -216,11 +220,11 @@ def plot_sweep(data: SweepResult, path: str, *, throughput: bool = False, title:
 
 
 def _cells(row: SweepRow, n_sizes: int, throughput: bool) -> list[str]:
-    """A planner's figures per size: predicted time, or throughput in MB/s ("-": it failed)."""
+    """A planner's figures per size: predicted time, or throughput in Mbit/s ("-": it failed)."""
     if row["times"] is None or row["throughput"] is None:
         return ["-"] * n_sizes
     if throughput:
-        return [f"{x / 1e6:.1f}" for x in row["throughput"]]
+        return [f"{x * 8 / 1e6:.1f}" for x in row["throughput"]]
     return [format_time(t) for t in row["times"]]
 
 
@@ -231,7 +235,7 @@ def sweep_tables(data: SweepResult, *, throughput: bool = False, width: int = 80
     from rich.table import Table
 
     names = [row["algorithm"] for row in data["results"]]
-    sizes = [format_size(s) for s in data["sizes"]]
+    sizes = [format_size(s, binary=True) for s in data["sizes"]]
     cells = [_cells(row, len(sizes), throughput) for row in data["results"]]
     name_width = max(len("planner"), *(len(n) for n in names))
     # a rich table with padding 1 and one border per column: 1 + sum(width + 3)
@@ -244,7 +248,7 @@ def sweep_tables(data: SweepResult, *, throughput: bool = False, width: int = 80
             used = 1 + name_width + 3
         groups[-1].append(k)
         used += need
-    what = "throughput (MB/s)" if throughput else "predicted time"
+    what = "throughput (Mbit/s)" if throughput else "predicted time"
     tables = []
     for g, cols in enumerate(groups):
         title = f"{data['collective']} on {data['topology']}: {what}"

@@ -44,8 +44,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--simgrid-routing",
         default="auto",
         choices=["auto", "Full", "Floyd", "Dijkstra", "DijkstraCache"],
-        help="routing of a SimGrid .xml output (auto: Full with every host pair's route up to 100 hosts, "
-        "else Floyd/DijkstraCache)",
+        metavar="ROUTING",
+        help="routing of a SimGrid .xml output: auto, Full, Floyd, Dijkstra or DijkstraCache (auto: Full "
+        "with every host pair's route up to 100 hosts, else Floyd/DijkstraCache)",
     )
     c.add_argument(
         "--simgrid-exact",
@@ -81,14 +82,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--bandwidth",
         default="mixed",
         choices=list(MULTI_CLUSTER_SETTINGS),
-        help="bandwidth setting in Mbit/s (default: mixed = 100 or 1000)",
+        metavar="SETTING",
+        help=f"bandwidth setting in Mbit/s: {', '.join(MULTI_CLUSTER_SETTINGS)} (default: mixed = 100 or 1000)",
     )
     m.add_argument("--asymmetric", action="store_true", help="draw each direction separately")
     m.add_argument("--latency", type=time_arg, default=0.0, help="latency of every link, e.g. 2ms (default 0)")
     common(m)
 
     t = gsub.add_parser("two-cluster", help="two clusters joined by one wide-area link")
-    t.add_argument("--hosts-per-cluster", type=int, default=8, help="hosts in each cluster (default 8)")
+    t.add_argument("--hosts-per-cluster", type=int, default=8, metavar="N", help="hosts in each cluster (default 8)")
     t.add_argument("--nic", default="1Gbps", help="every host's link (default 1Gbps)")
     t.add_argument("--wan", default="10Gbps", help="the wide-area link between the clusters (default 10Gbps)")
     t.add_argument("--wan-latency", default="10ms", help="latency of the wide-area link (default 10ms)")

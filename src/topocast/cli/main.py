@@ -8,7 +8,8 @@ could not be started, reached or heard from, a failed run or probe: :class:`RunF
 2 for bad input (:class:`InputError` and the other errors a user can cause); 130 after
 Ctrl-C and 143 after SIGTERM, both once the agents are stopped and temporary files removed.
 Each error prints one line on stderr, never a traceback. A closed standard output (``topocast
-... | head``) ends the command quietly with 141, as SIGPIPE would.
+... | true``) ends the command quietly with status 1 (its output was not delivered; the
+status rich gives when a table meets a closed pipe).
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 EXIT_FAILED = 1  # the input was fine, the command could not carry it out
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT
-EXIT_STDOUT_CLOSED = 141  # 128 + SIGPIPE
+EXIT_STDOUT_CLOSED = EXIT_FAILED  # the output was not delivered (rich's status for it too)
 EXIT_TERMINATED = 143  # 128 + SIGTERM
 
 
@@ -151,7 +152,9 @@ def console_script() -> NoReturn:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (BrokenPipeError, ValueError):  # reader gone, or stream closed
+        except BrokenPipeError:  # the reader is gone: the output was not delivered
+            code = code or EXIT_STDOUT_CLOSED
+        except ValueError:  # stream closed
             pass
     os._exit(code)
 

@@ -373,6 +373,7 @@ class Agent:
             self.send(
                 {
                     "type": Msg.BROKEN,
+                    "transfer": i,
                     "reason": f"transfer {i} to {dst} failed on the sending side: {exc or type(exc).__name__}",
                 }
             )

@@ -92,8 +92,9 @@ def connect_agents(
     while len(hello) < len(hosts):
         if time.monotonic() > deadline:
             missing = [h for h in hosts if h not in hello]
+            named = [f"{h} ({launcher.where(h)})" if launcher.where(h) else h for h in missing]
             raise RunError(
-                f"agents did not connect within {CONNECT_TIMEOUT:.0f} s: {', '.join(missing)}"
+                f"agents did not connect back within {CONNECT_TIMEOUT:.0f} s: {', '.join(named)}"
                 f"{stderr_tail(procs, missing)}"
             )
         for h, p in procs.items():

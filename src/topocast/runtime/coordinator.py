@@ -670,6 +670,11 @@ class _Watch:
         send_quietly(self.conns[h], {"type": Msg.HOLDERS, "req": msg.get("req"), "hosts": holders})
 
     def _on_broken(self, h: str, msg: dict) -> None:
+        if msg.get("transfer") in self.transfer_times:
+            # its receiver already holds every byte of it (TDONE), and closed the connection
+            # before the sender's last word (END, a heartbeat): typically a receiver that
+            # completed and was shut down. Nothing failed.
+            return
         self.broken_notes.setdefault(h, []).append(str(msg.get("reason")))
         self._to_live({"type": Msg.FAILURE})
 

@@ -66,7 +66,7 @@ class Msg(StrEnum):
     FAILED = "failed"  # the agent gives up (reason)
     ABORT = "abort"  # no host can complete (the source file changed): the run stops (reason)
     NEED = "need"  # repair: who holds these ranges?
-    BROKEN = "broken"  # a transfer broke (reason); peers switch to repair
+    BROKEN = "broken"  # a transfer broke (transfer index, reason); peers switch to repair
     WARN = "warn"  # something the user should read in the outcome
     STATS = "stats"  # the agent's CPU time, at shutdown
     # coordinator -> agent
