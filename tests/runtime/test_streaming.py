@@ -36,13 +36,32 @@ def test_frame_lands_in_the_store_and_its_checksum_is_kept():
     ftype, (off, view, digest) = rx.recv(lambda o, n: store.reserve(o, n, rx))
     assert ftype == T_DATA and off == 100
     assert view.obj is store.view.obj  # received into the store itself, not a scratch buffer
-    assert store.commit(off, view, digest) == 200
+    assert store.commit(off, view, digest, owner=rx) == 200
     assert bytes(store.view[100:300]) == payload and store.covers(100, 300)
     assert store.frame_end(100, 1000) == 300  # a relay forwards the frame as it came (hash known)
     # a second frame over held bytes is received elsewhere and adds nothing
     tx.send_data(150, payload[50:100])
     ftype, (off, view, digest) = rx.recv(lambda o, n: store.reserve(o, n, rx))
-    assert view.obj is not store.view.obj and store.commit(off, view, digest) == 0
+    assert view.obj is not store.view.obj and store.commit(off, view, digest, owner=rx) == 0
+
+
+def test_a_frame_committed_while_another_receiver_writes_the_same_region_waits_for_it():
+    """Two transfers deliver the same frame: the second, received elsewhere, must not mark
+    as held (nor hash for the digest) the region the first is still writing into."""
+    store = Store.in_memory(1000)
+    store.follow_digest([(0, 1000)])
+    payload = bytes(range(200))
+    region = store.reserve(100, 200, "first")  # the first receiver's bytes are on their way
+    assert region is not None
+    assert store.commit(100, payload, digest=chunk_hash(payload), owner="second") == 0
+    assert not store.covers(100, 300)
+    region[:] = payload
+    assert store.commit(100, region, digest=chunk_hash(payload), owner="first") == 200
+    assert store.covers(100, 300) and bytes(store.view[100:300]) == payload
+    # a frame reaching past the reservation stores the part nobody else is writing
+    assert store.reserve(400, 100, "first") is not None
+    assert store.commit(300, bytes(300), owner="second") == 200
+    assert store.held.missing(0, 1000) == [(0, 100), (400, 500), (600, 1000)]
 
 
 def test_corrupt_frame_is_never_held_and_its_reservation_is_released():

@@ -609,7 +609,7 @@ class Agent:
                     tp = self.now()
                     if transfer is not None and transfer not in self.incoming_first:
                         self.incoming_first[transfer] = tp
-                    if self.store.commit(off, view, digest):
+                    if self.store.commit(off, view, digest, owner=conn):
                         self.check_progress(tp, transfer)
                 elif ftype == T_END:
                     return

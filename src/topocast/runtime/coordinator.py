@@ -272,12 +272,7 @@ def perform(
         for c in conns.values():
             c.close()
         listener.close()
-        stopped = set(watch.cpu) if watch is not None else set()
-        for h, p in procs.items():
-            if h in stopped:  # it reported its statistics and is exiting: do not wait for it
-                threading.Thread(target=stop_agent, args=(p, 10.0), daemon=True).start()
-            else:
-                stop_agent(p)
+        _stop_all(procs, watch)
         launcher.close()
 
     # step 6: the result, in the shape of a prediction
@@ -399,6 +394,24 @@ def _niced(a, b):
 
 def _steal(a, b):
     return _share(a, b, 3)
+
+
+def _stop_all(procs: dict, watch: _Watch | None) -> None:
+    """Stop every agent, all at once. One that reported its statistics is exiting: it is not
+    waited for. One that did not answer the shutdown within its wait is stuck (stopped,
+    hung): killed after half a second. Any other (a failed start) gets ``stop_agent``'s
+    grace. All in parallel: a failed start is not reported one grace per agent later."""
+    stopped = set(watch.cpu) if watch is not None else set()
+    asked = watch is not None and watch.shutdown_sent
+    waits = []
+    for h, p in procs.items():
+        grace = 10.0 if h in stopped else 0.5 if asked else 2.0
+        t = threading.Thread(target=stop_agent, args=(p, grace), daemon=True)
+        t.start()
+        if h not in stopped:
+            waits.append(t)
+    for t in waits:
+        t.join()
 
 
 def _cpu_verdict(cpu: dict, wall: float, busy: float | None = None, niced: float | None = None) -> str:
@@ -623,6 +636,7 @@ class _Watch:
         self.transfer_bytes: dict[int, int] = {}  # incoming transfer -> bytes its receiver got on it
         self.last_moved = t0
         self.lost_check_at: float | None = None  # when to look for bytes no live host holds
+        self.shutdown_sent = False  # every live agent was asked to stop (and waited for)
         self._handlers = {
             Msg.PROGRESS: self._on_progress,
             Msg.TDONE: self._on_tdone,
@@ -676,6 +690,7 @@ class _Watch:
         for h in self.hosts:
             if h not in self.dead:
                 send_quietly(self.conns[h], {"type": Msg.SHUTDOWN})
+        self.shutdown_sent = True
         end = time.monotonic() + 3
         while time.monotonic() < end and len(set(self.cpu) | self.dead) < len(self.hosts):
             try:

@@ -299,9 +299,10 @@ class Store:
             for a in [a for a, (_, o) in self._reserved.items() if o is owner]:
                 del self._reserved[a]
 
-    def commit(self, off: int, data: ByteBuffer, digest: int | None = None) -> int:
-        """Store verified bytes at ``off`` (``data`` may be the region :meth:`reserve` gave);
-        returns how many were new."""
+    def commit(self, off: int, data: ByteBuffer, digest: int | None = None, owner: object = None) -> int:
+        """Store verified bytes at ``off``; returns how many were new. ``data`` is the region
+        :meth:`reserve` gave ``owner``, or bytes received elsewhere: those are copied, except
+        where another receiver's reservation is still being written (its owner commits it)."""
         end = off + len(data)
         if off < 0 or end > self.size:
             raise ProtocolError(f"chunk [{off}, {end}) outside the message (size {self.size})")
@@ -309,15 +310,21 @@ class Store:
             return 0
         new = 0
         with self.cond:
-            reserved = self._reserved.pop(off, None)
-            if reserved is not None and reserved[0] == end:
+            reserved = self._reserved.get(off)
+            if reserved is not None and owner is not None and reserved == (end, owner):
+                del self._reserved[off]
                 self.held.add(off, end)
                 new = end - off
             else:
+                others = IntervalSet()
+                for a, (b, o) in self._reserved.items():
+                    if o is not owner and a < end and off < b:
+                        others.add(a, b)
                 for a, b in self.held.missing(off, end):
-                    self.view[a:b] = data[a - off : b - off]
-                    self.held.add(a, b)
-                    new += b - a
+                    for x, y in others.missing(a, b):
+                        self.view[x:y] = data[x - off : y - off]
+                        self.held.add(x, y)
+                        new += y - x
             if new == end - off and digest is not None:
                 self._hashes[off] = (end - off, digest)
             if new:
