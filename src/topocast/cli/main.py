@@ -85,15 +85,17 @@ def _on_sigterm(signum, frame) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    command = argv[0] if argv and argv[0] in COMMAND_MODULES else None
-    parser = build_parser(only=command)
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return EXIT_BAD_INPUT
+    # the handler goes in before the parser is built (importing the subcommands takes a
+    # while on a loaded machine), so that a SIGTERM at any moment after start-up says so
     in_main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _on_sigterm) if in_main_thread else None
     try:
+        command = argv[0] if argv and argv[0] in COMMAND_MODULES else None
+        parser = build_parser(only=command)
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return EXIT_BAD_INPUT
         return int(args.func(args) or 0)
     except InputError as exc:
         print(f"topocast: error: {exc}", file=sys.stderr)
