@@ -2,7 +2,7 @@
 
 The oracle is SimGrid: ``simgrid_oracle.py`` runs under ``/usr/bin/python3`` (Debian's
 python3-simgrid) and prints ``Host.route_to`` for the pairs asked. Tests that need it skip
-with a reason when it is absent (``ci/runtime-deps.sh`` installs it).
+with a reason when it is absent (``.ci/runtime-deps.sh`` installs it).
 """
 
 from __future__ import annotations
