@@ -11,6 +11,7 @@ from topocast.topology.generators import (
     MULTI_CLUSTER_SETTINGS,
     fat_tree,
     multi_cluster_tree,
+    random_network,
     random_tree,
     two_cluster_grid,
 )
@@ -133,3 +134,51 @@ def test_random_tree(leaves, asym):
 def test_random_tree_hosts_only():
     t = random_tree(9, 0, seed=2)
     assert t.switches == () and t.is_tree()
+
+
+def _switch_links(t):
+    return [pl for pl in t.physical_links if pl.a in t.switches and pl.b in t.switches]
+
+
+@pytest.mark.parametrize("shape", ["chain", "star", "hub"])
+def test_random_tree_shapes(shape):
+    t = random_tree(30, 5, shape=shape, switch_mbit=(40, 60), asymmetric_switch_links=True, seed=2)
+    assert _key(t) == _key(random_tree(30, 5, shape=shape, switch_mbit=(40, 60), asymmetric_switch_links=True, seed=2))
+    inner = _switch_links(t)
+    assert len(inner) == 4
+    if shape == "chain":
+        assert {(pl.a, pl.b) for pl in inner} == {(f"sw{i}", f"sw{i + 1}") for i in range(4)}
+    else:
+        assert all(pl.a == "sw0" for pl in inner)
+    for pl in inner:
+        assert 40 * 125_000 <= pl.bandwidth <= 60 * 125_000
+        assert 40 * 125_000 <= pl.reverse_bandwidth <= 60 * 125_000
+    # every switch meant to hold hosts holds one; a star's centre none
+    holders = {pl.a for pl in t.physical_links if pl.b in t.hosts}
+    assert holders == ({f"sw{i}" for i in range(1, 5)} if shape == "star" else set(t.switches))
+    assert any(pl.bandwidth_ba not in (None, pl.bandwidth) for pl in inner)
+    assert all(pl.bandwidth_ba is None for pl in t.physical_links if pl.b in t.hosts)
+
+
+def test_random_tree_default_shape_is_unchanged_by_the_shape_options():
+    a = random_tree(20, 5, seed=3)
+    assert _key(a) == _key(random_tree(20, 5, shape="recursive", seed=3))
+    with pytest.raises(InputError, match="shape"):
+        random_tree(20, 5, shape="ring")
+    with pytest.raises(InputError, match="shape"):
+        random_tree(20, 0, shape="chain")
+
+
+def test_random_network_family():
+    nets = [random_network(s, min_hosts=8, max_hosts=64) for s in range(40)]
+    assert _key(nets[7]) == _key(random_network(7, min_hosts=8, max_hosts=64))
+    assert all(8 <= len(t.hosts) <= 64 and len(t.switches) >= 2 for t in nets)
+    assert all(10 * 125_000 <= pl.bandwidth <= 1000 * 125_000 for t in nets for pl in t.physical_links)
+    assert any(pl.bandwidth_ba is not None for t in nets for pl in _switch_links(t))
+    # the shapes all come up: chains (a switch with two switch neighbours, none with three)
+    # and stars (one switch joined to all others)
+    degrees = [sorted(sum(sw in (pl.a, pl.b) for pl in _switch_links(t)) for sw in t.switches) for t in nets]
+    assert any(len(d) >= 3 and d[-1] == 2 for d in degrees)
+    assert any(len(d) >= 4 and d[-1] == len(d) - 1 for d in degrees)
+    with pytest.raises(InputError):
+        random_network(1, min_hosts=9, max_hosts=8)

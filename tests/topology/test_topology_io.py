@@ -233,3 +233,27 @@ def test_docs_example_loads():
     assert t.hosts == ("a0", "a1", "b0", "b1")
     assert t.physical_links[3].bandwidth == 12.5e6 and t.physical_links[3].bandwidth_ba == 125e6
     assert t.route_nodes("a0", "b1") == ("a0", "swA", "swB", "b1")
+
+
+def test_measured_alternatives_are_checked_and_kept():
+    from topocast.topology.io import dumps, loads
+
+    text = """name: t
+hosts: [a, b, c]
+switches: [s, t]
+links:
+- {a: a, b: s, bandwidth: 1Gbps}
+- {a: b, b: s, bandwidth: 1Gbps}
+- {a: c, b: t, bandwidth: 1Gbps}
+- {a: s, b: t, bandwidth: 1Gbps}
+measured:
+  by: topocast probe
+  alternatives:
+  - {switch: x, or_merged_into: [s], chosen: s, worst_ratio: 0.97}
+"""
+    topo = loads(text)
+    assert topo.measured["alternatives"][0]["chosen"] == "s"
+    assert any("may be one with s" in n for n in topo.notes)
+    assert loads(dumps(topo)).measured == topo.measured
+    with pytest.raises(TopologyError, match="worst_ratio"):
+        loads(text.replace("0.97", "lots"))

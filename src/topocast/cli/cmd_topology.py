@@ -123,6 +123,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     r.add_argument("--asymmetric", action="store_true", help="draw each direction's bandwidth separately")
     r.add_argument("--hosts-anywhere", action="store_true", help="hosts may be inner nodes (relays), not only leaves")
+    r.add_argument(
+        "--shape",
+        choices=("recursive", "chain", "star", "hub"),
+        default="recursive",
+        help="switch tree: random recursive (default), chain, star (hub without hosts) or hub (with hosts)",
+    )
+    r.add_argument("--switch-mbit", help="LO-HI: links between switches in this range (Mbit/s; default as hosts')")
+    r.add_argument(
+        "--asymmetric-switch-links", action="store_true", help="draw each direction of links between switches apart"
+    )
     r.add_argument("--latency", type=time_arg, default=0.0, help="latency of every link (default 0)")
     common(r)
 
@@ -344,6 +354,16 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------- convert / generate
+def _mbit_range(text: str | None) -> tuple[int, int] | None:
+    """``--switch-mbit LO-HI`` as integers (a clear error otherwise)."""
+    if text is None:
+        return None
+    parts = text.split("-")
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        raise TopologyError(f"--switch-mbit: expected LO-HI in Mbit/s (e.g. 100-1000), got {text!r}")
+    return int(parts[0]), int(parts[1])
+
+
 def _write(topology: Topology, output: str, simgrid_routing: str = "auto") -> None:
     suffix = Path(output).suffix.lower()
     if suffix in (".yaml", ".yml", ".json"):
@@ -440,6 +460,9 @@ def run_generate(args: argparse.Namespace) -> int:
             asymmetric=args.asymmetric,
             hosts_as_leaves=not args.hosts_anywhere,
             latency=args.latency,
+            shape=args.shape,
+            switch_mbit=_mbit_range(args.switch_mbit),
+            asymmetric_switch_links=args.asymmetric_switch_links,
             seed=args.seed,
             **extra,
         )

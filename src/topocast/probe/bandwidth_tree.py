@@ -145,6 +145,7 @@ def infer_bandwidth_tree(hosts: list, bulk: Bulk, duration: float = 0.5) -> Band
     tree.groups = [list(g) for g in groups]
     tree.measurements += pr.count
     tree.noise, tree.threshold = pr.noise, pr.threshold
+    tree.by_contention = True
     return tree
 
 
@@ -546,7 +547,22 @@ def _switch_tree(groups: list, pair_rates: dict, level_tree: _LevelTree | None =
             tree.join(*sorted(members))
         else:
             tree.join_level(members, _cliques(level_tree, members, tree.clusters))
-    return tree.switches, tree.links, tree.floors
+    return tree.switches, tree.links, _path_floors(tree.links, tree.node_of, pair_rates, tree.floors)
+
+
+def _path_floors(links: list, node_of: list, pair_rates: dict, floors: dict) -> dict:
+    """``floors`` raised so that the tree carries what the groups' transfers carried: every
+    link direction on the path from group i to group j at least their total i -> j. A
+    tree that gives a pair less than it was measured to carry is denied by that
+    measurement (an asymmetric link between a chain's switches, taken for a link to a new
+    hub, was written at the rate of the pair joined first)."""
+    tree = nx.Graph(links)
+    out = dict(floors)
+    for (i, j), (total, _, _) in pair_rates.items():
+        path = nx.shortest_path(tree, node_of[i], node_of[j])
+        for u, v in zip(path, path[1:]):
+            out[(u, v)] = max(out.get((u, v), 0.0), total)
+    return out
 
 
 class _TreeBuilder:

@@ -56,6 +56,7 @@ class BandwidthTree:
     measurements: int = 0
     noise: float = 0.0  # measured relative run-to-run spread of a transfer's rate
     threshold: float = 0.0  # the slowdown taken as contention (from the noise)
+    by_contention: bool = False  # the switch tree was inferred (not given by latencies)
 
 
 def host_link_estimate(samples: list, confirmed: list | None = None) -> Estimate:

@@ -10,7 +10,10 @@
    link rates, as every other topology file); each link's latency is half the round-trip
    time it adds between hosts, from the latency tree (hosts' pendant delays: the per-host
    stack delay is in them); a ``measured:`` section with the measurement count, the
-   probe's duration and each estimate's spread and flags.
+   probe's duration and each estimate's spread and flags;
+4. where the switch tree came from contention, a hub that the measurements cannot tell from
+   a chain through one of its neighbours is replaced by the explanation whose plans lose
+   least when wrong (``ambiguity``), the alternatives written into ``measured:``.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from collections.abc import Callable
 
 from ..topology.io import measured_notes
 from ..topology.model import PhysicalLink, Topology
+from .ambiguity import least_loss_tree
 from .bandwidth_tree import Bulk, infer_bandwidth_tree
 from .estimates import BandwidthTree, levels
 from .latency_tree import LatencyTree, infer_latency_tree, merge_short_links
@@ -122,7 +126,7 @@ def build_topology(
             if e.uncertain:
                 est["uncertain"] = True
             estimates.append(est)
-    measured = {
+    measured: dict = {
         "by": "topocast probe",
         "launcher": launcher,
         "measurements": int(measurements),
@@ -130,4 +134,14 @@ def build_topology(
         "goodput": goodput,
         "estimates": estimates,
     }
-    return Topology(name, list(hosts), list(bw.switches), links, measured=measured, notes=measured_notes(measured))
+    topo = Topology(name, list(hosts), list(bw.switches), links)
+    if bw.by_contention:
+        topo, alternatives = least_loss_tree(topo)
+        if alternatives:
+            measured["alternatives"] = alternatives
+        merged = {r["switch"]: r["chosen"] for r in alternatives if r["chosen"] != r["switch"]}
+        for e in estimates:
+            e["a"], e["b"] = merged.get(e["a"], e["a"]), merged.get(e["b"], e["b"])
+        kept = {frozenset((pl.a, pl.b)) for pl in topo.physical_links}
+        measured["estimates"] = [e for e in estimates if frozenset((e["a"], e["b"])) in kept]
+    return topo.replace(measured=measured, notes=measured_notes(measured))

@@ -36,6 +36,8 @@ __all__ = [
     "two_cluster_grid",
     "fat_tree",
     "random_tree",
+    "random_network",
+    "TREE_SHAPES",
     "GENERATORS",
 ]
 
@@ -274,6 +276,33 @@ def fat_tree(
     return Topology(name or f"fat-tree-k{k}", hosts, switches, links)
 
 
+#: Shapes of :func:`random_tree`'s switch tree.
+TREE_SHAPES = ("recursive", "chain", "star", "hub")
+
+
+def _switch_parents(rng: np.random.Generator, n_switches: int, shape: str) -> list[int]:
+    """Parent of each switch: a uniform random recursive tree, a chain sw0 - sw1 - ..., or
+    a star around sw0 (``star`` and ``hub`` differ in where the hosts go)."""
+    if shape == "recursive":
+        return _random_tree_parents(rng, n_switches)
+    if shape == "chain":
+        return [i - 1 for i in range(n_switches)]
+    return [-1] + [0] * (n_switches - 1)
+
+
+def _host_switches(rng: np.random.Generator, n_hosts: int, n_switches: int, shape: str, parent: list[int]) -> list:
+    """The switch of each host. ``recursive``: any switch, uniformly (a switch may get no
+    host). Other shapes: every switch that should hold hosts gets one first (all of a
+    chain's, a star's leaves, a hub and its leaves), the rest uniformly among them, so no
+    switch of the drawn shape is left out."""
+    if shape == "recursive":
+        return rng.integers(0, n_switches, size=n_hosts).tolist()
+    holders = [s for s in range(n_switches) if not (shape == "star" and s == 0 and n_switches > 1)]
+    first = rng.permutation(holders)[: min(n_hosts, len(holders))].tolist()
+    rest = rng.choice(holders, size=n_hosts - len(first)).tolist()
+    return [int(s) for s in rng.permutation(first + rest)]
+
+
 def random_tree(
     n_hosts: int,
     n_switches: int = 0,
@@ -283,28 +312,38 @@ def random_tree(
     asymmetric: bool = False,
     hosts_as_leaves: bool = True,
     latency: str | float = 0.0,
+    shape: str = "recursive",
+    switch_mbit: tuple[int, int] | None = None,
+    asymmetric_switch_links: bool = False,
     seed: int = 0,
     name: str | None = None,
 ) -> Topology:
     """A random tree of switches and hosts with random bandwidths, for property tests::
 
-                 sw0                   switches: a random recursive tree
-                /   \\
-             sw1     h2                hosts hang under switches (hosts_as_leaves) or
-            /  \\       \\               anywhere in the tree (hosts may relay)
-          h0    h1      h3
+                 sw0                   switches: a random recursive tree (``shape``), a
+                /   \\                  chain, a star around sw0 without hosts, or a hub
+             sw1     h2                (a star whose centre holds hosts too)
+            /  \\       \\
+          h0    h1      h3             hosts hang under switches (hosts_as_leaves) or
+                                       anywhere in the tree (hosts may relay)
 
-    Bandwidths are integers in ``min_mbit .. max_mbit`` Mbit/s (uniform), each direction drawn
-    separately when ``asymmetric``. With ``n_switches == 0`` the hosts themselves form the
-    tree. Hosts ``h0..``, switches ``sw0..``.
+    Bandwidths are integers in ``min_mbit .. max_mbit`` Mbit/s (uniform), the links between
+    switches in ``switch_mbit`` when given; each direction drawn separately when
+    ``asymmetric`` (every link) or ``asymmetric_switch_links`` (links between switches).
+    With ``n_switches == 0`` the hosts themselves form the tree. Hosts ``h0..``, switches
+    ``sw0..``.
     """
     if n_hosts < 1 or n_switches < 0:
         raise InputError("need n_hosts >= 1 and n_switches >= 0", element="random_tree")
     check_fits(
         (n_hosts + n_switches) * BYTES_PER_NODE, f"a topology of {n_hosts + n_switches:,} nodes", element="random_tree"
     )
-    if not 1 <= min_mbit <= max_mbit:
+    if not 1 <= min_mbit <= max_mbit or (switch_mbit is not None and not 1 <= switch_mbit[0] <= switch_mbit[1]):
         raise InputError("need 1 <= min_mbit <= max_mbit", element="random_tree")
+    if shape not in TREE_SHAPES:
+        raise InputError(f"unknown shape {shape!r} (expected one of {', '.join(TREE_SHAPES)})", element="shape")
+    if shape != "recursive" and (n_switches == 0 or not hosts_as_leaves):
+        raise InputError(f"shape {shape!r} needs switches and hosts as leaves", element="shape")
     lat = _lat(latency, "latency")
     rng = np.random.default_rng(seed)
     hosts = [f"h{i}" for i in range(n_hosts)]
@@ -314,18 +353,53 @@ def random_tree(
         nodes = hosts + switches
         parent = _random_tree_parents(rng, len(nodes))
         ends = [(nodes[parent[i]], nodes[i]) for i in range(len(nodes)) if parent[i] >= 0]
+        inner = 0
     else:
-        parent = _random_tree_parents(rng, n_switches)
+        parent = _switch_parents(rng, n_switches, shape)
         ends = [(switches[parent[i]], switches[i]) for i in range(n_switches) if parent[i] >= 0]
-        # every host under a random switch
-        under = rng.integers(0, n_switches, size=n_hosts)
-        ends += [(switches[int(s)], h) for h, s in zip(hosts, under.tolist())]
-    # drop switches that ended up as useless leaves? No: they are harmless (never on a route).
+        inner = len(ends)
+        ends += [(switches[s], h) for h, s in zip(hosts, _host_switches(rng, n_hosts, n_switches, shape, parent))]
     dist = ("u", min_mbit, max_mbit)
-    f = _draw(rng, dist, len(ends)) * MBIT
-    b = _draw(rng, dist, len(ends)) * MBIT if asymmetric else f
-    links = _links([x for x, _ in ends], [y for _, y in ends], f, b, lat, asymmetric)
+    if switch_mbit is None:
+        f = _draw(rng, dist, len(ends)) * MBIT
+        b = _draw(rng, dist, len(ends)) * MBIT if asymmetric else f
+    else:
+        sdist = ("u", *switch_mbit)
+        f = np.concatenate([_draw(rng, sdist, inner), _draw(rng, dist, len(ends) - inner)]) * MBIT
+        b = np.concatenate([_draw(rng, sdist, inner), _draw(rng, dist, len(ends) - inner)]) * MBIT if asymmetric else f
+    if asymmetric_switch_links and not asymmetric:
+        back = _draw(rng, ("u", *(switch_mbit or (min_mbit, max_mbit))), inner) * MBIT
+        b = np.concatenate([back, f[inner:]])
+    links = _links([x for x, _ in ends], [y for _, y in ends], f, b, lat, asymmetric or asymmetric_switch_links)
     return Topology(name or f"random-tree-{n_hosts}h-{n_switches}s-s{seed}", hosts, switches, links)
+
+
+def random_network(
+    seed: int, *, min_hosts: int = 8, max_hosts: int = 64, min_mbit: int = 10, max_mbit: int = 1000
+) -> Topology:
+    """One network of a family for judging inference on networks nobody chose: from
+    ``seed``, a host count in ``min_hosts .. max_hosts``, a shape of switch tree
+    (:data:`TREE_SHAPES`, equally likely), 2 to ``max(2, n // 3)`` switches (3 at least for
+    a star or hub), every link's rate in ``min_mbit .. max_mbit`` Mbit/s, and, for half of
+    the networks, each link between switches asymmetric (its two directions drawn apart).
+    Named ``net-SEED``; the same seed gives the same network."""
+    if not 2 <= min_hosts <= max_hosts:
+        raise InputError("need 2 <= min_hosts <= max_hosts", element="random_network")
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(min_hosts, max_hosts + 1))
+    shape = TREE_SHAPES[int(rng.integers(len(TREE_SHAPES)))]
+    least = 3 if shape in ("star", "hub") else 2
+    n_switches = int(rng.integers(least, max(least, n // 3) + 1))
+    return random_tree(
+        n,
+        n_switches,
+        min_mbit=min_mbit,
+        max_mbit=max_mbit,
+        shape=shape,
+        asymmetric_switch_links=bool(rng.integers(2)),
+        seed=int(rng.integers(2**31)),
+        name=f"net-{seed}",
+    )
 
 
 #: Generators by CLI kind name.

@@ -404,7 +404,8 @@ def from_data(data: object, source: str | None = None, *, default_name: str = "t
         raise TopologyError(exc.message, source=exc.source or source, element=exc.element) from None
 
 
-MEASURED_KEYS = ("by", "launcher", "measurements", "duration", "goodput", "estimates")
+MEASURED_KEYS = ("by", "launcher", "measurements", "duration", "goodput", "estimates", "alternatives")
+ALTERNATIVE_KEYS = ("switch", "or_merged_into", "chosen", "worst_ratio")
 ESTIMATE_KEYS = ("a", "b", "direction", "samples", "spread", "at_least", "uncertain")
 
 
@@ -461,6 +462,34 @@ def _measured(m: object, links: Sequence[PhysicalLink], source: str | None, data
         estimates.append(est)
     if estimates:
         out["estimates"] = estimates
+    alternatives = _alternatives(m.get("alternatives"), source, m)
+    if alternatives:
+        out["alternatives"] = alternatives
+    return out
+
+
+def _alternatives(items: object, source: str | None, m: dict) -> list[dict]:
+    """``measured: alternatives``: per ambiguous switch of an inferred tree, the neighbour
+    switches it may be one with (the same measurements), the tree kept, and how much of the
+    best plan a plan made on it keeps at worst on any of the alternatives."""
+    el = "measured: alternatives"
+    out = []
+    for i, r in enumerate(_expect(items or [], list, source, m, el, "a list")):
+        where = f"{el}[{i}]"
+        r = _expect(r, dict, source, m, where, "a mapping with keys " + ", ".join(ALTERNATIVE_KEYS))
+        _check_keys(r, ALTERNATIVE_KEYS, source, where)
+        into = _expect(r.get("or_merged_into"), list, source, r, f"{where}: or_merged_into", "a list of switches")
+        worst = _expect(r.get("worst_ratio"), (int, float), source, r, f"{where}: worst_ratio", "a fraction")
+        if not (math.isfinite(worst) and 0 <= worst <= 1.5):
+            raise _fail(source, r, f"{where}: worst_ratio", f"expected a fraction in [0, 1.5], got {worst}")
+        out.append(
+            {
+                "switch": _name(r.get("switch"), source, r, f"{where}: switch"),
+                "or_merged_into": [_name(z, source, r, f"{where}: or_merged_into") for z in into],
+                "chosen": _name(r.get("chosen"), source, r, f"{where}: chosen"),
+                "worst_ratio": float(worst),
+            }
+        )
     return out
 
 
@@ -473,6 +502,11 @@ def measured_notes(measured: Mapping | None) -> list[str]:
             out.append(f"{what}: a lower bound (the transfers could not fill the link)")
         if e.get("uncertain"):
             out.append(f"{what}: uncertain (samples: {e.get('samples', 1)}, spread {e.get('spread', 0.0):.0%})")
+    for r in (measured or {}).get("alternatives", ()):
+        out.append(
+            f"switch {r['switch']} may be one with {' or '.join(r['or_merged_into'])} (same measurements); "
+            f"kept {r['chosen']}: its plans keep {r['worst_ratio']:.0%} of the best at worst"
+        )
     return out
 
 
