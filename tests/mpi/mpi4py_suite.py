@@ -1,9 +1,10 @@
 """One rank of mpi4py's own collective tests with ``Bcast``/``Allreduce`` routed through
 topocast.mpi (run by test_mpi4py_suite.py under mpiexec; assertions untouched).
 
-``python mpi4py_suite.py TESTDIR BCAST ALLREDUCE MODULE...``: TESTDIR holds mpi4py's ``test/``
-directory of the installed release; BCAST and ALLREDUCE name the planners (``mpi`` for MPI's
-own calls: the reference run). mpi4py's communicator types are immutable, so the routing is
+``python mpi4py_suite.py TESTDIR BCAST ALLREDUCE [--only NAME,...] MODULE...``: TESTDIR holds
+mpi4py's ``test/`` directory of the installed release; BCAST and ALLREDUCE name the planners
+(``mpi`` for MPI's own calls: the reference run); ``--only`` keeps the test methods of those
+names (the ones that call ``Bcast``/``Allreduce``), else every test of the modules runs. mpi4py's communicator types are immutable, so the routing is
 a subclass of ``Intracomm`` whose ``Bcast``/``Allreduce`` call topocast, put in place of
 ``MPI.COMM_WORLD`` and ``MPI.COMM_SELF`` before the test modules are imported: the test
 cases take their communicators from there, and ``Dup`` keeps the subclass. ``Ibcast`` and
@@ -40,13 +41,26 @@ def routed_comm_class(bcast_planner: str, allreduce_planner: str) -> type:
     return TopocastIntracomm
 
 
+def _tests(suite):
+    for t in suite:
+        if isinstance(t, unittest.TestSuite):
+            yield from _tests(t)
+        else:
+            yield t
+
+
 def main(testdir: str, bcast_planner: str, allreduce_planner: str, *modules: str) -> int:
     sys.path.insert(0, testdir)
+    only = None
+    if modules and modules[0] == "--only":
+        only, modules = set(modules[1].split(",")), modules[2:]
     if bcast_planner != "mpi":
         cls = routed_comm_class(bcast_planner, allreduce_planner)
         MPI.COMM_WORLD = cls(MPI.COMM_WORLD)
         MPI.COMM_SELF = cls(MPI.COMM_SELF)
     suite = unittest.TestSuite(unittest.defaultTestLoader.loadTestsFromName(m) for m in modules)
+    if only is not None:
+        suite = unittest.TestSuite(t for t in _tests(suite) if getattr(t, "_testMethodName", None) in only)
     result = unittest.TestResult()
     suite.run(result)
     comm = MPI.Intracomm(MPI.COMM_WORLD)

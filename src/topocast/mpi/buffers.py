@@ -244,8 +244,23 @@ def _op_problem(op_f: int, datatype_f: int) -> str | None:
     try:
         op.Reduce_local([a, 1, dt], [b, 1, dt])
     except MPI.Exception as exc:
-        return f"MPI does not define {_op_name(op)} on {dt.Get_name()} ({exc.Get_error_string().splitlines()[0]})"
+        name = _op_name(op)
+        kinds = next((k for names, k in _OP_TYPES if name in names), "")
+        return f"MPI does not define MPI.{name} on {dt.Get_name()} ({MPI.Get_error_string(exc.Get_error_class())})" + (
+            f"; MPI defines it on {kinds}" if kinds else ""
+        )
     return None
+
+
+# The MPI standard's table of predefined reductions (section 6.9.2), for error messages only:
+# MPI's own Reduce_local decides.
+_OP_TYPES = (
+    (("SUM", "PROD"), "integer, floating-point and complex types"),
+    (("MIN", "MAX"), "integer and floating-point types"),
+    (("LAND", "LOR", "LXOR"), "integer and logical (MPI.C_BOOL) types"),
+    (("BAND", "BOR", "BXOR"), "integer types and MPI.BYTE"),
+    (("MAXLOC", "MINLOC"), "pair types such as MPI.FLOAT_INT"),
+)
 
 
 def _op_name(op) -> str:
@@ -253,7 +268,7 @@ def _op_name(op) -> str:
 
     for name in ("SUM", "PROD", "MIN", "MAX", "LAND", "LOR", "LXOR", "BAND", "BOR", "BXOR", "MAXLOC", "MINLOC"):
         if op == getattr(MPI, name):
-            return f"MPI.{name}"
+            return name
     return str(op)
 
 
