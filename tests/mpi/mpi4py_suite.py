@@ -3,15 +3,18 @@ topocast.mpi (run by test_mpi4py_suite.py under mpiexec; assertions untouched).
 
 ``python mpi4py_suite.py TESTDIR BCAST ALLREDUCE [--only NAME,...] MODULE...``: TESTDIR holds
 mpi4py's ``test/`` directory of the installed release; BCAST and ALLREDUCE name the planners
-(``mpi`` for MPI's own calls: the reference run); ``--only`` keeps the test methods of those
-names (the ones that call ``Bcast``/``Allreduce``), else every test of the modules runs. mpi4py's communicator types are immutable, so the routing is
-a subclass of ``Intracomm`` whose ``Bcast``/``Allreduce`` call topocast, put in place of
-``MPI.COMM_WORLD`` and ``MPI.COMM_SELF`` before the test modules are imported: the test
-cases take their communicators from there, and ``Dup`` keeps the subclass. ``Ibcast`` and
-``Iallreduce`` stay MPI's (topocast offers no non-blocking collectives). topocast itself
-calls MPI's own methods (``MPI.Comm.Allreduce(comm, ...)``), never the overridden ones.
+(``mpi``: MPI's own calls, the reference run); comma-separated lists run pair by pair in this
+one process; ``--only`` keeps the test methods of those names (the ones that call
+``Bcast``/``Allreduce``), else every test of the modules runs.
 
-Rank 0 prints one JSON line: tests run, failures, errors, skipped, and the first failures.
+mpi4py's communicator types are immutable, so the routing is a subclass of ``Intracomm``
+whose ``Bcast``/``Allreduce`` call topocast, put in place of ``MPI.COMM_WORLD`` and
+``MPI.COMM_SELF`` before the test modules are imported: the test cases take their
+communicators from there, and ``Dup`` keeps the subclass. ``Ibcast`` and ``Iallreduce`` stay
+MPI's (topocast offers no non-blocking collectives). topocast itself calls MPI's own methods
+(``MPI.Comm.Allreduce(comm, ...)``), never the overridden ones.
+
+Rank 0 prints a JSON line per pair: tests run, failures, errors, skipped, the first failures.
 """
 
 from __future__ import annotations
@@ -29,16 +32,19 @@ from mpi4py import MPI  # noqa: E402
 
 import topocast.mpi as tm  # noqa: E402
 
+ROUTE = {"bcast": "mpi", "allreduce": "mpi"}  # the planners of the current run ("mpi": MPI's own)
 
-def routed_comm_class(bcast_planner: str, allreduce_planner: str) -> type:
-    class TopocastIntracomm(MPI.Intracomm):
-        def Bcast(self, buf, root=0):
-            tm.bcast(self, buf, root, algorithm=bcast_planner)
 
-        def Allreduce(self, sendbuf, recvbuf, op=MPI.SUM):
-            tm.allreduce(self, sendbuf, recvbuf, op, algorithm=allreduce_planner)
+class TopocastIntracomm(MPI.Intracomm):
+    def Bcast(self, buf, root=0):
+        if ROUTE["bcast"] == "mpi":
+            return MPI.Comm.Bcast(self, buf, root)
+        tm.bcast(self, buf, root, algorithm=ROUTE["bcast"])
 
-    return TopocastIntracomm
+    def Allreduce(self, sendbuf, recvbuf, op=MPI.SUM):
+        if ROUTE["allreduce"] == "mpi":
+            return MPI.Comm.Allreduce(self, sendbuf, recvbuf, op)
+        tm.allreduce(self, sendbuf, recvbuf, op, algorithm=ROUTE["allreduce"])
 
 
 def _tests(suite):
@@ -49,21 +55,10 @@ def _tests(suite):
             yield t
 
 
-def main(testdir: str, bcast_planner: str, allreduce_planner: str, *modules: str) -> int:
-    sys.path.insert(0, testdir)
-    only = None
-    if modules and modules[0] == "--only":
-        only, modules = set(modules[1].split(",")), modules[2:]
-    if bcast_planner != "mpi":
-        cls = routed_comm_class(bcast_planner, allreduce_planner)
-        MPI.COMM_WORLD = cls(MPI.COMM_WORLD)
-        MPI.COMM_SELF = cls(MPI.COMM_SELF)
-    suite = unittest.TestSuite(unittest.defaultTestLoader.loadTestsFromName(m) for m in modules)
-    if only is not None:
-        suite = unittest.TestSuite(t for t in _tests(suite) if getattr(t, "_testMethodName", None) in only)
+def run_once(suite, comm) -> bool:
+    """Run ``suite`` with the current ROUTE; rank 0 prints every rank's outcome as JSON."""
     result = unittest.TestResult()
     suite.run(result)
-    comm = MPI.Intracomm(MPI.COMM_WORLD)
     mine = {
         "run": result.testsRun,
         "failures": len(result.failures),
@@ -71,11 +66,32 @@ def main(testdir: str, bcast_planner: str, allreduce_planner: str, *modules: str
         "skipped": len(result.skipped),
         "first": [f"{t.id()}: {tb.strip().splitlines()[-1]}" for t, tb in (result.failures + result.errors)[:3]],
     }
-    everyone = comm.gather(mine, root=0)
+    everyone = MPI.Comm.gather(comm, mine, root=0)
     if comm.Get_rank() == 0:
         bad = [r for r, m in enumerate(everyone) if m["failures"] or m["errors"]]
-        print(json.dumps({"ranks": comm.Get_size(), "per_rank": everyone[0], "failed_ranks": bad, "all": everyone}))
-    return 0 if not (mine["failures"] or mine["errors"]) else 1
+        line = {**ROUTE, "ranks": comm.Get_size(), "run": mine["run"], "failed_ranks": bad, "all": everyone}
+        print(json.dumps(line), flush=True)
+    return not (mine["failures"] or mine["errors"])
+
+
+def main(testdir: str, bcast_planners: str, allreduce_planners: str, *modules: str) -> int:
+    """BCAST and ALLREDUCE: comma-separated lists of equal length, run in pairs, one after
+    the other in this one process."""
+    sys.path.insert(0, testdir)
+    only = None
+    if modules and modules[0] == "--only":
+        only, modules = set(modules[1].split(",")), modules[2:]
+    pairs = list(zip(bcast_planners.split(","), allreduce_planners.split(","), strict=True))
+    world = MPI.COMM_WORLD
+    MPI.COMM_WORLD = TopocastIntracomm(world)
+    MPI.COMM_SELF = TopocastIntracomm(MPI.COMM_SELF)
+    loaded = unittest.TestSuite(unittest.defaultTestLoader.loadTestsFromName(m) for m in modules)
+    tests = [t for t in _tests(loaded) if only is None or getattr(t, "_testMethodName", None) in only]
+    ok = True
+    for bcast_planner, allreduce_planner in pairs:
+        ROUTE.update(bcast=bcast_planner, allreduce=allreduce_planner)
+        ok = run_once(unittest.TestSuite(tests), world) and ok  # a suite drops its tests once run
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
