@@ -19,7 +19,9 @@ Rank 0 prints a JSON line per pair: tests run, failures, errors, skipped, the fi
 
 from __future__ import annotations
 
+import faulthandler
 import json
+import signal
 import sys
 import unittest
 
@@ -27,6 +29,7 @@ import unittest
 # arrayimpl); topocast hands such buffers to MPI anyway
 sys.modules.setdefault("cupy", None)  # type: ignore[arg-type]
 sys.modules["numba"] = None  # type: ignore[assignment]
+faulthandler.register(signal.SIGUSR1, all_threads=True)  # where a rank waits: kill -USR1 PID
 
 from mpi4py import MPI  # noqa: E402
 

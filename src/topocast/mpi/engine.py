@@ -209,7 +209,14 @@ def perform_local(
             outs.append(_Out(i, rank_of[t.dst], tags[i], chunks, t.pipelined, set(t.after), bucket, t.ranges))
         if t.dst == host:
             ins.append(_In(i, rank_of[t.src], tags[i], chunks, t.reduce, t.ranges))
-    expected_notes = len({j for o in outs for j in o.after if rank_of[plan.transfers[j].dst] != me})
+    # the completions announced to this rank, by announcing rank: each is received from its
+    # own sender, never from any source, since a rank that finished this call may already
+    # announce the next call's completions (a predicted call starts without a barrier)
+    awaited = {j for o in outs for j in o.after if rank_of[plan.transfers[j].dst] != me}
+    notes_from: dict[int, int] = {}
+    for j in awaited:
+        r = rank_of[plan.transfers[j].dst]
+        notes_from[r] = notes_from.get(r, 0) + 1
 
     reqs: list = []
     handlers: list = []
@@ -219,10 +226,10 @@ def perform_local(
         reqs.append(req)
         handlers.append(handler)
 
-    def post_note_recv() -> None:
+    def post_note_recv(source: int) -> None:
         nb = np.zeros(1, dtype=np.int64)
         note_bufs.append(nb)
-        post(comm.Irecv([nb, MPI.INT64_T], source=MPI.ANY_SOURCE, tag=NOTIFY_TAG), lambda nb=nb: on_note(int(nb[0])))
+        post(comm.Irecv([nb, MPI.INT64_T], source=source, tag=NOTIFY_TAG), lambda nb=nb: on_note(int(nb[0])))
 
     def on_note(j: int) -> None:
         done.add(j)
@@ -275,8 +282,9 @@ def perform_local(
         if not x.chunks:
             transfer_done(x.index)
         post_recvs(x)
-    for _ in range(expected_notes):
-        post_note_recv()
+    for source, n in sorted(notes_from.items()):
+        for _ in range(n):
+            post_note_recv(source)
 
     ancestors = _ancestors_of(plan) if is_reduce else []
 
