@@ -359,6 +359,11 @@ def _forms(algorithm_b: str, algorithm_a: str) -> None:
 def mode_forms() -> None:
     for b, a in (("auto", "auto"), (tm.DEFAULT_BCAST, tm.DEFAULT_ALLREDUCE), ("flat", "recursive_doubling")):
         _forms(b, a)
+    # a plan that sends the root bytes it has (far_first on a star): its read-only buffer
+    for root in range(size):
+        x = bytes(range(40)) if rank == root else bytearray(40)
+        tm.bcast(comm, x, root=root, algorithm="far_first")
+        check(bytes(x) == bytes(range(40)), f"far_first bcast to a read-only root {root}")
     # refused on every rank: not a buffer on one rank, a count past the end of the buffer
     bad = 7 if rank == size - 1 else np.zeros(4)
     expect_error(lambda: tm.bcast(comm, bad), ("not a buffer",), "not a buffer")

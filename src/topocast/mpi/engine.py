@@ -130,6 +130,7 @@ class _In:
     tmp: np.ndarray | None = None
     offsets: list = field(default_factory=list)
     first: float | None = None
+    discard: bool = False  # bytes this rank held from the start (a root's own, read-only)
 
 
 def chunks_of(ranges: Iterable[tuple[int, int]], chunk: int) -> Iterator[tuple[int, int]]:
@@ -196,6 +197,7 @@ def perform_local(
     notify_to = _notify_targets(plan, rank_of)
     is_reduce = any(t.reduce for t in plan.transfers)
     held = IntervalSet(plan.initial.get(host, ()))
+    initially = IntervalSet(plan.initial.get(host, ()))
     wanted = plan.wanted.get(host, ())
     done: set[int] = set()
 
@@ -208,7 +210,10 @@ def perform_local(
             bucket = RoundRobin(t.rate_cap, pacer_burst(t.rate_cap, chunk), t0) if t.rate_cap else None
             outs.append(_Out(i, rank_of[t.dst], tags[i], chunks, t.pipelined, set(t.after), bucket, t.ranges))
         if t.dst == host:
-            ins.append(_In(i, rank_of[t.src], tags[i], chunks, t.reduce, t.ranges))
+            # a broadcast plan may send a rank bytes it started with (the root's own): they
+            # are received into scratch, as the caller's buffer there may be read-only
+            discard = not t.reduce and initially.covers_ranges(t.ranges)
+            ins.append(_In(i, rank_of[t.src], tags[i], chunks, t.reduce, t.ranges, discard=discard))
     # the completions announced to this rank, by announcing rank: each is received from its
     # own sender, never from any source, since a rank that finished this call may already
     # announce the next call's completions (a predicted call starts without a barrier)
@@ -259,7 +264,7 @@ def perform_local(
             a, b = x.chunks[k]
             held.add(a, b)
         if x.received == len(x.chunks):
-            if x.tmp is not None:  # allreduce: the transfer writes into its receiver now
+            if x.tmp is not None and not x.discard:  # allreduce: the transfer writes into its receiver now
                 freeze_before_write(x)
                 off = 0  # whole ranges, not chunks: a chunk may end inside an element
                 for a, n in x.ranges:
@@ -276,7 +281,7 @@ def perform_local(
             post_recvs(x)
 
     for x in ins:
-        if is_reduce:
+        if is_reduce or x.discard:
             x.tmp = np.empty(sum(b - a for a, b in x.chunks), dtype=np.uint8)
             x.offsets = _offsets(x.chunks)
         if not x.chunks:
