@@ -212,7 +212,7 @@ def perform_local(
         if t.dst == host:
             # a broadcast plan may send a rank bytes it started with (the root's own): they
             # are received into scratch, as the caller's buffer there may be read-only
-            discard = not t.reduce and initially.covers_ranges(t.ranges)
+            discard = not is_reduce and initially.covers_ranges(t.ranges)
             ins.append(_In(i, rank_of[t.src], tags[i], chunks, t.reduce, t.ranges, discard=discard))
     # the completions announced to this rank, by announcing rank: each is received from its
     # own sender, never from any source, since a rank that finished this call may already
