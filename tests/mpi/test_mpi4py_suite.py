@@ -103,7 +103,7 @@ def _planners(collective: str) -> list[str]:
     return [p.name for p in available_planners(collective) if "selector" not in p.tags]
 
 
-def run_suite(testdir: Path, n: int, bcast: list[str], allreduce: list[str], *args: str, timeout=900) -> list[dict]:
+def run_suite(testdir: Path, n: int, bcast: list[str], allreduce: list[str], *args: str, timeout=1100) -> list[dict]:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]))
     env.setdefault("UCX_LOG_LEVEL", "error")
     cmd = [MPIEXEC, "-n", str(n), sys.executable, str(HERE / "mpi4py_suite.py"), str(testdir)]
@@ -119,18 +119,21 @@ def run_suite(testdir: Path, n: int, bcast: list[str], allreduce: list[str], *ar
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)
 @pytest.mark.parametrize("n", [1, 2, 3, 4])
 def test_whole_files_with_the_default_planners(testdir, n):
     run_suite(testdir, n, ["auto"], ["auto"], *MODULES)
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)
 def test_every_broadcast_planner(testdir):
     planners = _planners("broadcast")
     run_suite(testdir, 4, planners, ["mpi"] * len(planners), "--only", BCAST_TESTS, "test_cco_buf")
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)
 def test_every_allreduce_planner(testdir):
     planners = _planners("allreduce")
     run_suite(testdir, 4, ["mpi"] * len(planners), planners, "--only", ALLREDUCE_TESTS, "test_cco_buf")
