@@ -245,6 +245,146 @@ def mode_errors() -> None:
         expect_error(lambda: tm.perform(comm, broken, np.zeros(8, np.uint8)), ("rank1",), "broken plan")
 
 
+def mode_freed() -> None:
+    """State lives and dies with its communicator: MPI reuses a freed handle, and the next
+    communicator must not inherit the plans or hosts of the freed one."""
+    from topocast.mpi.state import state_of
+
+    for first in ("bcast", "allreduce"):
+        w = comm.Dup()
+        x = np.arange(16, dtype=np.int32) if rank == 0 else np.zeros(16, np.int32)
+        if first == "bcast":
+            tm.bcast(w, x, root=0, algorithm=tm.DEFAULT_BCAST)
+        else:
+            tm.allreduce(w, MPI.IN_PLACE, x, algorithm=tm.DEFAULT_ALLREDUCE)
+        state = state_of(w)
+        check(state.dup is not None or size == 1, "a private duplicate was made")
+        w.Free()
+        check(state.dup is None, "freeing the communicator freed the private duplicate")
+        sub = comm.Split(rank // 2, rank)
+        b = np.full(16, rank, np.int32)
+        tm.bcast(sub, b, root=0, algorithm=tm.DEFAULT_BCAST)
+        check((b == rank - rank % 2).all(), f"after a {first} on a freed communicator: bcast gives {b[0]}")
+        c = np.full(8, rank + 1, np.int64)
+        tm.allreduce(sub, MPI.IN_PLACE, c, algorithm=tm.DEFAULT_ALLREDUCE)
+        want = sum(r + 1 for r in range(size) if r // 2 == rank // 2)
+        check((c == want).all(), f"after a {first} on a freed communicator: allreduce gives {c[0]}, not {want}")
+        sub.Free()
+    # a duplicate starts afresh: MPI's Dup does not copy topocast's state
+    tm.bcast(comm, np.zeros(4), root=0)
+    d = comm.Dup()
+    check(state_of(d).dup is None and not state_of(d).plans, "Dup copies no state")
+    d.Free()
+
+
+class _DLPackOnly:
+    """A DLPack object without the buffer protocol (as mpi4py's tests make them)."""
+
+    def __init__(self, a: np.ndarray) -> None:
+        self.a = a
+
+    def __dlpack__(self, **kw):
+        return self.a.__dlpack__(**kw)
+
+    def __dlpack_device__(self):
+        return self.a.__dlpack_device__()
+
+
+def _forms(algorithm_b: str, algorithm_a: str) -> None:
+    """Buffer forms and datatypes, each compared with what MPI's own call leaves in the buffer
+    (the bytes outside a derived datatype included)."""
+
+    def same_as_mpi(make, what: str) -> None:
+        for root in range(size):
+            mine, ref = make(root), make(root)
+            comm.Bcast(ref[1], root=root)
+            tm.bcast(comm, mine[1], root=root, algorithm=algorithm_b)
+            check(mine[0].tobytes() == ref[0].tobytes(), f"bcast {what} from {root} ({algorithm_b})")
+
+    def ints(root, n=10):
+        return np.arange(n, dtype=np.int32) * 3 + 1 if rank == root else np.full(n, -1, np.int32)
+
+    idx = MPI.INT.Create_indexed_block(1, [0, 2, 4, 6, 8]).Commit()
+    vec = MPI.INT.Create_vector(3, 1, 3).Commit()
+    same_as_mpi(lambda r: (lambda a: (a, [a, 1, idx]))(ints(r)), "an indexed-block datatype")
+    same_as_mpi(lambda r: (lambda a: (a, [a, 1, vec]))(ints(r)), "a vector datatype")
+    # mixed forms: the root's derived type, the others' plain ints of the same signature
+    for root in range(size):
+        a = ints(root, 9)
+        ref = a.copy()
+        comm.Bcast([ref, 1, vec] if rank == root else [ref[:3], 3, MPI.INT], root=root)
+        tm.bcast(comm, [a, 1, vec] if rank == root else [a[:3], 3, MPI.INT], root=root, algorithm=algorithm_b)
+        check(a.tobytes() == ref.tobytes(), f"bcast with a vector type at the root only ({algorithm_b})")
+    idx.Free()
+    vec.Free()
+    same_as_mpi(lambda r: (lambda a: (a, a))(np.asfortranarray(ints(r, 12).reshape(3, 4))), "a Fortran-ordered array")
+    same_as_mpi(lambda r: (lambda a: (a, [_DLPackOnly(a), MPI.INT]))(ints(r)), "a DLPack object")
+    same_as_mpi(lambda r: (lambda a: (a, [a, (4, 3), MPI.INT]))(ints(r)), "[buf, (count, displ), type]")
+    same_as_mpi(lambda r: (lambda a: (a, [a, 5]))(ints(r)), "[buf, count]")
+    same_as_mpi(lambda r: (lambda a: (a, [a, "i"]))(ints(r)), "[buf, typecode]")
+    same_as_mpi(lambda r: (lambda a: (a, [a, MPI.FLOAT_INT]))(ints(r)), "a named pair type")
+    tm.bcast(comm, [None, MPI.INT], algorithm=algorithm_b)
+    tm.allreduce(comm, [None, MPI.INT], [None, MPI.INT], algorithm=algorithm_a)
+    # allreduce: Fortran order, a derived type, a user-defined op, bool with a logical op
+    f = np.asfortranarray((np.arange(12, dtype=np.int64) + rank).reshape(3, 4))
+    ref, got = np.zeros_like(f), np.zeros_like(f)
+    comm.Allreduce(f, ref)
+    tm.allreduce(comm, f, got, algorithm=algorithm_a)
+    check(got.tobytes() == ref.tobytes(), f"allreduce of a Fortran-ordered array ({algorithm_a})")
+    send = np.arange(8, dtype=np.int32) + rank
+    user = MPI.Op.Create(
+        lambda a, b, t: np.maximum(
+            np.frombuffer(a, np.int32), np.frombuffer(b, np.int32), out=np.frombuffer(b, np.int32)
+        ),
+        commute=True,
+    )
+    ref, got = np.zeros_like(send), np.zeros_like(send)
+    comm.Allreduce(send, ref, op=user)
+    tm.allreduce(comm, send, got, op=user, algorithm=algorithm_a)
+    check(got.tobytes() == ref.tobytes(), f"allreduce with a user-defined op ({algorithm_a})")
+    user.Free()
+    flags = np.array([rank % 2 == 0, True, False, rank == 0])
+    for op in (MPI.LAND, MPI.LOR, MPI.LXOR):
+        ref, got = np.zeros_like(flags), np.zeros_like(flags)
+        comm.Allreduce(flags, ref, op=op)
+        tm.allreduce(comm, flags, got, op=op, algorithm=algorithm_a)
+        check(got.tobytes() == ref.tobytes(), f"allreduce of bool with {op} ({algorithm_a})")
+    # bool with SUM: MPI does not define it; refused alike whatever the planner
+    big = np.ones(50_000, bool)
+    expect_error(
+        lambda: tm.allreduce(comm, big, np.zeros_like(big), algorithm=algorithm_a), ("SUM", "C_BOOL"), "bool SUM"
+    )
+
+
+def mode_forms() -> None:
+    for b, a in (("auto", "auto"), (tm.DEFAULT_BCAST, tm.DEFAULT_ALLREDUCE), ("flat", "recursive_doubling")):
+        _forms(b, a)
+    # a plan that sends the root bytes it has (far_first on a star): its read-only buffer
+    for root in range(size):
+        x = bytes(range(40)) if rank == root else bytearray(40)
+        tm.bcast(comm, x, root=root, algorithm="far_first")
+        check(bytes(x) == bytes(range(40)), f"far_first bcast to a read-only root {root}")
+    # refused on every rank: not a buffer on one rank, a count past the end of the buffer
+    bad = 7 if rank == size - 1 else np.zeros(4)
+    expect_error(lambda: tm.bcast(comm, bad), ("not a buffer",), "not a buffer")
+    expect_error(lambda: tm.bcast(comm, [np.zeros(4, np.int32), 9, MPI.INT]), ("count 9", "16"), "count past the end")
+    expect_error(lambda: tm.bcast(comm, [None, 3, MPI.INT]), ("None", "count"), "None with a count")
+    if size > 1:
+        # an intercommunicator: MPI's own call, with its root semantics
+        half = comm.Split(rank % 2, rank)
+        inter = half.Create_intercomm(0, comm, 1 - rank % 2, tag=7)
+        x = np.full(5, rank, np.int64)
+        root = (MPI.ROOT if half.Get_rank() == 0 else MPI.PROC_NULL) if rank % 2 == 0 else 0
+        tm.bcast(inter, x, root=root)
+        check(rank % 2 == 0 or (x == 0).all(), f"bcast on an intercommunicator gives {x[0]}")
+        y = np.zeros(3, np.int64)
+        tm.allreduce(inter, np.full(3, rank, np.int64), y)
+        other = sum(r for r in range(size) if r % 2 != rank % 2)
+        check((y == other).all(), f"allreduce on an intercommunicator gives {y[0]}, not {other}")
+        inter.Free()
+        half.Free()
+
+
 def mode_plan() -> None:
     """A plan's ``after``, pipelining through a relay, and ``rate_cap`` (needs 3 ranks)."""
     n = 3 << 20

@@ -74,3 +74,18 @@ def test_planned_on_a_topology(n):
 @pytest.mark.slow
 def test_allreduce_planned_on_two_clusters():
     run_ranks(8, "topology", "builtin:two-clusters", "allreduce")
+
+
+@pytest.mark.parametrize("n", [1, 2, 4])
+def test_buffer_forms_match_mpi(n):
+    """Derived datatypes (bytes outside them untouched), Fortran order, DLPack, zero-length
+    ``[None, MPI.INT]``, user-defined ops and bool reductions give what MPI's own calls give,
+    with ``auto`` and explicit planners alike; an intercommunicator goes to MPI; what mpi4py
+    or topocast refuses is refused on every rank."""
+    run_ranks(n, "forms")
+
+
+def test_state_dies_with_its_communicator():
+    """After a collective on a freed communicator, the next one (which MPI gives the freed
+    handle) gets its own group's data."""
+    run_ranks(4, "freed")

@@ -23,8 +23,13 @@ ranks are the hosts ``rank0``, ``rank1``, ... of a uniform star.
 
 Plans are made on the lowest rank only and sent to the others (the planners are
 deterministic, but one planning costs less CPU than ``size`` of them), and cached per
-(communicator, topology, collective, root, size): a loop that broadcasts the same buffer
-plans once. ``algorithm="auto"`` picks a planner by simulation once per power-of-two size
+(topology, collective, root, size) in the communicator's own state (:mod:`.state`, dropped
+when the communicator is freed): a loop that broadcasts the same buffer plans once.
+
+What topocast cannot move exactly goes to MPI's own call, on every rank together: a buffer
+form or datatype :mod:`.buffers` delegates, a user-defined op, an intercommunicator. Calls
+to MPI are always MPI's own methods (``MPI.Comm.Bcast(comm, ...)``), never a subclass's
+override: a program may route its communicator's ``Bcast`` to this module. ``algorithm="auto"`` picks a planner by simulation once per power-of-two size
 class, and calls MPI's own collective instead when the simulator predicts MPI's algorithm to
 take less than ``MPI_BELOW`` seconds: there, topocast's per-call cost (a Python progress loop,
 one MPI message per chunk) is larger than anything a plan can save
@@ -43,8 +48,9 @@ import numpy as np
 from ..errors import TopocastError
 from ..plan import Broadcast, Plan
 from ..runtime import DEFAULT_CHUNK
-from .buffers import as_message, op_name, reduction
+from .buffers import Delegated, Message, as_message, check_op, reduction
 from .engine import MPIRunError, RankStats, chunk_for, perform_local, without_loose_caps
+from .state import private_dup, state_of
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -70,16 +76,6 @@ STAR_BANDWIDTH = 1.25e9  # bytes/s of every link of the star used without a topo
 MPI_BELOW = 0.03  # seconds (see the module docstring)
 MPICH_ALLREDUCE_SHORT = 2048  # bytes: MPICH's allreduce uses recursive doubling up to this size
 
-_dups: dict = {}
-_plans: dict = {}
-_choices: dict = {}
-_known_hosts: dict = {}  # (communicator, topology) -> host of every rank, once checked
-_mpi_enough: dict = {}  # (collective, topology, hosts, root, size) -> MPI's own collective is used
-_previous: dict = {}  # communicator -> key of the last call every rank agreed on (None: start over)
-# communicator -> {key of a call: (the _Call that followed it last time, the same the time before)}
-_following: dict = {}
-_trusted: dict = {}  # (communicator, collective, descriptor without host) -> _Call, for check=False
-
 
 @dataclass(frozen=True)
 class _Desc:
@@ -93,6 +89,7 @@ class _Desc:
     extra: tuple = ()
     host: str = ""  # this rank's host (mapping or processor name)
     topology: tuple = ()  # topology name and hosts
+    delegate: str = ""  # why this rank's arguments go to MPI's own call ("": topocast moves them)
 
 
 @dataclass(frozen=True)
@@ -110,9 +107,8 @@ def _predicted(comm) -> _Call | None:
     """The call that followed the previous one the last two times (the same on every rank);
     None when it was not the same call both times: a wrong prediction costs a whole run of
     the predicted call, a call agreed the slow way only a small ``Allreduce``."""
-    c = comm.py2f()
-    prev = _previous.get(c)
-    entry = None if prev is None else _following.get(c, {}).get(prev)
+    state = state_of(comm)
+    entry = None if state.previous is None else state.following.get(state.previous)
     return entry[0] if entry is not None and entry[1] else None
 
 
@@ -126,35 +122,33 @@ def _speculate(comm, desc: _Desc, data: np.ndarray | None) -> bool:
         return False
     mine = data is not None and desc == call.desc
     vote = np.array([0 if mine else 1], dtype=np.int64)
-    request = _dup(comm).Iallreduce(MPI.IN_PLACE, [vote, MPI.INT64_T], op=MPI.MAX)
+    request = MPI.Comm.Iallreduce(private_dup(comm), MPI.IN_PLACE, [vote, MPI.INT64_T], op=MPI.MAX)
     try:
         call.run(data if mine and data is not None else np.zeros(call.nbytes, dtype=np.uint8))
     finally:
         request.Wait()
     if vote[0]:
         return False
-    _previous[comm.py2f()] = call.key
+    state_of(comm).previous = call.key
     return True
 
 
 def _agreed(comm, key: tuple, desc: _Desc, nbytes: int, run) -> None:
     """Remember the call every rank just agreed on, and that it followed the previous one."""
-    c = comm.py2f()
-    prev = _previous.get(c)
+    state = state_of(comm)
     call = _Call(key, desc, nbytes, run)
-    if prev is not None:
-        table = _following.setdefault(c, {})
-        last = table.get(prev)
-        table[prev] = (call, last is not None and last[0].key == key)
-    _previous[c] = key
-    _trusted[(c, key[0], replace(desc, host=""))] = call
+    if state.previous is not None:
+        last = state.following.get(state.previous)
+        state.following[state.previous] = (call, last is not None and last[0].key == key)
+    state.previous = key
+    state.trusted[(key[0], replace(desc, host=""))] = call
 
 
 def _run_trusted(comm, collective: str, desc: _Desc, data: np.ndarray | None) -> bool:
     """``check=False``: perform a call agreed on before with these arguments, without any
     check (the caller promises that every rank passes matching arguments, as MPI itself
     assumes). False when there is none (then every rank agrees the slow way)."""
-    call = _trusted.get((comm.py2f(), collective, replace(desc, host="")))
+    call = state_of(comm).trusted.get((collective, replace(desc, host="")))
     if call is None or data is None or call.desc != desc:
         return False
     call.run(data)
@@ -162,8 +156,9 @@ def _run_trusted(comm, collective: str, desc: _Desc, data: np.ndarray | None) ->
 
 
 def _forget(comm) -> None:
-    """After an error (raised on every rank alike): predict nothing for the next call."""
-    _previous.pop(comm.py2f(), None)
+    """After an error or a call left to MPI (on every rank alike): predict nothing for the
+    next call."""
+    state_of(comm).previous = None
 
 
 def _agree(comm, desc: _Desc, what: str) -> list[_Desc]:
@@ -178,15 +173,14 @@ def _agree(comm, desc: _Desc, what: str) -> list[_Desc]:
     """
     from mpi4py import MPI
 
-    key = (comm.py2f(), desc.topology)
-    known = _known_hosts.get(key)
+    known = state_of(comm).hosts.get(desc.topology)
     slow = desc.problem is not None or known is None or known[comm.Get_rank()] != desc.host
     digest = int.from_bytes(hashlib.blake2b(repr(replace(desc, host="")).encode(), digest_size=7).digest(), "big")
     votes = np.array([int(slow), digest, -digest], dtype=np.int64)
-    comm.Allreduce(MPI.IN_PLACE, votes, op=MPI.MAX)
+    MPI.Comm.Allreduce(comm, MPI.IN_PLACE, [votes, MPI.INT64_T], op=MPI.MAX)
     if not votes[0] and votes[1] == -votes[2] and known is not None:
         return [replace(desc, host=h) for h in known]
-    descs = comm.allgather(desc)
+    descs = MPI.Comm.allgather(comm, desc)
     for r, d in enumerate(descs):
         if d.problem is not None:
             raise MPIRunError(f"{what}: rank {r}: {d.problem}")
@@ -251,7 +245,7 @@ def _hosts(comm, descs: list[_Desc], topology, mapping, what: str) -> list[str]:
                 f"(hosts: {', '.join(topology.hosts[:8])}{', ...' if len(topology.hosts) > 8 else ''}); "
                 "pass mapping=[host of rank 0, ...]"
             )
-    _known_hosts[(comm.py2f(), descs[0].topology)] = hosts
+    state_of(comm).hosts[descs[0].topology] = hosts
     return hosts
 
 
@@ -268,15 +262,6 @@ def _star(hosts):
     return Topology("mpi job", list(hosts), [hub], [PhysicalLink(h, hub, STAR_BANDWIDTH) for h in hosts])
 
 
-def _dup(comm):
-    """A private duplicate of ``comm`` (collective, once per communicator): our messages
-    never match the program's own."""
-    key = comm.py2f()
-    if key not in _dups:
-        _dups[key] = comm.Dup()
-    return _dups[key]
-
-
 def _plan_on_root(comm, make, what: str) -> Plan:
     """``make()`` on rank 0, the plan (or its error) sent to every rank."""
     payload = None
@@ -285,7 +270,9 @@ def _plan_on_root(comm, make, what: str) -> Plan:
             payload = ("plan", make().to_json())
         except TopocastError as exc:
             payload = ("error", str(exc))
-    kind, body = comm.bcast(payload, root=0)
+    from mpi4py import MPI
+
+    kind, body = MPI.Comm.bcast(comm, payload, root=0)
     if kind == "error":
         raise MPIRunError(f"{what}: planning failed: {body}")
     return Plan.from_json(body)
@@ -295,20 +282,21 @@ def _size_class(nbytes: int) -> int:
     return max(int(nbytes), 1).bit_length()
 
 
-def _planner_name(collective: str, algorithm: str, topology, make_request, nbytes: int) -> str:
-    """``algorithm``, or for ``auto`` the planner the simulator prefers at this size class."""
+def _planner_name(collective: str, algorithm: str, topology, make_request, nbytes: int, choices: dict) -> str:
+    """``algorithm``, or for ``auto`` the planner the simulator prefers at this size class
+    (remembered in ``choices``)."""
     if algorithm != "auto":
         return algorithm
     key = (collective, _topology_key(topology), _size_class(nbytes))
-    if key not in _choices:
+    if key not in choices:
         from ..planners import get_planner
 
         plan = get_planner(collective, "auto")(topology, make_request(nbytes))
-        _choices[key] = str(plan.notes.get("choice") or "auto")
-    return _choices[key]
+        choices[key] = str(plan.notes.get("choice") or "auto")
+    return choices[key]
 
 
-def _broadcast_plan(topology, hosts, root: int, nbytes: int, algorithm: str) -> Plan:
+def _broadcast_plan(topology, hosts, root: int, nbytes: int, algorithm: str, choices: dict | None = None) -> Plan:
     from ..check import check_plan
     from ..planners import get_planner
 
@@ -320,13 +308,13 @@ def _broadcast_plan(topology, hosts, root: int, nbytes: int, algorithm: str) -> 
     def request(n):
         return Broadcast(hosts[root], n, others)
 
-    name = _planner_name("broadcast", algorithm, topology, request, nbytes)
+    name = _planner_name("broadcast", algorithm, topology, request, nbytes, {} if choices is None else choices)
     plan = get_planner("broadcast", name)(topology, request(nbytes))
     check_plan(plan, topology)
     return without_loose_caps(plan, topology)
 
 
-def _allreduce_plan(topology, hosts, count: int, itemsize: int, algorithm: str) -> Plan:
+def _allreduce_plan(topology, hosts, count: int, itemsize: int, algorithm: str, choices: dict | None = None) -> Plan:
     """An allreduce plan over ``count`` elements of ``itemsize`` bytes: planned in elements,
     then scaled to bytes, so that every range falls on whole elements."""
     from ..check_allreduce import check_allreduce
@@ -340,7 +328,9 @@ def _allreduce_plan(topology, hosts, count: int, itemsize: int, algorithm: str) 
     def request(n):
         return Allreduce(n, tuple(hosts))
 
-    name = _planner_name("allreduce", algorithm, topology, request, count * itemsize)
+    name = _planner_name(
+        "allreduce", algorithm, topology, request, count * itemsize, {} if choices is None else choices
+    )
     plan = get_planner("allreduce", name)(topology, request(count))
     check_allreduce(plan, topology)
     return without_loose_caps(_scale(plan, itemsize), topology)
@@ -368,31 +358,35 @@ def _scale(plan: Plan, k: int) -> Plan:
 
 
 def _cached_plan(comm, key: tuple, make, what: str) -> Plan:
-    full = (comm.py2f(), *key)
-    if full not in _plans:
-        _plans[full] = _plan_on_root(comm, make, what)
-    return _plans[full]
+    plans = state_of(comm).plans
+    if key not in plans:
+        plans[key] = _plan_on_root(comm, make, what)
+    return plans[key]
 
 
 def _bcast_plan(comm, hosts, topology, algorithm: str, root: int, nbytes: int, what: str) -> Plan:
     key = ("broadcast", _topology_key(topology), tuple(hosts), algorithm, root, nbytes)
-    return _cached_plan(comm, key, lambda: _broadcast_plan(topology, hosts, root, nbytes, algorithm), what)
+    return _cached_plan(
+        comm, key, lambda: _broadcast_plan(topology, hosts, root, nbytes, algorithm, state_of(comm).choices), what
+    )
 
 
 def _allreduce_plan_cached(comm, hosts, topology, algorithm: str, count: int, itemsize: int, what: str) -> Plan:
     key = ("allreduce", _topology_key(topology), tuple(hosts), algorithm, count, itemsize)
-    return _cached_plan(comm, key, lambda: _allreduce_plan(topology, hosts, count, itemsize, algorithm), what)
+    choices = state_of(comm).choices
+    return _cached_plan(comm, key, lambda: _allreduce_plan(topology, hosts, count, itemsize, algorithm, choices), what)
 
 
-def _mpi_suffices(collective: str, topology, hosts, root: int, nbytes: int, count: int, algorithm: str) -> bool:
+def _mpi_suffices(comm, collective: str, topology, hosts, root: int, nbytes: int, count: int, algorithm: str) -> bool:
     """With ``algorithm="auto"``: is MPI's own algorithm predicted to take less than
     ``MPI_BELOW`` seconds (then MPI's collective is called instead of a plan)?"""
     if algorithm != "auto":
         return False
     key = (collective, _topology_key(topology), tuple(hosts), root, nbytes, count)
-    if key not in _mpi_enough:
-        _mpi_enough[key] = _mpi_prediction(collective, topology, hosts, root, nbytes, count) < MPI_BELOW
-    return _mpi_enough[key]
+    known = state_of(comm).mpi_enough
+    if key not in known:
+        known[key] = _mpi_prediction(collective, topology, hosts, root, nbytes, count) < MPI_BELOW
+    return known[key]
 
 
 def _mpi_prediction(collective: str, topology, hosts, root: int, nbytes: int, count: int) -> float:
@@ -433,12 +427,12 @@ def plan_of(
     hosts = job_hosts(comm, topology, mapping, what)
     nbytes, root = int(nbytes), int(root)
     if collective == "broadcast":
-        if _mpi_suffices(collective, topology, hosts, root, nbytes, nbytes, algorithm):
+        if _mpi_suffices(comm, collective, topology, hosts, root, nbytes, nbytes, algorithm):
             return None
         return _bcast_plan(comm, hosts, topology, algorithm, root, nbytes, what)
     if collective == "allreduce":
         count = nbytes // itemsize
-        if _mpi_suffices(collective, topology, hosts, 0, count * itemsize, count, algorithm):
+        if _mpi_suffices(comm, collective, topology, hosts, 0, count * itemsize, count, algorithm):
             return None
         return _allreduce_plan_cached(comm, hosts, topology, algorithm, count, itemsize, what)
     raise MPIRunError(f"{what}: collective must be 'broadcast' or 'allreduce'")
@@ -454,26 +448,39 @@ def _bcast_runner(comm, hosts, topology, algorithm: str, root: int, nbytes: int,
 
     if nbytes == 0 or len(hosts) == 1:
         return _nothing
-    if _mpi_suffices("broadcast", topology, hosts, root, nbytes, nbytes, algorithm):
-        dup = _dup(comm)
-        return lambda data: dup.Bcast([data, MPI.BYTE], root=root)
+    if _mpi_suffices(comm, "broadcast", topology, hosts, root, nbytes, nbytes, algorithm):
+        dup = private_dup(comm)
+        return lambda data: MPI.Comm.Bcast(dup, [data, MPI.BYTE], root=root)
     plan = _bcast_plan(comm, hosts, topology, algorithm, root, nbytes, what)
     return lambda data: _run(comm, plan, data, hosts, chunk_size)
 
 
-def _allreduce_runner(
-    comm, hosts, topology, algorithm: str, dtype: np.dtype, count: int, op, combine, chunk_size, what
-):
+def _allreduce_runner(comm, hosts, topology, algorithm: str, msg: Message, op, chunk_size, what):
     """How this allreduce combines ``data`` (this rank's vector, replaced by the result)."""
     from mpi4py import MPI
 
+    count, datatype, itemsize = msg.count, msg.datatype, msg.datatype.size
     if count == 0 or len(hosts) == 1:
         return _nothing
-    if _mpi_suffices("allreduce", topology, hosts, 0, count * dtype.itemsize, count, algorithm):
-        dup = _dup(comm)  # mpi4py names MPI's predefined type after the array's dtype
-        return lambda data: dup.Allreduce(MPI.IN_PLACE, data.view(dtype), op=op)
-    plan = _allreduce_plan_cached(comm, hosts, topology, algorithm, count, dtype.itemsize, what)
+    if _mpi_suffices(comm, "allreduce", topology, hosts, 0, msg.nbytes, count, algorithm):
+        dup = private_dup(comm)
+        return lambda data: MPI.Comm.Allreduce(dup, MPI.IN_PLACE, [data, count, datatype], op=op)
+    plan = _allreduce_plan_cached(comm, hosts, topology, algorithm, count, itemsize, what)
+    combine = reduction(op, datatype)
     return lambda data: _run(comm, plan, data, hosts, chunk_size, combine)
+
+
+def _left_to_mpi(comm) -> bool:
+    """Calls topocast does not plan at all, decided alike on every rank without talking:
+    an intercommunicator (its ``root`` means something else) or ``MPI.COMM_NULL``."""
+    from mpi4py import MPI
+
+    return comm == MPI.COMM_NULL or comm.Is_inter()
+
+
+def _delegated(descs: list[_Desc]) -> str:
+    """Why the call goes to MPI's own collective ("" if it does not): on every rank alike."""
+    return next((f"rank {r}: {d.delegate}" for r, d in enumerate(descs) if d.delegate), "")
 
 
 def bcast(
@@ -489,25 +496,37 @@ def bcast(
 ) -> _Buf:
     """Broadcast ``buf`` from ``root`` to every rank of ``comm``, as ``comm.Bcast(buf, root)``
     does, along a topocast plan for ``topology`` (default planner: ``auto``, which calls
-    ``comm.Bcast`` itself where no plan can win; without a topology: ``DEFAULT_BCAST`` on a
-    uniform star). ``buf``: what ``comm.Bcast`` takes (numpy array, bytes-like,
-    ``[buf, datatype]``). Returns ``buf``.
+    MPI's ``Bcast`` itself where no plan can win; without a topology: ``DEFAULT_BCAST`` on a
+    uniform star). ``buf``: what ``comm.Bcast`` takes; a form topocast cannot move exactly
+    (a derived datatype, device memory: :mod:`.buffers`) goes to MPI's own ``Bcast`` on
+    every rank, as does a call on an intercommunicator. Returns ``buf``.
 
-    Raises :class:`MPIRunError` on every rank when the ranks' buffers differ in size or
-    type, ``root`` is out of range or differs between ranks, or the topology does not match
-    the job (the bytes of ``buf`` are then undefined on the receiving ranks). ``check=False``
-    skips that check for a call made before with the same arguments: the program promises
-    that the ranks agree, as with ``comm.Bcast`` (a mismatch may then hang)."""
+    Raises :class:`MPIRunError` on every rank when a rank's ``buf`` is not a message mpi4py
+    takes (or reaches past its buffer), the ranks' buffers differ in size or type, ``root``
+    is out of range or differs between ranks, or the topology does not match the job (the
+    bytes of ``buf`` are then undefined on the receiving ranks). ``check=False`` skips that
+    check for a call made before with the same arguments: the program promises that the
+    ranks agree, as with ``comm.Bcast`` (a mismatch may then hang)."""
+    from mpi4py import MPI
+
+    if _left_to_mpi(comm):
+        MPI.Comm.Bcast(comm, buf, root)
+        return buf
     what = "topocast.mpi.bcast"
     size, rank = comm.Get_size(), comm.Get_rank()
     msg = None
     try:
         if not isinstance(root, (int, np.integer)) or not 0 <= root < size:
             raise ValueError(f"root {root!r} is not a rank of this communicator (0..{size - 1})")
-        msg = as_message(buf, writable=rank != root, what="buf")
+        parsed = as_message(buf, writable=rank != root, what="buf")
         host = _my_host(comm, topology, mapping)
         extra = (algorithm, chunk_size)
-        desc = _Desc(None, msg.nbytes, msg.dtype.str, msg.count, int(root), extra, host, _topology_key(topology))
+        if isinstance(parsed, Delegated):
+            desc = _Desc(None, root=int(root), extra=extra, host=host, topology=_topology_key(topology))
+            desc = replace(desc, delegate=parsed.reason)
+        else:
+            msg = parsed
+            desc = _Desc(None, msg.nbytes, msg.type_name, msg.count, int(root), extra, host, _topology_key(topology))
     except ValueError as exc:
         desc, msg = _Desc(str(exc)), None
     data = None if msg is None else msg.data
@@ -516,18 +535,45 @@ def bcast(
     try:
         descs = _agree(comm, desc, what)
         _same(descs, "root", what, "root")
-        _same(descs, "nbytes", what, "the buffer size in bytes")
-        _same(descs, "dtype", what, "the element type")
         _same(descs, "extra", what, "algorithm and chunk_size")
         hosts = _hosts(comm, descs, topology, mapping, what)
-        assert msg is not None  # a rank with a problem raised in _agree
-        run = _bcast_runner(comm, hosts, topology, algorithm, int(root), msg.nbytes, chunk_size, what)
+        delegate = _delegated(descs)
+        if not delegate:
+            _same(descs, "nbytes", what, "the buffer size in bytes")
+            _same(descs, "dtype", what, "the element type")
+            assert msg is not None  # a rank with a problem raised in _agree
+            run = _bcast_runner(comm, hosts, topology, algorithm, int(root), msg.nbytes, chunk_size, what)
     except MPIRunError:
         _forget(comm)
         raise
+    if delegate:
+        _forget(comm)
+        MPI.Comm.Bcast(comm, buf, int(root))
+        return buf
     run(msg.data)
     _agreed(comm, ("bcast", replace(desc, host=""), tuple(hosts)), desc, msg.nbytes, run)
     return buf
+
+
+def _allreduce_args(sendbuf, recvbuf, op) -> tuple[Message | None, Message | None, str]:
+    """(send message, receive message, why MPI's own call is used instead or "") of an
+    allreduce as mpi4py reads them: the same datatype and count on both sides."""
+    from mpi4py import MPI
+
+    out = as_message(recvbuf, writable=True, what="recvbuf")
+    src = out if sendbuf is MPI.IN_PLACE else as_message(sendbuf, writable=False, what="sendbuf")
+    for m in (out, src):
+        if isinstance(m, Delegated):
+            return None, None, m.reason
+    assert isinstance(out, Message) and isinstance(src, Message)
+    if src.datatype != out.datatype:
+        raise ValueError(f"sendbuf holds {src.type_name} but recvbuf {out.type_name} (mismatch in MPI datatypes)")
+    if src.count != out.count:
+        raise ValueError(f"sendbuf holds {src.describe()} but recvbuf {out.describe()} (mismatch in counts)")
+    by_op = check_op(op, out.datatype)
+    if by_op is not None:
+        return None, None, by_op.reason
+    return src, out, ""
 
 
 def allreduce(
@@ -543,32 +589,36 @@ def allreduce(
     check: bool = True,
 ) -> _Buf:
     """``comm.Allreduce(sendbuf, recvbuf, op)`` along a topocast allreduce plan (default
-    ``auto``, which calls ``comm.Allreduce`` itself where no plan can win; without a topology
-    ``DEFAULT_ALLREDUCE`` on a uniform star). ``op``: a built-in MPI operation (default
-    ``MPI.SUM``) on a numeric type; ``sendbuf`` may be ``MPI.IN_PLACE``.
+    ``auto``, which calls MPI's ``Allreduce`` itself where no plan can win; without a
+    topology ``DEFAULT_ALLREDUCE`` on a uniform star). ``op`` (default ``MPI.SUM``): a
+    predefined MPI op, valid on the datatype exactly when MPI's ``Reduce_local`` accepts the
+    pair, whatever the planner; a user-defined op, a buffer form topocast cannot move exactly
+    or an intercommunicator go to MPI's own ``Allreduce`` on every rank. ``sendbuf`` may be
+    ``MPI.IN_PLACE``.
 
-    Reduction order: each element is combined in the order the plan's reduce transfers
-    deliver it (for ``ring``: along the ring), then copied unchanged to every rank, so every
-    rank ends with bitwise the same result; integers equal ``comm.Allreduce``, floating-point
-    sums may differ from MPI's order by rounding (docs/experiments/mpi.md). ``check=False``:
-    as for :func:`bcast`."""
+    Reduction order: each element is combined (by MPI's ``Reduce_local``) in the order the
+    plan's reduce transfers deliver it (for ``ring``: along the ring), then copied unchanged
+    to every rank, so every rank ends with bitwise the same result; integers equal
+    ``comm.Allreduce``, floating-point sums may differ from MPI's order by rounding
+    (docs/experiments/mpi.md). ``check=False``: as for :func:`bcast`."""
     from mpi4py import MPI
 
-    what = "topocast.mpi.allreduce"
     op = MPI.SUM if op is None else op
+    if _left_to_mpi(comm):
+        MPI.Comm.Allreduce(comm, sendbuf, recvbuf, op)
+        return recvbuf
+    what = "topocast.mpi.allreduce"
     out = src = None
     try:
-        name = op_name(op)
-        out = as_message(recvbuf, writable=True, what="recvbuf")
-        src = out if sendbuf is MPI.IN_PLACE else as_message(sendbuf, writable=False, what="sendbuf")
-        if (src.nbytes, src.dtype) != (out.nbytes, out.dtype):
-            raise ValueError(f"sendbuf holds {src.describe()} but recvbuf {out.describe()}")
-        combine = reduction(name, out.dtype)
+        src, out, delegate = _allreduce_args(sendbuf, recvbuf, op)
         host = _my_host(comm, topology, mapping)
-        extra = (name, algorithm, chunk_size)
-        desc = _Desc(None, out.nbytes, out.dtype.str, out.count, 0, extra, host, _topology_key(topology))
+        extra = (_op_key(op), algorithm, chunk_size)
+        if out is None:
+            desc = _Desc(None, extra=extra, host=host, topology=_topology_key(topology), delegate=delegate)
+        else:
+            desc = _Desc(None, out.nbytes, out.type_name, out.count, 0, extra, host, _topology_key(topology))
     except ValueError as exc:
-        desc, out = _Desc(str(exc)), None
+        desc, out, src = _Desc(str(exc)), None, None
     # the run combines in place, in recvbuf, which starts as this rank's vector
     data = None if out is None else out.data
     if data is not None and src is not None and src is not out:
@@ -582,18 +632,29 @@ def allreduce(
         data[:] = src.data if keep is None else keep  # the prediction was wrong: start again
     try:
         descs = _agree(comm, desc, what)
-        _same(descs, "nbytes", what, "the buffer size in bytes")
-        _same(descs, "dtype", what, "the element type")
         _same(descs, "extra", what, "op, algorithm and chunk_size")
         hosts = _hosts(comm, descs, topology, mapping, what)
-        assert out is not None and data is not None  # a rank with a problem raised in _agree
-        run = _allreduce_runner(comm, hosts, topology, algorithm, out.dtype, out.count, op, combine, chunk_size, what)
+        delegate = _delegated(descs)
+        if not delegate:
+            _same(descs, "nbytes", what, "the buffer size in bytes")
+            _same(descs, "dtype", what, "the element type")
+            assert out is not None and data is not None  # a rank with a problem raised in _agree
+            run = _allreduce_runner(comm, hosts, topology, algorithm, out, op, chunk_size, what)
     except MPIRunError:
         _forget(comm)
         raise
+    if delegate:
+        _forget(comm)
+        MPI.Comm.Allreduce(comm, sendbuf, recvbuf, op)
+        return recvbuf
     run(data)
     _agreed(comm, ("allreduce", replace(desc, host=""), tuple(hosts)), desc, out.nbytes, run)
     return recvbuf
+
+
+def _op_key(op) -> str:
+    """An op as the ranks compare it: predefined ops by handle (the same on every rank)."""
+    return f"predefined {op.py2f()}" if op.is_predefined else "user-defined"
 
 
 def perform(
@@ -610,24 +671,31 @@ def perform(
     """Perform ``plan`` on ``comm``: each rank plays its host (``mapping``: a host per rank or
     host -> rank; default ``MPI.Get_processor_name()``) with ``buf`` (``plan.size`` bytes;
     ranks that initially hold bytes hold them in ``buf``, receivers get theirs there).
-    Allreduce plans need ``op`` and ``dtype`` (numpy) for their reduce transfers. Returns what
-    this rank measured. Same error on every rank for a plan of another size, a host no
-    rank plays, or ranks that disagree."""
+    Allreduce plans combine with ``op`` (default ``MPI.SUM``, by MPI's ``Reduce_local``) on
+    elements of ``dtype`` (numpy; default: ``buf``'s MPI datatype). Returns what this rank
+    measured. Same error on every rank for a plan of another size, a host no rank plays, a
+    buffer topocast cannot move exactly, or ranks that disagree."""
     what = "topocast.mpi.perform"
     try:
         msg = as_message(buf, writable=True, what="buf")
+        if isinstance(msg, Delegated):
+            raise ValueError(f"buf: {msg.reason} (a plan moves contiguous bytes only)")
         if msg.nbytes != plan.size:
             raise ValueError(f"the plan moves {plan.size} bytes but buf holds {msg.nbytes}")
         combine = None
         if any(t.reduce for t in plan.transfers):
             from mpi4py import MPI
+            from mpi4py.util.dtlib import from_numpy_dtype
 
-            combine = reduction(op_name(MPI.SUM if op is None else op), np.dtype(dtype or msg.dtype))
+            datatype = msg.datatype if dtype is None else from_numpy_dtype(np.dtype(dtype))
+            op = MPI.SUM if op is None else op
+            check_op(op, datatype)
+            combine = reduction(op, datatype)
         host = _my_host(comm, topology, mapping)
         desc = _Desc(
             None,
             msg.nbytes,
-            msg.dtype.str,
+            msg.type_name,
             extra=(len(plan.transfers), plan.planner),
             host=host,
             topology=_topology_key(topology),
@@ -665,4 +733,4 @@ def _check(plan: Plan, topology, what: str) -> None:
 def _run(comm, plan: Plan, data: np.ndarray, hosts: list[str], chunk_size, combine=None) -> RankStats:
     rank_of = {h: r for r, h in enumerate(hosts)}
     chunk = chunk_for(plan, chunk_size or DEFAULT_CHUNK)
-    return perform_local(_dup(comm), plan, data, rank_of, chunk=chunk, reduce=combine)
+    return perform_local(private_dup(comm), plan, data, rank_of, chunk=chunk, reduce=combine)

@@ -130,6 +130,7 @@ class _In:
     tmp: np.ndarray | None = None
     offsets: list = field(default_factory=list)
     first: float | None = None
+    discard: bool = False  # bytes this rank held from the start (a root's own, read-only)
 
 
 def chunks_of(ranges: Iterable[tuple[int, int]], chunk: int) -> Iterator[tuple[int, int]]:
@@ -196,6 +197,7 @@ def perform_local(
     notify_to = _notify_targets(plan, rank_of)
     is_reduce = any(t.reduce for t in plan.transfers)
     held = IntervalSet(plan.initial.get(host, ()))
+    initially = IntervalSet(plan.initial.get(host, ()))
     wanted = plan.wanted.get(host, ())
     done: set[int] = set()
 
@@ -208,8 +210,18 @@ def perform_local(
             bucket = RoundRobin(t.rate_cap, pacer_burst(t.rate_cap, chunk), t0) if t.rate_cap else None
             outs.append(_Out(i, rank_of[t.dst], tags[i], chunks, t.pipelined, set(t.after), bucket, t.ranges))
         if t.dst == host:
-            ins.append(_In(i, rank_of[t.src], tags[i], chunks, t.reduce, t.ranges))
-    expected_notes = len({j for o in outs for j in o.after if rank_of[plan.transfers[j].dst] != me})
+            # a broadcast plan may send a rank bytes it started with (the root's own): they
+            # are received into scratch, as the caller's buffer there may be read-only
+            discard = not is_reduce and initially.covers_ranges(t.ranges)
+            ins.append(_In(i, rank_of[t.src], tags[i], chunks, t.reduce, t.ranges, discard=discard))
+    # the completions announced to this rank, by announcing rank: each is received from its
+    # own sender, never from any source, since a rank that finished this call may already
+    # announce the next call's completions (a predicted call starts without a barrier)
+    awaited = {j for o in outs for j in o.after if rank_of[plan.transfers[j].dst] != me}
+    notes_from: dict[int, int] = {}
+    for j in awaited:
+        r = rank_of[plan.transfers[j].dst]
+        notes_from[r] = notes_from.get(r, 0) + 1
 
     reqs: list = []
     handlers: list = []
@@ -219,10 +231,10 @@ def perform_local(
         reqs.append(req)
         handlers.append(handler)
 
-    def post_note_recv() -> None:
+    def post_note_recv(source: int) -> None:
         nb = np.zeros(1, dtype=np.int64)
         note_bufs.append(nb)
-        post(comm.Irecv([nb, MPI.INT64_T], source=MPI.ANY_SOURCE, tag=NOTIFY_TAG), lambda nb=nb: on_note(int(nb[0])))
+        post(comm.Irecv([nb, MPI.INT64_T], source=source, tag=NOTIFY_TAG), lambda nb=nb: on_note(int(nb[0])))
 
     def on_note(j: int) -> None:
         done.add(j)
@@ -252,7 +264,7 @@ def perform_local(
             a, b = x.chunks[k]
             held.add(a, b)
         if x.received == len(x.chunks):
-            if x.tmp is not None:  # allreduce: the transfer writes into its receiver now
+            if x.tmp is not None and not x.discard:  # allreduce: the transfer writes into its receiver now
                 freeze_before_write(x)
                 off = 0  # whole ranges, not chunks: a chunk may end inside an element
                 for a, n in x.ranges:
@@ -269,14 +281,15 @@ def perform_local(
             post_recvs(x)
 
     for x in ins:
-        if is_reduce:
+        if is_reduce or x.discard:
             x.tmp = np.empty(sum(b - a for a, b in x.chunks), dtype=np.uint8)
             x.offsets = _offsets(x.chunks)
         if not x.chunks:
             transfer_done(x.index)
         post_recvs(x)
-    for _ in range(expected_notes):
-        post_note_recv()
+    for source, n in sorted(notes_from.items()):
+        for _ in range(n):
+            post_note_recv(source)
 
     ancestors = _ancestors_of(plan) if is_reduce else []
 

@@ -1,0 +1,93 @@
+"""What topocast.mpi keeps about a communicator, kept on the communicator itself.
+
+One :class:`CommState` per communicator, stored as an MPI attribute of it (the keyval
+:func:`state_of` creates once, with a delete callback): MPI drops the state when the
+communicator is freed, and the callback frees topocast's private duplicate with it. State
+keyed by a handle number (``comm.py2f()``) would outlive ``Comm.Free()``, and MPI hands the
+freed number to the next communicator, which would inherit plans and host lists of another
+group of ranks. ``Dup`` does not copy the attribute (no copy callback): a duplicate starts
+with fresh state, as its group may be used differently.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
+
+__all__ = ["CommState", "state_of", "private_dup", "Bounded"]
+
+_keyval: int | None = None  # the MPI attribute key of CommState (created on first use)
+
+
+class Bounded(OrderedDict):
+    """A dict that forgets its oldest entries beyond ``limit`` (caches of a long-running
+    program that calls with ever new sizes stay small)."""
+
+    def __init__(self, limit: int = 256) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        super().__setitem__(key, value)
+        if len(self) > self.limit:
+            self.popitem(last=False)
+
+
+@dataclass
+class CommState:
+    """Everything topocast.mpi remembers about one communicator. Every rank updates it the
+    same way (only after calls every rank agreed on), so it is the same on every rank."""
+
+    dup: MPI.Comm | None = None  # private duplicate: topocast's messages never match the program's
+    # (collective, topology key, hosts, algorithm, root or element count, size or itemsize) -> Plan
+    plans: Bounded = field(default_factory=Bounded)
+    # (collective, topology key, power-of-two size class) -> the planner ``auto`` picked
+    choices: Bounded = field(default_factory=Bounded)
+    # (collective, topology key, hosts, root, bytes, elements) -> MPI's own collective is used
+    mpi_enough: Bounded = field(default_factory=Bounded)
+    hosts: dict = field(default_factory=dict)  # topology key -> host of every rank, once checked
+    previous: tuple | None = None  # key of the last call every rank agreed on (None: start over)
+    # key of a call -> (the call that followed it last time, whether the same did the time before)
+    following: Bounded = field(default_factory=Bounded)
+    # (collective, descriptor without host) -> call agreed before, for check=False
+    trusted: Bounded = field(default_factory=Bounded)
+
+
+def _release(comm, keyval, state: CommState) -> None:
+    """MPI's delete callback: the communicator is being freed (by every rank together)."""
+    dup, state.dup = state.dup, None
+    if dup is not None:
+        from mpi4py import MPI
+
+        if not MPI.Is_finalized():
+            dup.Free()
+
+
+def state_of(comm: MPI.Comm) -> CommState:
+    """``comm``'s state, made on first use (local: no communication)."""
+    global _keyval
+    from mpi4py import MPI
+
+    if _keyval is None:
+        _keyval = MPI.Comm.Create_keyval(delete_fn=_release)
+    state = comm.Get_attr(_keyval)
+    if state is None:
+        state = CommState()
+        comm.Set_attr(_keyval, state)
+    return state
+
+
+def private_dup(comm: MPI.Comm) -> MPI.Comm:
+    """``comm``'s private duplicate (collective the first time: every rank makes it at the
+    same call, since every rank's state is the same). MPI's own ``Dup`` of the base class:
+    a subclass of the program's may override methods, not this."""
+    from mpi4py import MPI
+
+    state = state_of(comm)
+    if state.dup is None:
+        state.dup = MPI.Intracomm(MPI.Comm.Dup(comm))
+    return state.dup
