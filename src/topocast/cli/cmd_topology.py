@@ -60,7 +60,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     c.set_defaults(func=run_convert)
 
-    g = tsub.add_parser("generate", help="generate a topology (multi-cluster, two-cluster, fat-tree, random-tree)")
+    g = tsub.add_parser(
+        "generate", help="generate a topology (multi-cluster, two-cluster, fat-tree, random-tree, multi-site)"
+    )
     gsub = g.add_subparsers(dest="kind", metavar="KIND")
     g.set_defaults(func=help_of(g))
 
@@ -121,6 +123,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     r.add_argument("--hosts-anywhere", action="store_true", help="hosts may be inner nodes (relays), not only leaves")
     r.add_argument("--latency", type=time_arg, default=0.0, help="latency of every link (default 0)")
     common(r)
+
+    ms = gsub.add_parser(
+        "multi-site",
+        help="SimGrid multi-site platform: Floyd zones, routes up to the site gateway and back, shared links",
+    )
+    ms.add_argument("--hosts", type=int, help="number of hosts (default: drawn in 300-1500 with --seed)")
+    ms.add_argument("--sites", type=int, help="number of sites (default: drawn in 2-8 with --seed)")
+    common(ms)
 
 
 # ---------------------------------------------------------------------- show
@@ -368,6 +378,26 @@ def run_convert(args: argparse.Namespace) -> int:
     return 0
 
 
+def _generate_multi_site(args: argparse.Namespace) -> int:
+    """A ``.xml`` output is the platform file itself (Floyd zones and declared routes, not the
+    export's flat zone); any other output is the topology ``load_simgrid`` reads from it."""
+    from ..topology.io import dumps
+    from ..topology.multisite import multi_site_platform, multi_site_xml
+
+    if args.output and Path(args.output).suffix.lower() == ".xml":
+        text = multi_site_xml(args.hosts, seed=args.seed, n_sites=args.sites, name=args.name)
+        Path(args.output).write_text(text)
+        print(f"wrote {args.output}: SimGrid platform, {text.count('<host ')} hosts")
+        return 0
+    t = multi_site_platform(args.hosts, seed=args.seed, n_sites=args.sites, name=args.name)
+    if args.output:
+        _write(t, args.output)
+        print(f"wrote {args.output}: {len(t.hosts)} hosts, {len(t.switches)} switches, {len(t.physical_links)} links")
+    else:
+        sys.stdout.write(dumps(t))
+    return 0
+
+
 def run_generate(args: argparse.Namespace) -> int:
     from ..topology import generators as g
 
@@ -395,6 +425,8 @@ def run_generate(args: argparse.Namespace) -> int:
             seed=args.seed,
             **extra,
         )
+    elif kind == "multi-site":
+        return _generate_multi_site(args)
     elif kind == "fat-tree":
         t = g.fat_tree(args.k, bandwidth=args.bandwidth, latency=args.latency, seed=args.seed, **extra)
     else:

@@ -28,6 +28,7 @@ from ..errors import InputError
 from ..memory import BYTES_PER_NODE, check_fits
 from ..units import parse_bandwidth, parse_time
 from .model import PhysicalLink, Topology
+from .multisite import multi_site_platform
 
 __all__ = [
     "MULTI_CLUSTER_SETTINGS",
@@ -333,4 +334,5 @@ GENERATORS = {
     "two-cluster": two_cluster_grid,
     "fat-tree": fat_tree,
     "random-tree": random_tree,
+    "multi-site": multi_site_platform,
 }
