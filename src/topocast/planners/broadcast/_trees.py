@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import repeat
 from typing import TYPE_CHECKING, TypedDict
 from weakref import WeakKeyDictionary
@@ -56,6 +56,8 @@ __all__ = [
     "routes_fixed",
     "route_excess",
     "chain_links",
+    "route_shares",
+    "prefix_sets",
 ]
 
 EPS_REL = 1e-9
@@ -134,6 +136,47 @@ def chain_links(arb: Arborescence, active: np.ndarray) -> np.ndarray:
     if not routes_fixed(topo):
         return base
     return np.concatenate((base, _hop_route_links(arb, active)))
+
+
+def route_shares(topology: Topology, source: str, destinations: Sequence[str]) -> dict[str, float]:
+    """Per destination, its share of the narrowest resource its routes in must cross:
+    ``min_e c(e) / n(e)`` over the resources e on both its route from ``source`` and its
+    route from its neighbour in depth-first order (a host near it), ``n(e)`` counting the
+    destinations whose such resources include e.
+
+    A heuristic ordering of the destinations by the rate their routes leave them when every
+    one takes its part [I]: a link every route from the source crosses (the source's own)
+    is no one's limit, a switch's uplink that declared routes send its hosts through (even
+    from each other) is; on a tree without declared routes it is each host's own link, the
+    max-flow bound's order. Not a bound (relays change the counts).
+    """
+    res_of, cap = resource_arrays(topology)
+    order = [topology.nodes[i] for i in Arborescence.dfs(topology, source).node.tolist()]
+    wanted = set(destinations)
+    chain = [h for h in order if h in wanted] or list(destinations)
+    near = {d: chain[k - 1] if k else (chain[1] if len(chain) > 1 else source) for k, d in enumerate(chain)}
+    into = {}
+    for d in destinations:
+        a = set(res_of[list(topology.route(source, d))].tolist())
+        b = set(res_of[list(topology.route(near.get(d, source), d))].tolist()) if near.get(d, source) != d else a
+        into[d] = np.array(sorted(a & b), dtype=np.int64)
+    count = np.zeros(len(cap))
+    for r in into.values():
+        count[r] += 1.0
+    return {d: float((cap[r] / count[r]).min()) if len(r) else math.inf for d, r in into.items()}
+
+
+def prefix_sets(dests: Sequence[str], key: Mapping[str, float], most: int | None = None) -> list[frozenset[str]]:
+    """Nested destination sets, largest first: prefixes of ``dests`` sorted by ``key``
+    (largest first), cut where the key drops; ``most`` keeps a spread of that many (always
+    the whole set)."""
+    rank = {d: i for i, d in enumerate(dests)}
+    order = sorted(dests, key=lambda d: (-key[d], rank[d]))
+    cuts = [k for k in range(1, len(order) + 1) if k == len(order) or key[order[k]] < key[order[k - 1]]]
+    sets = [frozenset(order[:k]) for k in reversed(cuts)]
+    if most is not None and len(sets) > most:
+        sets = [sets[i] for i in np.unique(np.linspace(0, len(sets) - 1, most).round().astype(int))]
+    return sets
 
 
 def _excess_receivers(arb: Arborescence, active: np.ndarray, exhausted: np.ndarray, res_of: np.ndarray) -> np.ndarray:
@@ -581,7 +624,9 @@ def residual_pipelines(
             bad = np.zeros(arb.size, dtype=bool)
             if is_tree or not fixed:  # the chain's Euler tour is what its hops cross
                 down_used, up_used = arb.chain_usage(active)
-                bad = (up_used & over[res_of[np.maximum(arb.up, 0)]]) | (down_used & over[res_of[np.maximum(arb.down, 0)]])
+                bad = (up_used & over[res_of[np.maximum(arb.up, 0)]]) | (
+                    down_used & over[res_of[np.maximum(arb.down, 0)]]
+                )
                 bad[0] = False
             if fixed and not bad.any():  # a hop's route beyond the tree paths crosses it
                 bad[_excess_receivers(arb, active, over, res_of)] = True

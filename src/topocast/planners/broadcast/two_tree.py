@@ -51,7 +51,7 @@ from ...errors import PlanError
 from ...plan import Broadcast, Plan, Transfer
 from ..registry import register_planner
 from ._compact import DEFAULT_RATE_TOLERANCE, check_rate_tolerance, compact_nested
-from ._trees import Pipeline, _prefix, e1_rates, resource_arrays
+from ._trees import Pipeline, _prefix, e1_rates, prefix_sets, resource_arrays, route_shares, routes_fixed
 from .stable import stable_pipelines
 
 if TYPE_CHECKING:
@@ -242,11 +242,13 @@ def _hops(members, parents, source):
     return hops, int(depth.max(initial=-1)) + 1
 
 
-def _rates(topology, levels_hops, sizes, stable_rates):
+def _rates(topology, levels_hops, sizes, stable_rates, floors=None):
     """LP rates V_n of the levels (each tree at V_n / 2), feasible on every resource.
 
     Level 1 keeps at least 10^-6 of stable's rate (or half of its largest feasible rate, if
-    that is less) so that every destination completes."""
+    that is less) so that every destination completes. ``floors[L]``: the least total rate
+    V_1 + ... + V_L of a host whose last level is L, kept when the links allow it (the LP
+    is solved without them otherwise) [I]."""
     from scipy.optimize import linprog
 
     res_of, cap = resource_arrays(topology)
@@ -257,17 +259,41 @@ def _rates(topology, levels_hops, sizes, stable_rates):
     rows = np.flatnonzero(np.isfinite(cap) & (uses.sum(axis=1) > 0))
     scale = float(cap[rows].max()) if len(rows) else 1.0
     if not len(rows):  # no limited link in the way: keep stable's rates
-        return np.asarray(stable_rates, float)
+        return np.resize(np.asarray(stable_rates, float), len(sizes))
     # level 1 alone at half its largest feasible rate is feasible, so the floor never makes
     # the LP infeasible (the trees may cross links slower than 10^-6 of stable's rate)
     first = uses[rows, 0]
     level1_max = float((cap[rows][first > 0] / first[first > 0]).min()) if (first > 0).any() else math.inf
     floor = min(stable_rates[0] * 1e-6, level1_max / 2)
     bounds = [(floor / scale, None)] + [(0, None)] * (len(sizes) - 1)
-    sol = linprog(-np.asarray(sizes, float), A_ub=uses[rows], b_ub=cap[rows] / scale, bounds=bounds, method="highs")
+    a_ub, b_ub = uses[rows], cap[rows] / scale
+    if floors is not None:
+        sol = _floored(np.asarray(sizes, float), a_ub, b_ub, bounds, np.asarray(floors, float) / scale)
+        if sol.status == 0:
+            return np.maximum(sol.x[: len(sizes)], 0.0) * scale
+    sol = linprog(-np.asarray(sizes, float), A_ub=a_ub, b_ub=b_ub, bounds=bounds, method="highs")
     if sol.status != 0:
         raise PlanError("two_tree: the rate LP found no feasible rates", element="topology")
     return np.maximum(sol.x, 0.0) * scale
+
+
+#: What a unit of shortfall below a level's floor costs in the rate LP, per host of the level
+#: [I]: a host kept at its floor is worth this many units of aggregate elsewhere.
+FLOOR_WEIGHT = 10.0
+
+
+def _floored(sizes, a_ub, b_ub, bounds, floors):
+    """The rate LP with soft floors: a shortfall s_L >= 0 per level, V_1 + ... + V_L + s_L >=
+    floor_L, each unit of s_L costing FLOOR_WEIGHT per host whose last level is L."""
+    from scipy.optimize import linprog
+
+    k = len(sizes)
+    last = sizes - np.append(sizes[1:], 0.0)  # hosts whose last level is L
+    cost = np.concatenate([-sizes, FLOOR_WEIGHT * last])
+    a_floor = np.hstack([-np.tril(np.ones((k, k))), -np.eye(k)])
+    a = np.vstack([np.hstack([a_ub, np.zeros((len(a_ub), k))]), a_floor])
+    b = np.concatenate([b_ub, -floors])
+    return linprog(cost, A_ub=a, b_ub=b, bounds=list(bounds) + [(0, None)] * k, method="highs")
 
 
 def two_stream_layout(
@@ -341,17 +367,19 @@ def plan_two_tree(
             f"two_tree: destinations {missing[:5]} cannot be reached with positive bandwidth over two-way links",
             element="destinations",
         )
-    trees, depth = [], 0
-    for members in levels:
-        pair = []
-        order, nesting = route_hierarchy(topology, src, members)
-        for parents in nested_two_tree(nesting, len(order)):
-            hops, d = _hops(order, parents, src)
-            pair.append(hops)
-            depth = max(depth, d)
-        trees.append(pair)
     level_rates = [sum(p.rate for p in pipes if p.n_members == len(m)) for m in levels]  # nested: sizes tell
-    rates = _rates(topology, [a + b for a, b in trees], [len(m) for m in levels], level_rates)
+    trees, depth = _level_trees(topology, src, levels)
+    shares = route_shares(topology, src, dests) if routes_fixed(topology) else None
+    rates = _rates(topology, [a + b for a, b in trees], [len(m) for m in levels], level_rates, _floors(levels, shares))
+    if shares is not None:  # rate classes by route share as well; the LP's better choice
+        rank = {d: i for i, d in enumerate(dests)}
+        classes = [sorted(s, key=rank.__getitem__) for s in prefix_sets(dests, shares, MAX_CLASSES)]
+        c_trees, c_depth = _level_trees(topology, src, classes)
+        c_rates = _rates(
+            topology, [a + b for a, b in c_trees], [len(m) for m in classes], level_rates[:1], _floors(classes, shares)
+        )
+        if _served(classes, c_rates) > _served(levels, rates):
+            levels, trees, depth, rates = classes, c_trees, c_depth, c_rates
     keep = [n for n in range(len(levels)) if rates[n] > 0]
     levels, trees, rates = [levels[n] for n in keep], [trees[n] for n in keep], [float(rates[n]) for n in keep]
     transfers = _transfers(trees, two_stream_layout(size, rates), rates)
@@ -364,6 +392,42 @@ def plan_two_tree(
     }
     params = {"rate_tolerance": rate_tolerance}
     return Plan.broadcast(src, size, dests, transfers, planner="two_tree", params=params, notes=notes)
+
+
+#: Most rate classes by route share (:func:`._trees.prefix_sets`): two trees each.
+MAX_CLASSES = 12
+
+
+def _level_trees(topology, source, levels):
+    """The two trees (hops, parents first) of every level, and the deepest tree's depth."""
+    trees, depth = [], 0
+    for members in levels:
+        pair = []
+        order, nesting = route_hierarchy(topology, source, members)
+        for parents in nested_two_tree(nesting, len(order)):
+            hops, d = _hops(order, parents, source)
+            pair.append(hops)
+            depth = max(depth, d)
+        trees.append(pair)
+    return trees, depth
+
+
+def _floors(levels, shares):
+    """Per level L, half the smallest route share (:func:`._trees.route_shares`) of the hosts
+    whose last level is L: what the rate LP keeps them at when it can (None without shares)."""
+    if shares is None:
+        return None
+    out = []
+    for n, members in enumerate(levels):
+        nxt = set(levels[n + 1]) if n + 1 < len(levels) else set()
+        last = [shares[d] for d in members if d not in nxt]
+        out.append(0.5 * min(last, default=0.0))
+    return np.array(out)
+
+
+def _served(levels, rates) -> float:
+    """Σ_n |S_n| V_n: the aggregate the levels' rates give."""
+    return float(sum(len(m) * float(v) for m, v in zip(levels, rates)))
 
 
 def _transfers(trees, layout, rates) -> list[Transfer]:
