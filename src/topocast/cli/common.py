@@ -97,8 +97,8 @@ def add_rate_tolerance_arg(p: argparse.ArgumentParser) -> None:
         type=rate_tolerance_arg,
         default=None,
         metavar="FRACTION",
-        help="fraction of the expected aggregate bandwidth the tree planners (stable, fpfr, "
-        f"balanced_multicast, optimal) may give up to merge trees, in [0, 0.5) "
+        help="fraction of its own rate any one host may lose when the tree planners (stable, fpfr, "
+        f"balanced_multicast, two_tree, optimal) merge trees, in [0, 0.5) "
         f"(default {DEFAULT_RATE_TOLERANCE}; 0: every tree of the paper's algorithm)",
     )
 

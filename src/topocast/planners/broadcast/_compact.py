@@ -3,19 +3,21 @@
 On a network where almost every link has its own bandwidth, the capacity-subtraction loop of
 ``stable`` / ``fpfr`` (and the LP of ``optimal`` / ``balanced_multicast``) yields one tree per
 distinct bottleneck, so a plan has hosts x levels transfers, most of them carrying a sliver of
-bandwidth. Ours ([I]): give up at most ``rate_tolerance`` of the plan's expected aggregate
-bandwidth (E1, docs/algorithms.md 0.2) to drop trees.
+bandwidth. Ours ([I]): drop trees while no host loses more than ``rate_tolerance`` of its
+own expected rate (E1, docs/algorithms.md 0.2), so each host keeps its guarantee to that
+fraction, and the aggregate loses at most that fraction too.
 
 * Nested trees (``stable``, ``optimal``; T_1 ⊇ T_2 ⊇ ...): removing tree ``s`` folds its rate into
   the next kept tree ``q`` (same hosts minus those that left after ``s``). A host whose last
   tree was in ``[s, q)`` then gets the cumulative rate of the kept tree before ``s``; every other
   host keeps its rate. Folding is only done when tree ``q`` uses every link at most as often as
   tree ``s`` (true for sub-pipelines of one depth-first order on a tree topology), so the merged
-  plan never asks a link for more than the original plan did. The tree whose removal costs
-  least is removed first, while the total cost stays within the budget.
+  plan never asks a link for more than the original plan did, and only when every host it
+  slows keeps ``1 - rate_tolerance`` of its unmerged rate. Among the allowed removals the one
+  that costs the aggregate least goes first.
 * Parallel spanning trees (``fpfr``, ``balanced_multicast``; every host gets ΣV): trees that are
   the same pipeline are merged (lossless), then the slowest trees are dropped while their rates
-  sum to at most the budget.
+  sum to at most ``rate_tolerance`` x ΣV (every host's own rate).
 """
 
 from __future__ import annotations
@@ -30,9 +32,9 @@ from ._trees import Arborescence, Pipeline, shared_arborescence
 
 __all__ = ["DEFAULT_RATE_TOLERANCE", "check_rate_tolerance", "compact_nested", "compact_parallel"]
 
-# Fraction of the expected aggregate bandwidth a planner may give up to drop trees. The loss it
-# costs, measured on the generators' networks, is in docs/performance.md.
-DEFAULT_RATE_TOLERANCE = 0.004
+# Fraction of its own expected rate a host may lose when a planner drops trees. The plan sizes
+# and losses, measured on the generators' networks, are in docs/performance.md.
+DEFAULT_RATE_TOLERANCE = 1e-4
 
 
 def check_rate_tolerance(value: float, option: str = "rate_tolerance") -> float:
@@ -42,7 +44,7 @@ def check_rate_tolerance(value: float, option: str = "rate_tolerance") -> float:
     except (TypeError, ValueError):
         v = math.nan
     if not (0.0 <= v < 0.5):
-        raise InputError(f"must be a fraction of the aggregate bandwidth in [0, 0.5), got {value!r}", element=option)
+        raise InputError(f"must be a fraction of each host's rate in [0, 0.5), got {value!r}", element=option)
     return v
 
 
@@ -57,10 +59,12 @@ def _dominated(small: Pipeline, big: Pipeline) -> bool:
 def compact_nested(
     pipelines: Sequence[Pipeline], destinations: Sequence[str], tolerance: float
 ) -> tuple[list[Pipeline], float]:
-    """Drop nested trees for at most ``tolerance`` x the E1 aggregate; returns (trees, loss in bytes/s).
+    """Drop nested trees while no host loses more than ``tolerance`` of its own rate.
 
-    ``pipelines`` are nested (each tree's members are a subset of the previous tree's); if they
-    are not, they are returned unchanged.
+    Returns (trees, loss of the E1 aggregate in bytes/s). A host's own rate is its E1 rate in
+    the unmerged plan (on a symmetric tree, Stable Broadcast's: its max-flow). ``pipelines``
+    are nested (each tree's members are a subset of the previous tree's); if they are not,
+    they are returned unchanged.
     """
     k = len(pipelines)
     if k < 2 or tolerance <= 0:
@@ -70,20 +74,20 @@ def compact_nested(
     if levels is None:  # not nested
         return list(pipelines), 0.0
     hosts_at = np.bincount(levels, minlength=k).tolist()
-    cum = []
-    acc = 0.0
-    for p in pipelines:
-        acc += p.rate
-        cum.append(acc)
-    budget = tolerance * sum(cum[i] for i in levels.tolist())
+    cum = np.cumsum([p.rate for p in pipelines]).tolist()
     kept = list(range(k))
     hosts_from = hosts_at[:]  # hosts whose last tree lies in [kept[j], kept[j+1])
+    # the fastest own rate among those hosts (their last tree's cumulative rate): removing
+    # kept[j] gives them cum[kept[j-1]], which must stay within the tolerance of it
+    top_from = [cum[i] if hosts_at[i] else 0.0 for i in range(k)]
     loss = 0.0
     legal: dict[tuple[int, int], bool] = {}
     while len(kept) > 1:
         best = None
         for j in range(1, len(kept)):
             s, before = kept[j], kept[j - 1]
+            if top_from[s] - cum[before] > tolerance * top_from[s]:
+                continue  # some host would fall more than the tolerance below its own rate
             q = kept[j + 1] if j + 1 < len(kept) else None
             if q is not None:
                 key = (q, s)
@@ -96,11 +100,13 @@ def compact_nested(
             cost = (cum[s] - cum[before]) * hosts_from[s]
             if best is None or cost < best[0]:
                 best = (cost, j)
-        if best is None or loss + best[0] > budget:
+        if best is None:
             break
         cost, j = best
         loss += cost
-        hosts_from[kept[j - 1]] += hosts_from[kept[j]]
+        s, before = kept[j], kept[j - 1]
+        hosts_from[before] += hosts_from[s]
+        top_from[before] = max(top_from[before], top_from[s])
         del kept[j]
     out = []
     prev = 0.0

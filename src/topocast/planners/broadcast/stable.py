@@ -63,8 +63,8 @@ def plan_from_nested(
 ) -> Plan:
     """Plan for nested rated pipelines with the folded staged layout (shared with ``optimal``).
 
-    ``rate_tolerance``: fraction of the expected aggregate bandwidth that may be given up to
-    merge trees (:func:`._compact.compact_nested`)."""
+    ``rate_tolerance``: fraction of its own expected rate any host may lose when trees are
+    merged (:func:`._compact.compact_nested`)."""
     size = int(request.size)
     n_before = len(pipelines)
     pipelines, loss = compact_nested(pipelines, destinations, check_rate_tolerance(rate_tolerance))
@@ -109,8 +109,9 @@ def plan_stable(
     """Plan a Stable Broadcast of ``request`` over ``topology``.
 
     ``max_trees`` caps the number of trees (default: until no destination is left).
-    ``rate_tolerance``: fraction of the expected aggregate bandwidth that may be given up to
-    merge partial trees (0: the paper's trees, one per bottleneck level).
+    ``rate_tolerance``: fraction of its own rate any host may lose when partial trees are
+    merged (0: the paper's trees, one per bottleneck level; the default keeps every host at
+    its max-flow on a symmetric tree to that fraction).
     ``seed`` is accepted for interface uniformity; the algorithm is deterministic.
     """
     dests = request.resolve(topology)
