@@ -149,11 +149,12 @@ def dijkstra_tree(
         return hops
     res_of, res_cap = resource_arrays(topology)
     res_mat = np.append(res_of, len(res_cap))[mat]
-    return _load_aware_hops(res_mat, np.append(res_cap, np.inf), len(res_cap), hosts, _multiplicity(res_mat))
+    return _load_aware_hops(_by_multiplicity(res_mat), np.append(res_cap, np.inf), len(res_cap), hosts)
 
 
-def _multiplicity(res_mat: np.ndarray) -> np.ndarray | None:
-    """How many times each entry's resource appears in its route (None: never more than once).
+def _by_multiplicity(res_mat: np.ndarray) -> list[tuple[float, np.ndarray]]:
+    """``res_mat`` split by how many times each entry's resource appears in its route: a list
+    of (k, matrix of the resources crossed k times, padded), k = 1 alone when none repeats.
 
     A declared route up to a gateway and back crosses one cable twice; a shared cable is one
     resource for both directions. A hop crossing a resource k times gets at most
@@ -162,22 +163,27 @@ def _multiplicity(res_mat: np.ndarray) -> np.ndarray | None:
     ordered = np.sort(res_mat, axis=2)
     repeats = ((ordered[..., 1:] == ordered[..., :-1]) & (ordered[..., 1:] < pad)).any(axis=2)
     if not repeats.any():
-        return None
-    mult = np.ones(res_mat.shape, dtype=float)
+        return [(1.0, res_mat)]
+    mult = np.ones(res_mat.shape, dtype=np.int64)
     rows = res_mat[repeats]
     mult[repeats] = (rows[:, :, None] == rows[:, None, :]).sum(axis=2)
-    return mult
+    out = []
+    for k in np.unique(mult[res_mat < pad]).tolist():
+        mat = np.sort(np.where(mult == k, res_mat, pad), axis=2)
+        width = max(int((mat < pad).sum(axis=2).max()), 1)
+        out.append((float(k), np.ascontiguousarray(mat[..., :width])))
+    return out
 
 
 #: Stale candidates re-evaluated at once, at first (doubled while none is still exact).
 REFRESH_CHUNK = 64
 
 
-def _load_aware_hops(mat, cap, n_links, hosts, mult=None):
+def _load_aware_hops(mats, cap, n_links, hosts):
     """The load-aware greedy: repeatedly add the hop u->v (u in the tree, v not) of largest
-    ``min(rate[u], min_{e in route(u,v)} c(e) / (load(e) + 1))``, lowest (u, v) on ties
-    (``mat``: resource ids of every route, padded with ``n_links``; ``mult``: how often each
-    entry's resource recurs in its route, which replaces the 1).
+    ``min(rate[u], min_{e in route(u,v)} c(e) / (load(e) + k(e)))``, lowest (u, v) on ties
+    (``mats``: (k, resource ids crossed k times by every route, padded with ``n_links``),
+    :func:`_by_multiplicity`).
 
     Loads only grow, so a value computed earlier is an upper bound of the current one ([I],
     lazy greedy): ``ub`` keeps each candidate's last value, and only the candidates whose bound
@@ -196,10 +202,10 @@ def _load_aware_hops(mat, cap, n_links, hosts, mult=None):
     out[1:] = True
 
     def value(u: np.ndarray, v: np.ndarray) -> np.ndarray:
-        if mult is None:
-            return np.minimum(rate[u], (cap / (load + 1.0))[mat[u, v]].min(axis=-1))
-        m = mat[u, v]
-        return np.minimum(rate[u], (cap[m] / (load[m] + mult[u, v])).min(axis=-1))
+        best = rate[u]
+        for k, mat in mats:
+            best = np.minimum(best, (cap / (load + k))[mat[u, v]].min(axis=-1))
+        return best
 
     def join(u: int) -> None:  # u's candidate row, exact at the current loads
         cols = np.flatnonzero(out)
@@ -227,8 +233,9 @@ def _load_aware_hops(mat, cap, n_links, hosts, mult=None):
         rate[v] = top
         out[v] = False
         ub[:, v] = -np.inf
-        r = mat[u, v]
-        np.add.at(load, r[r < n_links], 1.0)
+        for k, mat in mats:
+            r = mat[u, v]
+            load[r[r < n_links]] += k
         hops.append((hosts[u], hosts[v]))
         join(v)
     return hops
