@@ -58,6 +58,7 @@ __all__ = [
     "chain_links",
     "route_shares",
     "prefix_sets",
+    "within_capacity",
 ]
 
 EPS_REL = 1e-9
@@ -177,6 +178,15 @@ def prefix_sets(dests: Sequence[str], key: Mapping[str, float], most: int | None
     if most is not None and len(sets) > most:
         sets = [sets[i] for i in np.unique(np.linspace(0, len(sets) - 1, most).round().astype(int))]
     return sets
+
+
+def within_capacity(x: np.ndarray, uses, capacity: np.ndarray) -> np.ndarray:
+    """LP rates ``x`` scaled down, if need be, so that ``uses @ x <= capacity`` holds exactly:
+    HiGHS meets its constraints to a feasibility tolerance (about 1e-7 of the scaled
+    capacities), and a plan never asks a link for more than it has."""
+    load = np.asarray(uses @ x, dtype=float).ravel()
+    over = np.max(load / capacity, initial=1.0)
+    return x / over if over > 1.0 else x
 
 
 def _excess_receivers(arb: Arborescence, active: np.ndarray, exhausted: np.ndarray, res_of: np.ndarray) -> np.ndarray:

@@ -68,6 +68,7 @@ from ._trees import (
     route_shares,
     routes_fixed,
     undirected_tree,
+    within_capacity,
 )
 from .stable import plan_from_nested, stable_pipelines
 
@@ -139,7 +140,8 @@ def _solve(cols, topology, dests, floors, res_of, cap):
     y = np.zeros(n_res)
     y[rows] = -lam[: len(rows)]
     mu = -lam[len(rows) :]
-    return np.maximum(sol.x, 0.0) * scale, -sol.fun * scale, y, mu
+    x = within_capacity(np.maximum(sol.x, 0.0), a_cap[rows], cap[rows] / scale)
+    return x * scale, float(np.dot(-obj, x)) * scale, y, mu
 
 
 def _price(topology, source, arb_fixed, level_sets, y, mu, dests, res_of, rev):

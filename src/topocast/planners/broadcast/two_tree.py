@@ -51,7 +51,16 @@ from ...errors import PlanError
 from ...plan import Broadcast, Plan, Transfer
 from ..registry import register_planner
 from ._compact import DEFAULT_RATE_TOLERANCE, check_rate_tolerance, compact_nested
-from ._trees import Pipeline, _prefix, e1_rates, prefix_sets, resource_arrays, route_shares, routes_fixed
+from ._trees import (
+    Pipeline,
+    _prefix,
+    e1_rates,
+    prefix_sets,
+    resource_arrays,
+    route_shares,
+    routes_fixed,
+    within_capacity,
+)
 from .stable import stable_pipelines
 
 if TYPE_CHECKING:
@@ -270,11 +279,11 @@ def _rates(topology, levels_hops, sizes, stable_rates, floors=None):
     if floors is not None:
         sol = _floored(np.asarray(sizes, float), a_ub, b_ub, bounds, np.asarray(floors, float) / scale)
         if sol.status == 0:
-            return np.maximum(sol.x[: len(sizes)], 0.0) * scale
+            return within_capacity(np.maximum(sol.x[: len(sizes)], 0.0), a_ub, b_ub) * scale
     sol = linprog(-np.asarray(sizes, float), A_ub=a_ub, b_ub=b_ub, bounds=bounds, method="highs")
     if sol.status != 0:
         raise PlanError("two_tree: the rate LP found no feasible rates", element="topology")
-    return np.maximum(sol.x, 0.0) * scale
+    return within_capacity(np.maximum(sol.x, 0.0), a_ub, b_ub) * scale
 
 
 #: What a unit of shortfall below a level's floor costs in the rate LP, per host of the level
