@@ -286,23 +286,29 @@ def _rates(topology, levels_hops, sizes, stable_rates, floors=None):
     return within_capacity(np.maximum(sol.x, 0.0), a_ub, b_ub) * scale
 
 
-#: What a unit of shortfall below a level's floor costs in the rate LP, per host of the level
-#: [I]: a host kept at its floor is worth this many units of aggregate elsewhere.
-FLOOR_WEIGHT = 10.0
-
-
 def _floored(sizes, a_ub, b_ub, bounds, floors):
-    """The rate LP with soft floors: a shortfall s_L >= 0 per level, V_1 + ... + V_L + s_L >=
-    floor_L, each unit of s_L costing FLOOR_WEIGHT per host whose last level is L."""
+    """The rate LP with floors, max-min first [I]: the largest fraction θ <= 1 of every
+    level's floor that all levels can keep at once (V_1 + ... + V_L >= θ floor_L), then the
+    largest Σ_n |S_n| V_n that keeps θ."""
     from scipy.optimize import linprog
 
     k = len(sizes)
-    last = sizes - np.append(sizes[1:], 0.0)  # hosts whose last level is L
-    cost = np.concatenate([-sizes, FLOOR_WEIGHT * last])
-    a_floor = np.hstack([-np.tril(np.ones((k, k))), -np.eye(k)])
-    a = np.vstack([np.hstack([a_ub, np.zeros((len(a_ub), k))]), a_floor])
-    b = np.concatenate([b_ub, -floors])
-    return linprog(cost, A_ub=a, b_ub=b, bounds=list(bounds) + [(0, None)] * k, method="highs")
+    cumulative = -np.tril(np.ones((k, k)))
+    # step 1: maximise θ (the last variable)
+    a1 = np.vstack([np.hstack([a_ub, np.zeros((len(a_ub), 1))]), np.hstack([cumulative, floors[:, None]])])
+    b1 = np.concatenate([b_ub, np.zeros(k)])
+    first = linprog(np.append(np.zeros(k), -1.0), A_ub=a1, b_ub=b1, bounds=list(bounds) + [(0, 1)], method="highs")
+    if first.status != 0:
+        return first
+    theta = max(float(first.x[-1]) * (1 - 1e-9), 0.0)
+    # step 2: the aggregate, every level kept at θ of its floor
+    return linprog(
+        -sizes,
+        A_ub=np.vstack([a_ub, cumulative]),
+        b_ub=np.concatenate([b_ub, -theta * floors]),
+        bounds=bounds,
+        method="highs",
+    )
 
 
 def two_stream_layout(
@@ -377,18 +383,7 @@ def plan_two_tree(
             element="destinations",
         )
     level_rates = [sum(p.rate for p in pipes if p.n_members == len(m)) for m in levels]  # nested: sizes tell
-    trees, depth = _level_trees(topology, src, levels)
-    shares = route_shares(topology, src, dests) if routes_fixed(topology) else None
-    rates = _rates(topology, [a + b for a, b in trees], [len(m) for m in levels], level_rates, _floors(levels, shares))
-    if shares is not None:  # rate classes by route share as well; the LP's better choice
-        rank = {d: i for i, d in enumerate(dests)}
-        classes = [sorted(s, key=rank.__getitem__) for s in prefix_sets(dests, shares, MAX_CLASSES)]
-        c_trees, c_depth = _level_trees(topology, src, classes)
-        c_rates = _rates(
-            topology, [a + b for a, b in c_trees], [len(m) for m in classes], level_rates[:1], _floors(classes, shares)
-        )
-        if _served(classes, c_rates) > _served(levels, rates):
-            levels, trees, depth, rates = classes, c_trees, c_depth, c_rates
+    levels, trees, depth, rates = _best_levels(topology, src, dests, levels, level_rates)
     keep = [n for n in range(len(levels)) if rates[n] > 0]
     levels, trees, rates = [levels[n] for n in keep], [trees[n] for n in keep], [float(rates[n]) for n in keep]
     transfers = _transfers(trees, two_stream_layout(size, rates), rates)
@@ -407,36 +402,94 @@ def plan_two_tree(
 MAX_CLASSES = 12
 
 
-def _level_trees(topology, source, levels):
-    """The two trees (hops, parents first) of every level, and the deepest tree's depth."""
+def _best_levels(topology, source, dests, levels, level_rates):
+    """(levels, trees, depth, rates): stable's levels; where routes are fixed, also rate
+    classes by route share (:func:`._trees.route_shares`), each with and without its slowest
+    hosts as leaves (:func:`_level_trees`); the largest aggregate (:func:`_score`) wins."""
+    shares = route_shares(topology, source, dests) if routes_fixed(topology) else None
+    families = [(levels, level_rates)]
+    if shares is not None:
+        rank = {d: i for i, d in enumerate(dests)}
+        classes = [sorted(s, key=rank.__getitem__) for s in prefix_sets(dests, shares, MAX_CLASSES)]
+        families.append((classes, level_rates[:1]))
+    best = None
+    for family, floor_rates in families:
+        floors = _floors(family, shares)
+        for leaves in (False, True) if shares is not None else (False,):
+            trees, depth = _level_trees(topology, source, family, leaves)
+            rates = _rates(topology, [a + b for a, b in trees], [len(m) for m in family], floor_rates, floors)
+            score = _score(family, rates)
+            if best is None or score > best[0] * (1 + 1e-12):
+                best = (score, family, trees, depth, rates)
+    return best[1:]
+
+
+def _level_trees(topology, source, levels, leaves=False):
+    """The two trees (hops, parents first) of every level, and the deepest tree's depth.
+
+    ``leaves``: the hosts of the first level only (the slowest class) are leaves of its two
+    trees instead of members, when the hosts of the next level are at least as many: they
+    send nothing, so they hold no one back (docs/algorithms.md 11.3) [I]."""
     trees, depth = [], 0
-    for members in levels:
+    for n, members in enumerate(levels):
+        nxt = set(levels[n + 1]) if n + 1 < len(levels) else set()
+        last = [m for m in members if m not in nxt]
+        relays = [m for m in members if m in nxt]
+        as_leaves = leaves and n == 0 and last and len(relays) >= len(last)
+        order, nesting = route_hierarchy(topology, source, relays if as_leaves else members)
         pair = []
-        order, nesting = route_hierarchy(topology, source, members)
         for parents in nested_two_tree(nesting, len(order)):
             hops, d = _hops(order, parents, source)
             pair.append(hops)
             depth = max(depth, d)
+        if as_leaves:
+            for t, parent_of in enumerate(_leaf_parents(topology, source, order, last)):
+                pair[t].extend((parent_of[x], x) for x in last)
+            depth += 1
         trees.append(pair)
     return trees, depth
 
 
+def _leaf_parents(topology, source, order, leaves):
+    """Per tree, the relay each leaf hangs from: among the relays whose route from the source
+    shares most with the leaf's, the two with the fewest leaves so far (one per tree; the
+    same relay when there is one), so that no relay's link takes many leaves."""
+    keys = [topology.route(source, m) for m in order]
+    count = dict.fromkeys(order, 0)
+    first, second = {}, {}
+    for x in leaves:
+        key = topology.route(source, x)
+        shared = [_common_prefix(k, key) for k in keys]
+        top = max(shared)
+        near = sorted((m for m, c in zip(order, shared) if c == top), key=count.__getitem__)
+        first[x], second[x] = near[0], near[1] if len(near) > 1 else near[0]
+        count[first[x]] += 1
+        count[second[x]] += 1
+    return first, second
+
+
+def _score(levels, rates) -> float:
+    """Σ_n |S_n| V_n: the aggregate the levels' rates give."""
+    return float(sum(len(m) * float(v) for m, v in zip(levels, rates)))
+
+
+#: The share of its route share (:func:`._trees.route_shares`) the rate LP keeps every host
+#: at when it can [I]: above one half, so that a host still gets half of it after the trees'
+#: fill (their hop latencies) is paid.
+FLOOR_SHARE = 0.6
+
+
 def _floors(levels, shares):
-    """Per level L, half the smallest route share (:func:`._trees.route_shares`) of the hosts
-    whose last level is L: what the rate LP keeps them at when it can (None without shares)."""
+    """Per level L, FLOOR_SHARE of the smallest route share of the hosts whose last level
+    is L: what the rate LP keeps them at when it can (None without shares)."""
     if shares is None:
         return None
     out = []
     for n, members in enumerate(levels):
         nxt = set(levels[n + 1]) if n + 1 < len(levels) else set()
         last = [shares[d] for d in members if d not in nxt]
-        out.append(0.5 * min(last, default=0.0))
+        out.append(FLOOR_SHARE * min(last, default=0.0))
     return np.array(out)
-
-
-def _served(levels, rates) -> float:
-    """Σ_n |S_n| V_n: the aggregate the levels' rates give."""
-    return float(sum(len(m) * float(v) for m, v in zip(levels, rates)))
 
 
 def _transfers(trees, layout, rates) -> list[Transfer]:
