@@ -30,6 +30,12 @@ Ours ([I]):
   can take more get more trees) each get a two-tree; the rate V_n of level n (V_n / 2 per
   tree) comes from a small LP over the links the two-trees really cross (HiGHS):
   maximise Σ_n |S_n| V_n with Σ_n uses_n(e) V_n / 2 <= c(e) for every link or shared cable e.
+* **Rate classes where routes are fixed** (docs/algorithms.md 0.3, 11.3; cumulative layers
+  as in McCanne, Jacobson, Vetterli, "Receiver-driven Layered Multicast", SIGCOMM 1996):
+  nested classes of the route shares (:func:`._trees.route_shares`) are planned beside
+  ``stable``'s levels, each also with the slowest class as leaves; the rate LP first keeps
+  every class at the largest common fraction of ``FLOOR_SHARE`` of its route share, then
+  maximises Σ_n |S_n| V_n; the largest aggregate is planned.
 * **Byte layout.** ``stable``'s folded staged layout (docs/algorithms.md 1.4) with two
   streams per level: level L carries the complement of what every stream of the levels
   j < L has delivered by ``t_L = M / (V_1 + ... + V_L)``, its first half on T1 and its second
@@ -358,7 +364,7 @@ def _suffix(seq, p):
 @register_planner(
     "broadcast",
     "two_tree",
-    summary="two-tree (double binary tree) per Stable Broadcast level, half the message on each tree, built switch by switch so no link carries more than a pipeline; depth ~log2 n per switch level; LP rates",
+    summary="two-tree (double binary tree) per Stable Broadcast level (or, where routes are fixed, per rate class of the routes, slowest hosts as leaves), half the message on each tree, built switch by switch so no link carries more than a pipeline; depth ~log2 n per switch level; LP rates",
     reference="Sanders, Speck, Träff. Two-tree algorithms for full bandwidth broadcast, reduction and scan. Parallel Computing 35(12), 2009",
 )
 def plan_two_tree(
