@@ -64,9 +64,17 @@ __all__ = [
 EPS_REL = 1e-9
 
 
+_TREE: WeakKeyDictionary[Topology, bool] = WeakKeyDictionary()
+
+
 def undirected_tree(topology: Topology) -> bool:
-    """True for a tree of two-way links (then every host pair has one route: the tree path)."""
-    return topology.is_tree() and not any(getattr(pl, "directed", False) for pl in topology.physical_links)
+    """True for a tree of two-way links (then every host pair has one route: the tree path).
+    Cached per topology: the pipelines ask it once per hop list."""
+    known = _TREE.get(topology)
+    if known is None:
+        known = topology.is_tree() and not any(getattr(pl, "directed", False) for pl in topology.physical_links)
+        _TREE[topology] = known
+    return known
 
 
 def has_reverse(topology: Topology) -> np.ndarray:
