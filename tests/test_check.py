@@ -195,3 +195,50 @@ def test_causality_in_plan_order_agrees_with_the_replay(seed, monkeypatch):
     monkeypatch.setattr(check, "_fed_in_plan_order", lambda *args: False)
     assert fast == [_outcome(p, topo) for p in variants]
     assert fast[0] is None
+
+
+# ------------------------------------------------------------------ paths where routes are fixed
+def _declared_route_platform():
+    """Two hosts behind one switch whose declared route goes up to the gateway and back."""
+    links = [L("a", "sw", 1e9), L("b", "sw", 1e9), L("sw", "gw", 1e10), L("c", "gw", 1e9)]
+    routes = {("a", "b"): ("a", "sw", "gw", "sw", "b"), ("b", "a"): ("b", "sw", "gw", "sw", "a")}
+    return Topology("declared", ["a", "b", "c"], ["sw", "gw"], links, routes=routes)
+
+
+def test_an_explicit_path_that_is_not_the_declared_route_is_rejected():
+    topo = _declared_route_platform()
+    size = 1000
+    turn = Transfer.of("a", "b", 0, size, path=("a", "sw", "b"))
+    plan = Plan.broadcast("a", size, ["b"], [turn])
+    with pytest.raises(PlanError) as exc:
+        check_plan(plan, topo)
+    msg = str(exc.value)
+    assert "a->b" in msg or "'a'" in msg
+    assert "['a', 'sw', 'b']" in msg and "['a', 'sw', 'gw', 'sw', 'b']" in msg
+    # the route itself, given as a path, or no path at all: accepted
+    check_plan(
+        Plan.broadcast("a", size, ["b"], [Transfer.of("a", "b", 0, size, path=("a", "sw", "gw", "sw", "b"))]), topo
+    )
+    check_plan(Plan.broadcast("a", size, ["b"], [Transfer.of("a", "b", 0, size)]), topo)
+
+
+def test_explicit_paths_stay_allowed_without_declared_routes():
+    # a ring: a planner may choose the long way round
+    links = [L("a", "b", 1e9), L("b", "c", 1e9), L("c", "a", 1e9)]
+    topo = Topology("ring", ["a", "b", "c"], [], links)
+    plan = Plan.broadcast("a", 10, ["b"], [Transfer.of("a", "b", 0, 10, path=("a", "c", "b"))])
+    check_plan(plan, topo)
+
+
+@pytest.mark.parametrize("name", ["depth_first", "stable", "fpfr", "optimal", "dijkstra", "two_tree"])
+def test_no_planner_gives_a_path_the_platform_does_not_route(name):
+    from topocast.plan import Broadcast
+    from topocast.planners.registry import get_planner
+    from topocast.topology.multisite import multi_site_platform
+
+    topo = multi_site_platform(30, seed=1)
+    assert topo.routes
+    plan = get_planner("broadcast", name)(topo, Broadcast(topo.hosts[0], 10**8))
+    check_plan(plan, topo)
+    for t in plan.transfers:
+        assert t.path is None or tuple(t.path) == topo.route_nodes(t.src, t.dst), (name, t)

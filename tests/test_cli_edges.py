@@ -233,7 +233,13 @@ def test_compare_says_which_bound_a_fraction_refers_to(tmp_path, capsys):
     stable = next(r for r in data["results"] if r["algorithm"] == "stable")
     assert stable["of_ceiling"] > stable["of_bound"]
     code, text = _run_cli(capsys, "compare", str(topo), "--size", "100MB", "-a", "stable,flat")
-    assert "relay ceiling" in text and "of Σ" in text
+    # the routes are fixed (a tree): the fractions are of the route-aware bound, which is below
+    # Σ max-flow here, and of its steady form (never above the relay ceiling, so that one is
+    # not repeated)
+    assert "route bound (aggregate)" in text and "route bound (steady rates)" in text and "Σ max-flow" in text
+    assert stable["of_reference"] > stable["of_bound"]
+    assert data["reference"]["kind"].startswith("route-aware")
+    assert data["route_bound"]["steady_aggregate_bandwidth"] == pytest.approx(data["ceiling"]["aggregate_bandwidth"])
 
 
 SWEEP_PLANNERS = "stable,scatter_allgather_rdb,scatter_allgather_ring,depth_first,balanced_multicast,two_tree,binomial"

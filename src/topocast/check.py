@@ -3,7 +3,8 @@
 Every planner's tests run it (like networkx's ``validate_flows``):
 
 1. every transfer joins two distinct hosts of the topology, carries non-empty byte ranges
-   inside the message, and has a route (its explicit ``path`` or the topology's route);
+   inside the message, and has a route (its explicit ``path`` or the topology's route); where
+   the topology declares routes, an explicit ``path`` must be the route itself;
 2. ``after`` and ``upstream`` name existing transfers and form no cycle; an upstream brings
    its bytes to our sender and carries our byte sequence as a contiguous run;
 3. causality: no host sends bytes it cannot have had. Replaying the plan from the initial
@@ -114,6 +115,11 @@ def _endpoint_problem(plan: Plan, topology: Topology, i: int) -> str | None:
             if t.path[0] != t.src or t.path[-1] != t.dst:
                 return f"path {list(t.path)} must start at {t.src!r} and end at {t.dst!r}"
             topology.path_links(t.path)
+            if topology.routes and tuple(t.path) != topology.route_nodes(t.src, t.dst):
+                return (
+                    f"path {list(t.path)} is not the platform's route {list(topology.route_nodes(t.src, t.dst))}: "
+                    "the topology declares its routes, so a transfer follows its route (leave path unset)"
+                )
         else:
             topology.route(t.src, t.dst)
     except PlanError:

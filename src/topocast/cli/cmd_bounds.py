@@ -1,4 +1,5 @@
-"""``topocast bounds``: per-host max-flow bounds of a broadcast and their sum."""
+"""``topocast bounds``: per-host max-flow bounds of a broadcast and their sum, and where the
+routes are fixed the route-aware bounds (``topocast.route_bound``)."""
 
 from __future__ import annotations
 
@@ -23,8 +24,15 @@ def run(args: argparse.Namespace) -> int:
     source = resolve_source(topology, args.source)
     dests = [d.strip() for d in args.destinations.split(",")] if args.destinations else None
     bound = broadcast_bounds(topology, source, dests)
+    from ..route_bound import reference_bound
+
+    ref = reference_bound(topology, source, bound.per_host_rate)
     if args.json:
-        print_json({"topology": topology.name, "source": source, **bound.to_json(), "common_rate": bound.common_rate})
+        out = {"topology": topology.name, "source": source, **bound.to_json(), "common_rate": bound.common_rate}
+        out["reference"] = ref.to_json()
+        if ref.route is not None:
+            out["route_bound"] = ref.route_json()
+        print_json(out)
         return 0
     from rich.table import Table
 
@@ -33,9 +41,18 @@ def run(args: argparse.Namespace) -> int:
     table = Table(title=f"max-flow bounds from {source} on {topology.name}")
     table.add_column("host")
     table.add_column("max-flow (bound on its rate)", justify="right")
+    route = ref.route
+    if route is not None:
+        table.add_column("on its routes", justify="right")
     for h, r in bound.per_host_rate.items():
-        table.add_row(h, format_bandwidth(r))
-    table.add_row("[bold]sum = theoretical maximum aggregate[/bold]", format_bandwidth(bound.aggregate_bandwidth))
-    table.add_row("min = bound on a common rate", format_bandwidth(bound.common_rate))
+        table.add_row(h, format_bandwidth(r), *([format_bandwidth(route.per_host_rate[h])] if route else []))
+    blank = [""] if route else []
+    table.add_row(
+        "[bold]sum = theoretical maximum aggregate[/bold]", format_bandwidth(bound.aggregate_bandwidth), *blank
+    )
+    if route is not None:
+        table.add_row("[bold]route bound[/bold], aggregate metric (Σ size / T)", "", format_bandwidth(route.aggregate))
+        table.add_row("[bold]route bound[/bold], steady rates (LP)", "", format_bandwidth(route.steady))
+    table.add_row("min = bound on a common rate", format_bandwidth(bound.common_rate), *blank)
     console().print(table)
     return 0

@@ -187,30 +187,40 @@ def run(args: argparse.Namespace) -> int:
             rate_tolerance=args.rate_tolerance,
         )
     from ..relay_bound import relay_ceiling
+    from ..route_bound import reference_bound
 
     ceiling = relay_ceiling(topology, source, bound.per_host_rate)
     # the relay ceiling is shown only where it is tighter than the max-flow sum
     tighter = ceiling < bound.aggregate_bandwidth * (1 - 1e-9)
+    ref = reference_bound(topology, source, bound.per_host_rate)
     if args.json:
-        print_json(
-            {
-                "topology": topology.name,
-                "source": source,
-                "size_bytes": args.size,
-                "bound": {**bound.to_json(), "kind": "sum of per-destination max-flows"},
-                "ceiling": {"aggregate_bandwidth": ceiling, "kind": "relay ceiling (half-duplex links, LP)"},
-                "results": [
-                    {
-                        **r.to_json(),
-                        "of_bound": _fraction(r.aggregate_bandwidth, bound.aggregate_bandwidth),
-                        "of_ceiling": _fraction(r.aggregate_bandwidth, ceiling),
-                    }
-                    for _, r in results
-                    if not isinstance(r, str)
-                ],
-                "errors": {name: r for name, r in results if isinstance(r, str)},
-            }
-        )
+        out = {
+            "topology": topology.name,
+            "source": source,
+            "size_bytes": args.size,
+            "bound": {**bound.to_json(), "kind": "sum of per-destination max-flows"},
+            "ceiling": {"aggregate_bandwidth": ceiling, "kind": "relay ceiling (half-duplex links, LP)"},
+            "reference": ref.to_json(),
+            "results": [
+                {
+                    **r.to_json(),
+                    "of_bound": _fraction(r.aggregate_bandwidth, bound.aggregate_bandwidth),
+                    "of_ceiling": _fraction(r.aggregate_bandwidth, ceiling),
+                    "of_reference": _fraction(r.aggregate_bandwidth, ref.aggregate_bandwidth),
+                    **(
+                        {"of_route_steady": _fraction(r.aggregate_bandwidth, ref.route.steady)}
+                        if ref.route is not None
+                        else {}
+                    ),
+                }
+                for _, r in results
+                if not isinstance(r, str)
+            ],
+            "errors": {name: r for name, r in results if isinstance(r, str)},
+        }
+        if ref.route is not None:
+            out["route_bound"] = ref.route_json()
+        print_json(out)
     else:
         from rich.table import Table
 
@@ -222,17 +232,29 @@ def run(args: argparse.Namespace) -> int:
         )
         # names are never cut: the column is as wide as the longest one
         table.add_column("algorithm", no_wrap=True, min_width=max(len(n) for n, _ in results))
+        # where the routes are fixed and the route-aware bound is lower, the first fraction
+        # is of that bound (valid for the aggregate metric), and one more of its steady form
+        by_route = ref.kind != "sum of per-destination max-flows"
+        # (the steady route bound counts the relay ceiling's constraints too: never above it)
+        tighter = tighter and (ref.route is None or ceiling < ref.route.steady * (1 - 1e-9))
+        steady_bound = ref.route.steady if ref.route is not None else math.inf
+        steady = steady_bound < bound.aggregate_bandwidth * (1 - 1e-9)
         table.add_column("aggregate bandwidth", justify="right")
-        table.add_column("of Σ max-flow", justify="right")
+        table.add_column("of route bound" if by_route else "of Σ max-flow", justify="right")
+        if steady:
+            table.add_column("of steady route bound", justify="right")
         if tighter:
             table.add_column("of relay ceiling", justify="right")
         table.add_column("makespan", justify="right")
         table.add_column("slowest host rate", justify="right")
+        n_extra = int(tighter) + int(steady)
         for name, r in results:
             if isinstance(r, str):
-                table.add_row(name, f"[red]{r}[/red]", *[""] * (4 if tighter else 3))
+                table.add_row(name, f"[red]{r}[/red]", *[""] * (3 + n_extra))
                 continue
-            fracs = [_fraction(r.aggregate_bandwidth, bound.aggregate_bandwidth)]
+            fracs = [_fraction(r.aggregate_bandwidth, ref.aggregate_bandwidth)]
+            if steady:
+                fracs.append(_fraction(r.aggregate_bandwidth, steady_bound))
             if tighter:
                 fracs.append(_fraction(r.aggregate_bandwidth, ceiling))
             slowest = min((h.rate for h in r.per_host.values()), default=math.nan)
@@ -243,19 +265,28 @@ def run(args: argparse.Namespace) -> int:
                 format_time(r.makespan),
                 format_bandwidth(slowest),
             )
-        table.add_row(
+
+        def bound_row(label: str, value: float, *cells: str) -> None:
+            table.add_row(
+                label, format_bandwidth(value), f"{100 * _fraction(value, ref.aggregate_bandwidth):.1f} %", *cells
+            )
+
+        bound_row(
             "[bold]bound[/bold] (Σ max-flow)",
-            format_bandwidth(bound.aggregate_bandwidth),
-            "100.0 %",
-            *([""] if tighter else []),
+            bound.aggregate_bandwidth,
+            *[""] * n_extra,
             "",
             format_bandwidth(bound.common_rate),
         )
+        if by_route:
+            bound_row("[bold]route bound[/bold] (aggregate)", ref.aggregate_bandwidth, *[""] * (n_extra + 2))
+        if steady:
+            bound_row("[bold]route bound[/bold] (steady rates)", steady_bound, "100.0 %", *[""] * (n_extra + 1))
         if tighter:
-            table.add_row(
+            bound_row(
                 "[bold]relay ceiling[/bold] (half-duplex)",
-                format_bandwidth(ceiling),
-                f"{100 * _fraction(ceiling, bound.aggregate_bandwidth):.1f} %",
+                ceiling,
+                *([""] if steady else []),
                 "100.0 %",
                 "",
                 "",

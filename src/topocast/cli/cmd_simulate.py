@@ -52,15 +52,22 @@ def run(args: argparse.Namespace) -> int:
     check_plan(plan, topology)
     known = evaluated if args.chunk_size in (None, plan.chunk_size) else {}
     result = reused_prediction(plan, known) or simulate(plan, topology, chunk_size=args.chunk_size)
-    bound = None
+    bound = ref = None
     if plan.collective == "broadcast":
         if plan.source is None:
             raise PlanError("a broadcast plan must name its source host", source=args.plan, element="source")
         bound = broadcast_bounds(topology, plan.source, plan.destinations)
+        from ..route_bound import reference_bound
+
+        ref = reference_bound(topology, plan.source, bound.per_host_rate)
     if args.json:
         out = {"topology": topology.name, "source": plan.source, "size_bytes": plan.size, **result.to_json()}
-        if bound:
+        if bound and ref:
             out["bound"] = bound.to_json()
+            out["reference"] = ref.to_json()
+            out["of_reference"] = result.aggregate_bandwidth / ref.aggregate_bandwidth
+            if ref.route is not None:
+                out["route_bound"] = ref.route_json()
         print_json(out)
         return 0
     from rich.table import Table
@@ -79,5 +86,11 @@ def run(args: argparse.Namespace) -> int:
         format_bandwidth(result.aggregate_bandwidth),
         format_bandwidth(bound.aggregate_bandwidth) if bound else "",
     )
+    if ref is not None and ref.route is not None:
+        of = result.aggregate_bandwidth / ref.aggregate_bandwidth
+        table.add_row(
+            "[bold]route bound[/bold] (aggregate)", "", f"{100 * of:.1f} %", format_bandwidth(ref.route.aggregate)
+        )
+        table.add_row("[bold]route bound[/bold] (steady)", "", "", format_bandwidth(ref.route.steady))
     console().print(table)
     return 0
