@@ -4,8 +4,8 @@ seeds printed so a failure replays with ``--seeds``.
 
 Per platform and bandwidth planner: the simulated (fluid) aggregate bandwidth of a 1 GB
 broadcast from the first host, as a fraction of Σ max-flow and of the steady route-aware
-bound when the library has one (:func:`_route_bound`); the hosts served below half their own
-max-flow; the transfers whose explicit path differs from the declared route (must be 0); and
+bound (:func:`topocast.route_bound.route_bounds`); the hosts served below half their own
+max-flow, and below half their route-aware rate alone on their routes; the transfers whose explicit path differs from the declared route (must be 0); and
 the planning CPU time with the declared routes against the same platform with its routes
 removed (every pair on the tree path), ``explicit / tree`` (target <= 2).
 
@@ -37,14 +37,11 @@ PLANNERS = ("stable", "fpfr", "dijkstra", "balanced_multicast", "two_tree", "opt
 SIZE = 10**9
 
 
-def _route_bound(topology, source):
-    """(steady route-aware bound, its name), or (None, reason) when the library has none."""
-    try:
-        from topocast.bounds import route_bounds  # type: ignore[attr-defined]
-    except ImportError:
-        return None, "no route-aware bound in this tree"
-    b = route_bounds(topology, source)
-    return float(getattr(b, "steady_aggregate_bandwidth", b.aggregate_bandwidth)), "steady route-aware"
+def _route_bound(topology, source, per_host_maxflow):
+    """The route-aware bounds (:func:`topocast.route_bound.route_bounds`)."""
+    from topocast.route_bound import route_bounds
+
+    return route_bounds(topology, source, per_host_maxflow)
 
 
 def _off_route(plan, topology) -> int:
@@ -63,16 +60,17 @@ def run_platform(seed: int, hosts: int | None, planners, timing: bool) -> dict[s
     src = topo.hosts[0]
     request = Broadcast(src, SIZE)
     maxflow = broadcast_bounds(topo, src)
-    route_bound, bound_name = _route_bound(topo, src)
+    rb = _route_bound(topo, src, maxflow.per_host_rate)
+    route_bound, bound_name = rb.steady, "steady route-aware"
     tree_topo = topo.replace(routes={}) if timing else None
     print(
         f"\nseed {seed}: {topo.name}, {len(topo.hosts)} hosts, {len(topo.routes):,} declared routes; "
         f"Σ max-flow {maxflow.aggregate_bandwidth / 1e9:.1f} GB/s; "
-        + (f"{bound_name} bound {route_bound / 1e9:.2f} GB/s" if route_bound else bound_name),
+        + f"{bound_name} bound {route_bound / 1e9:.2f} GB/s (valid for the metric: {rb.aggregate / 1e9:.2f})",
         flush=True,
     )
     print(
-        f"  {'planner':<19}{'GB/s':>8}{'of Σmf':>8}{'of route':>9}{'<½ own':>7}{'off-route':>10}{'plan s':>8}{'x tree':>7}"
+        f"  {'planner':<19}{'GB/s':>8}{'of Σmf':>8}{'of route':>9}{'<½ own':>7}{'<½ alone':>9}{'off-route':>10}{'plan s':>8}{'x tree':>7}"
     )
     got = {}
     for name in planners:
@@ -82,13 +80,14 @@ def run_platform(seed: int, hosts: int | None, planners, timing: bool) -> dict[s
         agg = result.aggregate_bandwidth
         got[name] = agg
         low = sum(1 for h, r in result.per_host.items() if r.rate < 0.5 * maxflow.per_host_rate[h])
+        low_alone = sum(1 for h, r in result.per_host.items() if r.rate < 0.5 * rb.per_host_rate[h])
         ratio = ""
         if tree_topo is not None:
             _, tree_cpu = _plan_cpu(name, tree_topo, request)
             ratio = f"{cpu / max(tree_cpu, 1e-3):.2f}"
         of_route = f"{agg / route_bound:.3f}" if route_bound else "-"
         print(
-            f"  {name:<19}{agg / 1e9:8.2f}{agg / maxflow.aggregate_bandwidth:8.3f}{of_route:>9}{low:7d}"
+            f"  {name:<19}{agg / 1e9:8.2f}{agg / maxflow.aggregate_bandwidth:8.3f}{of_route:>9}{low:7d}{low_alone:9d}"
             f"{_off_route(plan, topo):10d}{cpu:8.2f}{ratio:>7}",
             flush=True,
         )
