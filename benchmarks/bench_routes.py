@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -102,9 +103,15 @@ def time_compare(hosts: int, seed: int) -> None:
         path.write_text(multi_site_xml(hosts, seed=seed))
         cmd = [sys.executable, "-m", "topocast", "compare", str(path), "--algorithms", ",".join(PLANNERS)]
         start = time.perf_counter()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         out = subprocess.run(cmd, capture_output=True, text=True, env=os.environ)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
         wall = time.perf_counter() - start
-    print(f"\ncompare on {hosts} hosts (seed {seed}): {wall:.1f} s wall (exit {out.returncode}), target < 60 s")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    print(
+        f"\ncompare on {hosts} hosts (seed {seed}): {cpu:.1f} CPU s, {wall:.1f} s wall "
+        f"(exit {out.returncode}), target < 60 s"
+    )
     print(out.stdout[-3000:] if out.returncode == 0 else out.stderr[-3000:])
 
 
