@@ -10,6 +10,9 @@
   (docs/algorithms.md 1.4) into one continuous stream per tree (see the function's docstring).
 * :func:`pipeline_transfers` - rated pipelines + byte sequences -> Transfers (paced, pipelined).
 * :func:`e1_rates`, :func:`e2_rates` - the analytic evaluators E1 and E2 of docs/algorithms.md 0.2.
+* :func:`chain_links` - the links a pipeline's hops really cross where the topology fixes
+  routes (declared routes that go up to a gateway and back): every planner that counts a
+  pipeline's link uses counts them here, so none plans on capacity its routes do not give.
 
 Ours ([I]): every design decision in this module. The papers give the capacity-subtraction loop
 and the staged transfer only in prose; the preorder/Euler-tour formulation, the drop rule for
@@ -19,9 +22,11 @@ exhausted up-links, the epsilon, the integer byte layout and the pacing are our 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from itertools import repeat
 from typing import TYPE_CHECKING, TypedDict
+from weakref import WeakKeyDictionary
 
 import numpy as np
 
@@ -48,20 +53,163 @@ __all__ = [
     "undirected_tree",
     "PipelineInfo",
     "shared_arborescence",
+    "routes_fixed",
+    "route_excess",
+    "chain_links",
+    "route_shares",
+    "prefix_sets",
+    "within_capacity",
 ]
 
 EPS_REL = 1e-9
 
 
+_TREE: WeakKeyDictionary[Topology, bool] = WeakKeyDictionary()
+
+
 def undirected_tree(topology: Topology) -> bool:
-    """True for a tree of two-way links (then every host pair has one route: the tree path)."""
-    return topology.is_tree() and not any(getattr(pl, "directed", False) for pl in topology.physical_links)
+    """True for a tree of two-way links (then every host pair has one route: the tree path).
+    Cached per topology: the pipelines ask it once per hop list."""
+    known = _TREE.get(topology)
+    if known is None:
+        known = topology.is_tree() and not any(getattr(pl, "directed", False) for pl in topology.physical_links)
+        _TREE[topology] = known
+    return known
 
 
 def has_reverse(topology: Topology) -> np.ndarray:
     """Bool per directed link: the opposite direction exists (false only for one-way links)."""
     pair = topology._pair_to_link
     return np.array([(l.dst, l.src) in pair for l in topology.links], dtype=bool)
+
+
+def routes_fixed(topology: Topology) -> bool:
+    """True when the topology declares routes: every transfer then follows ``route(u, v)``
+    and a planner gives no explicit path (docs/algorithms.md 0.3)."""
+    return bool(topology.routes)
+
+
+_EXCESS: WeakKeyDictionary[Topology, dict[tuple[int, int], tuple[int, ...]]] = WeakKeyDictionary()
+
+
+def route_excess(topology: Topology, iu: int, iv: int) -> tuple[int, ...]:
+    """Directed links the route from node ``iu`` to node ``iv`` crosses beyond the tree path,
+    one entry per extra use, on a tree of two-way links.
+
+    On a tree every walk from u to v crosses the tree path, so a declared route is the tree
+    path plus excursions that go out and come back (a hairpin through a gateway): the
+    excess is the route's multiset of links minus the tree path's. Pairs without a declared
+    route follow the tree path (no excess). Cached per topology and pair [I].
+    """
+    cache = _EXCESS.get(topology)
+    if cache is None:
+        cache = _EXCESS[topology] = {}
+    key = (iu, iv)
+    out = cache.get(key)
+    if out is None:
+        names = topology.nodes
+        out = ()
+        if (names[iu], names[iv]) in topology.routes:
+            extra = Counter(topology.route(names[iu], names[iv]))
+            extra.subtract(topology._tree_route(iu, iv) or ())
+            out = tuple(sorted(extra.elements()))
+        cache[key] = out
+    return out
+
+
+def _hop_route_links(arb: Arborescence, active: np.ndarray) -> np.ndarray:
+    """Extra link uses of the chain's hops where routes are fixed (one entry per use): the
+    excess over the tree paths on a tree, every hop's whole route on a general graph (whose
+    arborescence paths the transfers do not follow)."""
+    topo = arb.topology
+    seq = arb.node[np.concatenate(([0], np.flatnonzero(active)))].tolist()
+    if undirected_tree(topo):
+        extra = [route_excess(topo, a, b) for a, b in zip(seq, seq[1:])]
+    else:
+        names = topo.nodes
+        extra = [topo.route(names[a], names[b]) for a, b in zip(seq, seq[1:])]
+    flat = [lid for hop in extra for lid in hop]
+    return np.array(flat, dtype=np.int64)
+
+
+def chain_links(arb: Arborescence, active: np.ndarray) -> np.ndarray:
+    """Directed link ids the depth-first pipeline through ``active`` crosses, one entry per
+    use: the Euler tour of :meth:`Arborescence.chain_usage`, plus, where routes are fixed,
+    what the routes add (:func:`route_excess`); on a general graph with fixed routes, the
+    hops' routes alone."""
+    topo = arb.topology
+    if routes_fixed(topo) and not undirected_tree(topo):
+        return _hop_route_links(arb, active)
+    down_used, up_used = arb.chain_usage(active)
+    base = np.concatenate((arb.down[down_used], arb.up[up_used]))
+    if not routes_fixed(topo):
+        return base
+    return np.concatenate((base, _hop_route_links(arb, active)))
+
+
+def route_shares(topology: Topology, source: str, destinations: Sequence[str]) -> dict[str, float]:
+    """Per destination, its share of the narrowest resource its routes in must cross:
+    ``min_e c(e) / n(e)`` over the resources e on both its route from ``source`` and its
+    route from its neighbour in depth-first order (a host near it), ``n(e)`` counting the
+    destinations whose such resources include e.
+
+    A heuristic ordering of the destinations by the rate their routes leave them when every
+    one takes its part [I]: a link every route from the source crosses (the source's own)
+    is no one's limit, a switch's uplink that declared routes send its hosts through (even
+    from each other) is; on a tree without declared routes it is each host's own link, the
+    max-flow bound's order. Not a bound (relays change the counts).
+    """
+    res_of, cap = resource_arrays(topology)
+    order = [topology.nodes[i] for i in Arborescence.dfs(topology, source).node.tolist()]
+    wanted = set(destinations)
+    chain = [h for h in order if h in wanted] or list(destinations)
+    near = {d: chain[k - 1] if k else (chain[1] if len(chain) > 1 else source) for k, d in enumerate(chain)}
+    into = {}
+    for d in destinations:
+        a = set(res_of[list(topology.route(source, d))].tolist())
+        b = set(res_of[list(topology.route(near.get(d, source), d))].tolist()) if near.get(d, source) != d else a
+        into[d] = np.array(sorted(a & b), dtype=np.int64)
+    count = np.zeros(len(cap))
+    for r in into.values():
+        count[r] += 1.0
+    return {d: float((cap[r] / count[r]).min()) if len(r) else math.inf for d, r in into.items()}
+
+
+def prefix_sets(dests: Sequence[str], key: Mapping[str, float], most: int | None = None) -> list[frozenset[str]]:
+    """Nested destination sets, largest first: prefixes of ``dests`` sorted by ``key``
+    (largest first), cut where the key drops; ``most`` keeps a spread of that many (always
+    the whole set)."""
+    rank = {d: i for i, d in enumerate(dests)}
+    order = sorted(dests, key=lambda d: (-key[d], rank[d]))
+    cuts = [k for k in range(1, len(order) + 1) if k == len(order) or key[order[k]] < key[order[k - 1]]]
+    sets = [frozenset(order[:k]) for k in reversed(cuts)]
+    if most is not None and len(sets) > most:
+        sets = [sets[i] for i in np.unique(np.linspace(0, len(sets) - 1, most).round().astype(int))]
+    return sets
+
+
+def within_capacity(x: np.ndarray, uses, capacity: np.ndarray) -> np.ndarray:
+    """LP rates ``x`` scaled down, if need be, so that ``uses @ x <= capacity`` holds exactly:
+    HiGHS meets its constraints to a feasibility tolerance (about 1e-7 of the scaled
+    capacities), and a plan never asks a link for more than it has."""
+    load = np.asarray(uses @ x, dtype=float).ravel()
+    over = np.max(load / capacity, initial=1.0)
+    return x / over if over > 1.0 else x
+
+
+def _excess_receivers(arb: Arborescence, active: np.ndarray, exhausted: np.ndarray, res_of: np.ndarray) -> np.ndarray:
+    """Positions whose hop in crosses an exhausted resource beyond its tree path (fixed routes)."""
+    pos = np.flatnonzero(active)
+    seq = arb.node[np.concatenate(([0], pos))].tolist()
+    topo = arb.topology
+    tree = undirected_tree(topo)
+    names = topo.nodes
+    bad = []
+    for k, (a, b) in enumerate(zip(seq, seq[1:])):
+        hop = route_excess(topo, a, b) if tree else topo.route(names[a], names[b])
+        if hop and exhausted[res_of[list(hop)]].any():
+            bad.append(int(pos[k]))
+    return np.array(bad, dtype=np.int64)
 
 
 def unreachable_error(planner: str, info: PipelineInfo, dests: Sequence[str]) -> PlanError:
@@ -357,9 +505,8 @@ class Pipeline:
         if self._link_uses is None:
             arb = self.arborescence
             assert arb is not None and self.active is not None
-            down_used, up_used = arb.chain_usage(self.active)
             uses: dict[int, int] = {}
-            for lid in arb.down[down_used].tolist() + arb.up[up_used].tolist():
+            for lid in chain_links(arb, self.active).tolist():
                 uses[lid] = uses.get(lid, 0) + 1
             self._link_uses = uses
         return self._link_uses
@@ -367,9 +514,7 @@ class Pipeline:
     def link_ids(self) -> np.ndarray:
         """Directed link ids the hops cross, one entry per use."""
         if self._link_uses is None and self.arborescence is not None and self.active is not None:
-            arb = self.arborescence
-            down_used, up_used = arb.chain_usage(self.active)
-            return np.concatenate((arb.down[down_used], arb.up[up_used]))
+            return chain_links(self.arborescence, self.active)
         uses = self.link_uses
         ids = np.fromiter(uses.keys(), dtype=np.int64, count=len(uses))
         return np.repeat(ids, np.fromiter(uses.values(), dtype=np.int64, count=len(uses)))
@@ -401,31 +546,29 @@ def shared_arborescence(pipelines: Sequence[Pipeline]) -> Arborescence | None:
 
 def pipeline_over(arb: Arborescence, active: np.ndarray, rate: float = 0.0) -> Pipeline:
     """The depth-first pipeline of ``arb`` through the ``active`` positions (rate as given)."""
-    down_used, up_used = arb.chain_usage(active)
-    return _pipeline_from(arb, active, rate, not undirected_tree(arb.topology), down_used, up_used)
+    return _pipeline_from(arb, active, rate, _explicit_paths(arb.topology), chain_links(arb, active))
+
+
+def _explicit_paths(topology: Topology) -> bool:
+    """Hops carry the arborescence's paths on a general graph without declared routes; on a
+    tree (one path) and wherever routes are fixed they follow the topology's routes."""
+    return not undirected_tree(topology) and not routes_fixed(topology)
 
 
 def _pipeline_from(
-    arb: Arborescence, active: np.ndarray, rate: float, explicit_paths: bool, down_used: np.ndarray, up_used: np.ndarray
+    arb: Arborescence, active: np.ndarray, rate: float, explicit_paths: bool, links: np.ndarray
 ) -> Pipeline:
-    if not explicit_paths:
+    """The pipeline through ``active``; ``links``: its link uses (:func:`chain_links`)."""
+    if not explicit_paths and undirected_tree(arb.topology):
         return Pipeline.over(arb, active.copy(), rate)
     topo = arb.topology
     names = topo.nodes
     pos = np.flatnonzero(active)
     members = [names[i] for i in arb.node[pos].tolist()]
     seq = [0] + pos.tolist()
+    paths = [arb.hop_path(a, b) for a, b in zip(seq, seq[1:])] if explicit_paths else None
     uses: dict[int, int] = {}
-    if topo.routes:
-        # the topology declares its routes: every hop takes its route, not the tree path
-        # (docs/design.md, The Plan); the uses are the routes' (the rates stay the tree's)
-        hops = [(names[arb.node[a]], names[arb.node[b]]) for a, b in zip(seq, seq[1:])]
-        for u, v in hops:
-            for lid in topo.route(u, v):
-                uses[lid] = uses.get(lid, 0) + 1
-        return Pipeline(members, rate, None, uses)
-    paths = [arb.hop_path(a, b) for a, b in zip(seq, seq[1:])]
-    for lid in arb.down[down_used].tolist() + arb.up[up_used].tolist():
+    for lid in links.tolist():
         uses[lid] = uses.get(lid, 0) + 1
     return Pipeline(members, rate, paths, uses)
 
@@ -461,6 +604,7 @@ def residual_pipelines(
     finite = np.isfinite(cap)
     eps = EPS_REL * (cap[finite].max() if finite.any() else 1.0)
     is_tree = undirected_tree(topology)
+    fixed = routes_fixed(topology)
     two_way = has_reverse(topology)  # the chain walks every tree link down and back up
     dest_idx = np.array([topology.index(d) for d in destinations], dtype=np.int64)
     want = np.zeros(topology.n_nodes, dtype=bool)
@@ -490,16 +634,22 @@ def residual_pipelines(
             break
         # drop rule for exhausted up-links (asymmetric capacities), docs/algorithms.md 1.3
         while True:
-            down_used, up_used = arb.chain_usage(active)
-            uses = np.add(
-                np.bincount(res_of[arb.down[down_used]], minlength=n_res),
-                np.bincount(res_of[arb.up[up_used]], minlength=n_res),
-            )
+            links = chain_links(arb, active)
+            uses = np.bincount(res_of[links], minlength=n_res)
             over = (uses > 0) & (res <= eps)
             if not over.any():
                 break
-            bad = (up_used & over[res_of[np.maximum(arb.up, 0)]]) | (down_used & over[res_of[np.maximum(arb.down, 0)]])
-            bad[0] = False
+            bad = np.zeros(arb.size, dtype=bool)
+            if is_tree or not fixed:  # the chain's Euler tour is what its hops cross
+                down_used, up_used = arb.chain_usage(active)
+                bad = (up_used & over[res_of[np.maximum(arb.up, 0)]]) | (
+                    down_used & over[res_of[np.maximum(arb.down, 0)]]
+                )
+                bad[0] = False
+            if fixed and not bad.any():  # a hop's route beyond the tree paths crosses it
+                bad[_excess_receivers(arb, active, over, res_of)] = True
+            if not bad.any():  # nothing to drop: the bottleneck below is zero and the loop ends
+                break
             for i in np.flatnonzero(bad).tolist():
                 gone = np.flatnonzero(active[i : arb.end[i]]) + i
                 info["dropped"].extend(topology.nodes[arb.node[g]] for g in gone.tolist())
@@ -515,7 +665,7 @@ def residual_pipelines(
             break
         res[used] -= v * uses[used]
         res[used & finite] = np.maximum(res[used & finite], 0.0)
-        pipelines.append(_pipeline_from(arb, active, v, not is_tree, down_used, up_used))
+        pipelines.append(_pipeline_from(arb, active, v, _explicit_paths(topology), links))
         # nesting: later trees only serve destinations of this one
         want[:] = False
         want[arb.node[active]] = True

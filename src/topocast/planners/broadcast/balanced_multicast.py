@@ -37,6 +37,7 @@ from ._trees import (
     residual_pipelines,
     resource_arrays,
     unreachable_error,
+    within_capacity,
 )
 
 if TYPE_CHECKING:
@@ -87,7 +88,7 @@ def lp_rates(pipelines: Sequence[Pipeline], topology: Topology) -> np.ndarray:
         from ...errors import PlanError
 
         raise PlanError(f"balanced_multicast: LP failed ({sol.message})")
-    return np.maximum(sol.x, 0.0) * scale
+    return within_capacity(np.maximum(sol.x, 0.0), a[rows], cap[rows] / scale) * scale
 
 
 @register_planner(

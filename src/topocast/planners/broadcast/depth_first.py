@@ -88,11 +88,11 @@ def plan_depth_first(topology: Topology, request: Broadcast) -> Plan:
     chain = [request.source] + [x for x in order if x in wanted]
     transfers = []
     for k, (u, v) in enumerate(zip(chain, chain[1:])):
-        tree_path = _tree_path(u, v, parent, depth)
+        tree_path = None if topology.routes else _tree_path(u, v, parent, depth)
         # one-way links (imported SimGrid route graphs): the way back up the DFS tree may
         # not exist; fall back to the topology's route for this hop (path None). Where the
         # topology declares its routes, every hop takes its route (docs/design.md, The Plan).
-        usable = not topology.routes and all(topology.has_link(x, y) for x, y in zip(tree_path, tree_path[1:]))
+        usable = tree_path is not None and all(topology.has_link(x, y) for x, y in zip(tree_path, tree_path[1:]))
         path = tree_path if usable else None
         transfers.append(
             Transfer(

@@ -10,8 +10,10 @@ used by many transfers and may become bottlenecks.
 
 Ours ([I]):
 * default ``variant="load-aware"``: a candidate hop u->v is worth
-  ``min(rate[u], min_{e in route(u,v)} c(e) / (load(e) + 1))`` where ``load`` counts the hops
-  already chosen that cross e; the best candidate is added (ties: lowest host order, parent
+  ``min(rate[u], min_{e in route(u,v)} c(e) / (load(e) + k(e)))`` where ``load`` counts the
+  hops already chosen that cross e, e is a resource (a shared cable is one for both
+  directions) and k(e) is how often the route crosses it (twice for a declared route up to a
+  gateway and back, else 1); the best candidate is added (ties: lowest host order, parent
   first), then ``load`` is updated. Read literally with isolated bandwidths the greedy
   degenerates on trees (docs/algorithms.md 2.5), so the literal readings are options:
   ``"widest"`` (variant A, widest path ``min(key[u], bw(u,v))``) and ``"prim"`` (variant B,
@@ -29,6 +31,7 @@ import numpy as np
 from ...errors import InputError
 from ...plan import Broadcast, Plan, Transfer
 from ..registry import register_planner
+from ._trees import resource_arrays
 
 if TYPE_CHECKING:
     from ...topology import Topology
@@ -41,10 +44,10 @@ VARIANTS = ("load-aware", "widest", "prim")
 def _route_matrix(topology: Topology, hosts: Sequence[str]):
     """Padded directed-link ids of route(h_i, h_j) (pad = an extra link of infinite capacity)."""
     n_links = len(topology.links)
-    if topology.is_tree() and not topology.routes:
+    if topology.is_tree():
         mat = _tree_route_matrix(topology, hosts)
         if mat is not None:
-            return mat
+            return _with_declared_routes(topology, hosts, mat) if topology.routes else mat
     routes = [[topology.route(u, v) if u != v else () for v in hosts] for u in hosts]
     lmax = max((len(r) for row in routes for r in row), default=1) or 1
     mat = np.full((len(hosts), len(hosts), lmax), n_links, dtype=np.int64)
@@ -94,6 +97,25 @@ def _tree_route_matrix(topology: Topology, hosts: Sequence[str]) -> np.ndarray |
     return mat.reshape(h, h, lmax)
 
 
+def _with_declared_routes(topology: Topology, hosts: Sequence[str], mat: np.ndarray) -> np.ndarray:
+    """``mat`` (tree paths) with the declared routes between the hosts written over their
+    pairs: one pass over the declared routes instead of a route per host pair."""
+    where = {h: i for i, h in enumerate(hosts)}
+    pairs = [(where[u], where[v], r) for (u, v), r in topology.routes.items() if u in where and v in where and u != v]
+    if not pairs:
+        return mat
+    routes = [topology.route(hosts[i], hosts[j]) for i, j, _ in pairs]
+    lmax = max(mat.shape[2], max(len(r) for r in routes))
+    if lmax > mat.shape[2]:
+        wide = np.full(mat.shape[:2] + (lmax,), len(topology.links), dtype=np.int64)
+        wide[:, :, : mat.shape[2]] = mat
+        mat = wide
+    for (i, j, _), r in zip(pairs, routes):
+        mat[i, j, : len(r)] = r
+        mat[i, j, len(r) :] = len(topology.links)
+    return mat
+
+
 def dijkstra_tree(
     topology: Topology, source: str, destinations: Sequence[str], variant: str = "load-aware"
 ) -> list[tuple[str, str]]:
@@ -125,16 +147,43 @@ def dijkstra_tree(
             best[upd] = val[upd]
             parent[upd] = u
         return hops
-    return _load_aware_hops(mat, cap, len(topology.links), hosts)
+    res_of, res_cap = resource_arrays(topology)
+    res_mat = np.append(res_of, len(res_cap))[mat]
+    return _load_aware_hops(_by_multiplicity(res_mat), np.append(res_cap, np.inf), len(res_cap), hosts)
+
+
+def _by_multiplicity(res_mat: np.ndarray) -> list[tuple[float, np.ndarray]]:
+    """``res_mat`` split by how many times each entry's resource appears in its route: a list
+    of (k, matrix of the resources crossed k times, padded), k = 1 alone when none repeats.
+
+    A declared route up to a gateway and back crosses one cable twice; a shared cable is one
+    resource for both directions. A hop crossing a resource k times gets at most
+    ``c / (load + k)`` of it [I]."""
+    pad = res_mat.max(initial=0)
+    ordered = np.sort(res_mat, axis=2)
+    repeats = ((ordered[..., 1:] == ordered[..., :-1]) & (ordered[..., 1:] < pad)).any(axis=2)
+    if not repeats.any():
+        return [(1.0, res_mat)]
+    mult = np.ones(res_mat.shape, dtype=np.int64)
+    rows = res_mat[repeats]
+    mult[repeats] = (rows[:, :, None] == rows[:, None, :]).sum(axis=2)
+    out = []
+    for k in np.unique(mult[res_mat < pad]).tolist():
+        mat = np.sort(np.where(mult == k, res_mat, pad), axis=2)
+        width = max(int((mat < pad).sum(axis=2).max()), 1)
+        out.append((float(k), np.ascontiguousarray(mat[..., :width])))
+    return out
 
 
 #: Stale candidates re-evaluated at once, at first (doubled while none is still exact).
 REFRESH_CHUNK = 64
 
 
-def _load_aware_hops(mat, cap, n_links, hosts):
+def _load_aware_hops(mats, cap, n_links, hosts):
     """The load-aware greedy: repeatedly add the hop u->v (u in the tree, v not) of largest
-    ``min(rate[u], min_{e in route(u,v)} c(e) / (load(e) + 1))``, lowest (u, v) on ties.
+    ``min(rate[u], min_{e in route(u,v)} c(e) / (load(e) + k(e)))``, lowest (u, v) on ties
+    (``mats``: (k, resource ids crossed k times by every route, padded with ``n_links``),
+    :func:`_by_multiplicity`).
 
     Loads only grow, so a value computed earlier is an upper bound of the current one ([I],
     lazy greedy): ``ub`` keeps each candidate's last value, and only the candidates whose bound
@@ -153,7 +202,10 @@ def _load_aware_hops(mat, cap, n_links, hosts):
     out[1:] = True
 
     def value(u: np.ndarray, v: np.ndarray) -> np.ndarray:
-        return np.minimum(rate[u], (cap / (load + 1.0))[mat[u, v]].min(axis=-1))
+        best = rate[u]
+        for k, mat in mats:
+            best = np.minimum(best, (cap / (load + k))[mat[u, v]].min(axis=-1))
+        return best
 
     def join(u: int) -> None:  # u's candidate row, exact at the current loads
         cols = np.flatnonzero(out)
@@ -181,8 +233,9 @@ def _load_aware_hops(mat, cap, n_links, hosts):
         rate[v] = top
         out[v] = False
         ub[:, v] = -np.inf
-        r = mat[u, v]
-        load[r[r < n_links]] += 1.0
+        for k, mat in mats:
+            r = mat[u, v]
+            load[r[r < n_links]] += k
         hops.append((hosts[u], hosts[v]))
         join(v)
     return hops

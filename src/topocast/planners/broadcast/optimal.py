@@ -58,7 +58,18 @@ from ...bounds import broadcast_bounds
 from ...plan import Broadcast, Plan, ranges_length
 from ..registry import register_planner
 from ._compact import DEFAULT_RATE_TOLERANCE, check_rate_tolerance
-from ._trees import Arborescence, e1_rates, has_reverse, pipeline_over, resource_arrays, undirected_tree
+from ._trees import (
+    Arborescence,
+    e1_rates,
+    has_reverse,
+    pipeline_over,
+    prefix_sets,
+    resource_arrays,
+    route_shares,
+    routes_fixed,
+    undirected_tree,
+    within_capacity,
+)
 from .stable import plan_from_nested, stable_pipelines
 
 if TYPE_CHECKING:
@@ -129,7 +140,8 @@ def _solve(cols, topology, dests, floors, res_of, cap):
     y = np.zeros(n_res)
     y[rows] = -lam[: len(rows)]
     mu = -lam[len(rows) :]
-    return np.maximum(sol.x, 0.0) * scale, -sol.fun * scale, y, mu
+    x = within_capacity(np.maximum(sol.x, 0.0), a_cap[rows], cap[rows] / scale)
+    return x * scale, float(np.dot(-obj, x)) * scale, y, mu
 
 
 def _price(topology, source, arb_fixed, level_sets, y, mu, dests, res_of, rev):
@@ -469,21 +481,17 @@ def _plan_pipelines(
     # (a per-host Pareto improvement); chain B: prefixes of the destinations sorted by bound
     # (largest first), floors = 1e-6 x stable's rates (only so that every host completes).
     sets_a = _level_sets(pipes)
-    by_bound = sorted(dests, key=lambda d: (-bound.per_host_rate[d], dests.index(d)))
-    cuts = [
-        k
-        for k in range(1, len(by_bound) + 1)
-        if k == len(by_bound) or bound.per_host_rate[by_bound[k]] < bound.per_host_rate[by_bound[k - 1]]
-    ]
-    sets_b = [frozenset(by_bound[:k]) for k in reversed(cuts)]
     zero = np.zeros(len(cap))
-    seed_b = [p for _, _, p in _price(topology, src, arb_fixed, sets_b, zero, np.zeros(len(dests)), dests, res_of, rev)]
-    floors = np.array([r_stable[d] for d in dests])
+    chains = [("A: stable level sets", sets_a, list(pipes), floors := np.array([r_stable[d] for d in dests]))]
+    keys = [("B: destinations by bound", bound.per_host_rate)]
+    if routes_fixed(topology):  # chain C: hosts behind crowded routes later (_trees.route_shares)
+        keys.append(("C: destinations by route share", route_shares(topology, src, dests)))
+    for label, key in keys:
+        sets = prefix_sets(dests, key)
+        seed = [p for _, _, p in _price(topology, src, arb_fixed, sets, zero, np.zeros(len(dests)), dests, res_of, rev)]
+        chains.append((label, sets, seed, floors * 1e-6))
     best = (agg_stable, pipes, "stable (LP found nothing better)", 0, 0)
-    for label, sets, init, fl in (
-        ("A: stable level sets", sets_a, list(pipes), floors),
-        ("B: destinations by bound", sets_b, seed_b, floors * 1e-6),
-    ):
+    for label, sets, init, fl in chains:
         out = _column_generation(
             topology, src, dests, sets, init, fl, res_of, cap, rev, arb_fixed, max_rounds, max_sets
         )

@@ -30,6 +30,12 @@ Ours ([I]):
   can take more get more trees) each get a two-tree; the rate V_n of level n (V_n / 2 per
   tree) comes from a small LP over the links the two-trees really cross (HiGHS):
   maximise Σ_n |S_n| V_n with Σ_n uses_n(e) V_n / 2 <= c(e) for every link or shared cable e.
+* **Rate classes where routes are fixed** (docs/algorithms.md 0.3, 11.3; cumulative layers
+  as in McCanne, Jacobson, Vetterli, "Receiver-driven Layered Multicast", SIGCOMM 1996):
+  nested classes of the route shares (:func:`._trees.route_shares`) are planned beside
+  ``stable``'s levels, each also with the slowest class as leaves; the rate LP first keeps
+  every class at the largest common fraction of ``FLOOR_SHARE`` of its route share, then
+  maximises Σ_n |S_n| V_n; the largest aggregate is planned.
 * **Byte layout.** ``stable``'s folded staged layout (docs/algorithms.md 1.4) with two
   streams per level: level L carries the complement of what every stream of the levels
   j < L has delivered by ``t_L = M / (V_1 + ... + V_L)``, its first half on T1 and its second
@@ -51,7 +57,16 @@ from ...errors import PlanError
 from ...plan import Broadcast, Plan, Transfer
 from ..registry import register_planner
 from ._compact import DEFAULT_RATE_TOLERANCE, check_rate_tolerance, compact_nested
-from ._trees import Pipeline, _prefix, e1_rates, resource_arrays
+from ._trees import (
+    Pipeline,
+    _prefix,
+    e1_rates,
+    prefix_sets,
+    resource_arrays,
+    route_shares,
+    routes_fixed,
+    within_capacity,
+)
 from .stable import stable_pipelines
 
 if TYPE_CHECKING:
@@ -242,11 +257,13 @@ def _hops(members, parents, source):
     return hops, int(depth.max(initial=-1)) + 1
 
 
-def _rates(topology, levels_hops, sizes, stable_rates):
+def _rates(topology, levels_hops, sizes, stable_rates, floors=None):
     """LP rates V_n of the levels (each tree at V_n / 2), feasible on every resource.
 
     Level 1 keeps at least 10^-6 of stable's rate (or half of its largest feasible rate, if
-    that is less) so that every destination completes."""
+    that is less) so that every destination completes. ``floors[L]``: the least total rate
+    V_1 + ... + V_L of a host whose last level is L, kept when the links allow it (the LP
+    is solved without them otherwise) [I]."""
     from scipy.optimize import linprog
 
     res_of, cap = resource_arrays(topology)
@@ -257,17 +274,47 @@ def _rates(topology, levels_hops, sizes, stable_rates):
     rows = np.flatnonzero(np.isfinite(cap) & (uses.sum(axis=1) > 0))
     scale = float(cap[rows].max()) if len(rows) else 1.0
     if not len(rows):  # no limited link in the way: keep stable's rates
-        return np.asarray(stable_rates, float)
+        return np.resize(np.asarray(stable_rates, float), len(sizes))
     # level 1 alone at half its largest feasible rate is feasible, so the floor never makes
     # the LP infeasible (the trees may cross links slower than 10^-6 of stable's rate)
     first = uses[rows, 0]
     level1_max = float((cap[rows][first > 0] / first[first > 0]).min()) if (first > 0).any() else math.inf
     floor = min(stable_rates[0] * 1e-6, level1_max / 2)
     bounds = [(floor / scale, None)] + [(0, None)] * (len(sizes) - 1)
-    sol = linprog(-np.asarray(sizes, float), A_ub=uses[rows], b_ub=cap[rows] / scale, bounds=bounds, method="highs")
+    a_ub, b_ub = uses[rows], cap[rows] / scale
+    if floors is not None:
+        sol = _floored(np.asarray(sizes, float), a_ub, b_ub, bounds, np.asarray(floors, float) / scale)
+        if sol.status == 0:
+            return within_capacity(np.maximum(sol.x[: len(sizes)], 0.0), a_ub, b_ub) * scale
+    sol = linprog(-np.asarray(sizes, float), A_ub=a_ub, b_ub=b_ub, bounds=bounds, method="highs")
     if sol.status != 0:
         raise PlanError("two_tree: the rate LP found no feasible rates", element="topology")
-    return np.maximum(sol.x, 0.0) * scale
+    return within_capacity(np.maximum(sol.x, 0.0), a_ub, b_ub) * scale
+
+
+def _floored(sizes, a_ub, b_ub, bounds, floors):
+    """The rate LP with floors, max-min first [I]: the largest fraction θ <= 1 of every
+    level's floor that all levels can keep at once (V_1 + ... + V_L >= θ floor_L), then the
+    largest Σ_n |S_n| V_n that keeps θ."""
+    from scipy.optimize import linprog
+
+    k = len(sizes)
+    cumulative = -np.tril(np.ones((k, k)))
+    # step 1: maximise θ (the last variable)
+    a1 = np.vstack([np.hstack([a_ub, np.zeros((len(a_ub), 1))]), np.hstack([cumulative, floors[:, None]])])
+    b1 = np.concatenate([b_ub, np.zeros(k)])
+    first = linprog(np.append(np.zeros(k), -1.0), A_ub=a1, b_ub=b1, bounds=list(bounds) + [(0, 1)], method="highs")
+    if first.status != 0:
+        return first
+    theta = max(float(first.x[-1]) * (1 - 1e-9), 0.0)
+    # step 2: the aggregate, every level kept at θ of its floor
+    return linprog(
+        -sizes,
+        A_ub=np.vstack([a_ub, cumulative]),
+        b_ub=np.concatenate([b_ub, -theta * floors]),
+        bounds=bounds,
+        method="highs",
+    )
 
 
 def two_stream_layout(
@@ -317,7 +364,7 @@ def _suffix(seq, p):
 @register_planner(
     "broadcast",
     "two_tree",
-    summary="two-tree (double binary tree) per Stable Broadcast level, half the message on each tree, built switch by switch so no link carries more than a pipeline; depth ~log2 n per switch level; LP rates",
+    summary="two-tree (double binary tree) per Stable Broadcast level (or, where routes are fixed, per rate class of the routes, slowest hosts as leaves), half the message on each tree, built switch by switch so no link carries more than a pipeline; depth ~log2 n per switch level; LP rates",
     reference="Sanders, Speck, Träff. Two-tree algorithms for full bandwidth broadcast, reduction and scan. Parallel Computing 35(12), 2009",
 )
 def plan_two_tree(
@@ -341,17 +388,8 @@ def plan_two_tree(
             f"two_tree: destinations {missing[:5]} cannot be reached with positive bandwidth over two-way links",
             element="destinations",
         )
-    trees, depth = [], 0
-    for members in levels:
-        pair = []
-        order, nesting = route_hierarchy(topology, src, members)
-        for parents in nested_two_tree(nesting, len(order)):
-            hops, d = _hops(order, parents, src)
-            pair.append(hops)
-            depth = max(depth, d)
-        trees.append(pair)
     level_rates = [sum(p.rate for p in pipes if p.n_members == len(m)) for m in levels]  # nested: sizes tell
-    rates = _rates(topology, [a + b for a, b in trees], [len(m) for m in levels], level_rates)
+    levels, trees, depth, rates = _best_levels(topology, src, dests, levels, level_rates)
     keep = [n for n in range(len(levels)) if rates[n] > 0]
     levels, trees, rates = [levels[n] for n in keep], [trees[n] for n in keep], [float(rates[n]) for n in keep]
     transfers = _transfers(trees, two_stream_layout(size, rates), rates)
@@ -364,6 +402,100 @@ def plan_two_tree(
     }
     params = {"rate_tolerance": rate_tolerance}
     return Plan.broadcast(src, size, dests, transfers, planner="two_tree", params=params, notes=notes)
+
+
+#: Most rate classes by route share (:func:`._trees.prefix_sets`): two trees each.
+MAX_CLASSES = 12
+
+
+def _best_levels(topology, source, dests, levels, level_rates):
+    """(levels, trees, depth, rates): stable's levels; where routes are fixed, also rate
+    classes by route share (:func:`._trees.route_shares`), each with and without its slowest
+    hosts as leaves (:func:`_level_trees`); the largest aggregate (:func:`_score`) wins."""
+    shares = route_shares(topology, source, dests) if routes_fixed(topology) else None
+    families = [(levels, level_rates)]
+    if shares is not None:
+        rank = {d: i for i, d in enumerate(dests)}
+        classes = [sorted(s, key=rank.__getitem__) for s in prefix_sets(dests, shares, MAX_CLASSES)]
+        families.append((classes, level_rates[:1]))
+    best = None
+    for family, floor_rates in families:
+        floors = _floors(family, shares)
+        for leaves in (False, True) if shares is not None else (False,):
+            trees, depth = _level_trees(topology, source, family, leaves)
+            rates = _rates(topology, [a + b for a, b in trees], [len(m) for m in family], floor_rates, floors)
+            score = _score(family, rates)
+            if best is None or score > best[0] * (1 + 1e-12):
+                best = (score, family, trees, depth, rates)
+    return best[1:]
+
+
+def _level_trees(topology, source, levels, leaves=False):
+    """The two trees (hops, parents first) of every level, and the deepest tree's depth.
+
+    ``leaves``: the hosts of the first level only (the slowest class) are leaves of its two
+    trees instead of members, when the hosts of the next level are at least as many: they
+    send nothing, so they hold no one back (docs/algorithms.md 11.3) [I]."""
+    trees, depth = [], 0
+    for n, members in enumerate(levels):
+        nxt = set(levels[n + 1]) if n + 1 < len(levels) else set()
+        last = [m for m in members if m not in nxt]
+        relays = [m for m in members if m in nxt]
+        as_leaves = leaves and n == 0 and last and len(relays) >= len(last)
+        order, nesting = route_hierarchy(topology, source, relays if as_leaves else members)
+        pair = []
+        for parents in nested_two_tree(nesting, len(order)):
+            hops, d = _hops(order, parents, source)
+            pair.append(hops)
+            depth = max(depth, d)
+        if as_leaves:
+            for t, parent_of in enumerate(_leaf_parents(topology, source, order, last)):
+                pair[t].extend((parent_of[x], x) for x in last)
+            depth += 1
+        trees.append(pair)
+    return trees, depth
+
+
+def _leaf_parents(topology, source, order, leaves):
+    """Per tree, the relay each leaf hangs from: among the relays whose route from the source
+    shares most with the leaf's, the two with the fewest leaves so far (one per tree; the
+    same relay when there is one), so that no relay's link takes many leaves."""
+    keys = [topology.route(source, m) for m in order]
+    count = dict.fromkeys(order, 0)
+    first, second = {}, {}
+    for x in leaves:
+        key = topology.route(source, x)
+        shared = [_common_prefix(k, key) for k in keys]
+        top = max(shared)
+        near = sorted((m for m, c in zip(order, shared) if c == top), key=count.__getitem__)
+        first[x], second[x] = near[0], near[1] if len(near) > 1 else near[0]
+        count[first[x]] += 1
+        count[second[x]] += 1
+    return first, second
+
+
+def _score(levels, rates) -> float:
+    """Σ_n |S_n| V_n: the aggregate the levels' rates give."""
+    return float(sum(len(m) * float(v) for m, v in zip(levels, rates)))
+
+
+#: The share of its route share (:func:`._trees.route_shares`) the rate LP keeps every host
+#: at when it can [I]: above one half, so that a host still gets half of it after the trees'
+#: fill (their hop latencies) is paid.
+FLOOR_SHARE = 0.6
+
+
+def _floors(levels, shares):
+    """Per level L, FLOOR_SHARE of the smallest route share of the hosts whose last level
+    is L: what the rate LP keeps them at when it can (None without shares)."""
+    if shares is None:
+        return None
+    out = []
+    for n, members in enumerate(levels):
+        nxt = set(levels[n + 1]) if n + 1 < len(levels) else set()
+        last = [shares[d] for d in members if d not in nxt]
+        out.append(FLOOR_SHARE * min(last, default=0.0))
+    return np.array(out)
 
 
 def _transfers(trees, layout, rates) -> list[Transfer]:

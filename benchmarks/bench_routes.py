@@ -1,0 +1,149 @@
+"""Planners on platforms whose declared routes decide what a transfer crosses (issue: plans
+that see the routes). Fresh multi-site platforms (:mod:`topocast.topology.multisite`) each run,
+seeds printed so a failure replays with ``--seeds``.
+
+Per platform and bandwidth planner: the simulated (fluid) aggregate bandwidth of a 1 GB
+broadcast from the first host, as a fraction of Σ max-flow and of the steady route-aware
+bound (:func:`topocast.route_bound.route_bounds`); the hosts served below half their own
+max-flow, and below half their route-aware rate alone on their routes; the transfers whose explicit path differs from the declared route (must be 0); and
+the planning CPU time with the declared routes against the same platform with its routes
+removed (every pair on the tree path), ``explicit / tree`` (target <= 2).
+
+Targets: ``optimal`` >= 0.85 of the steady route-aware bound on every platform and never
+below another planner; ``--compare-hosts N`` also times ``topocast compare`` with the bandwidth
+planners on an N-host platform of the family (target: under 60 s for 1,500 hosts).
+
+    PYTHONPATH=src python benchmarks/bench_routes.py [--platforms 20] [--hosts N] [--seeds 1,2]
+        [--planners stable,fpfr,...] [--no-timing] [--compare-hosts 1500]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from topocast import Broadcast, broadcast_bounds, check_plan, simulate
+from topocast.planners import get_planner
+from topocast.topology.multisite import multi_site_platform, multi_site_xml
+
+PLANNERS = ("stable", "fpfr", "dijkstra", "balanced_multicast", "two_tree", "optimal")
+SIZE = 10**9
+
+
+def _route_bound(topology, source, per_host_maxflow):
+    """The route-aware bounds (:func:`topocast.route_bound.route_bounds`)."""
+    from topocast.route_bound import route_bounds
+
+    return route_bounds(topology, source, per_host_maxflow)
+
+
+def _off_route(plan, topology) -> int:
+    """Transfers whose explicit path is not the topology's route."""
+    return sum(1 for t in plan.transfers if t.path is not None and tuple(t.path) != topology.route_nodes(t.src, t.dst))
+
+
+def _plan_cpu(name, topology, request):
+    start = time.process_time()
+    plan = get_planner("broadcast", name)(topology, request)
+    return plan, time.process_time() - start
+
+
+def run_platform(seed: int, hosts: int | None, planners, timing: bool) -> dict[str, float]:
+    topo = multi_site_platform(hosts, seed=seed)
+    src = topo.hosts[0]
+    request = Broadcast(src, SIZE)
+    maxflow = broadcast_bounds(topo, src)
+    rb = _route_bound(topo, src, maxflow.per_host_rate)
+    route_bound, bound_name = rb.steady, "steady route-aware"
+    tree_topo = topo.replace(routes={}) if timing else None
+    print(
+        f"\nseed {seed}: {topo.name}, {len(topo.hosts)} hosts, {len(topo.routes):,} declared routes; "
+        f"Σ max-flow {maxflow.aggregate_bandwidth / 1e9:.1f} GB/s; "
+        + f"{bound_name} bound {route_bound / 1e9:.2f} GB/s (valid for the metric: {rb.aggregate / 1e9:.2f})",
+        flush=True,
+    )
+    print(
+        f"  {'planner':<19}{'GB/s':>8}{'of Σmf':>8}{'of route':>9}{'<½ own':>7}{'<½ alone':>9}{'off-route':>10}{'plan s':>8}{'x tree':>7}"
+    )
+    got = {}
+    for name in planners:
+        plan, cpu = _plan_cpu(name, topo, request)
+        check_plan(plan, topo)
+        result = simulate(plan, topo)
+        agg = result.aggregate_bandwidth
+        got[name] = agg
+        low = sum(1 for h, r in result.per_host.items() if r.rate < 0.5 * maxflow.per_host_rate[h])
+        low_alone = sum(1 for h, r in result.per_host.items() if r.rate < 0.5 * rb.per_host_rate[h])
+        ratio = ""
+        if tree_topo is not None:
+            _, tree_cpu = _plan_cpu(name, tree_topo, request)
+            ratio = f"{cpu / max(tree_cpu, 1e-3):.2f}"
+        of_route = f"{agg / route_bound:.3f}" if route_bound else "-"
+        print(
+            f"  {name:<19}{agg / 1e9:8.2f}{agg / maxflow.aggregate_bandwidth:8.3f}{of_route:>9}{low:7d}{low_alone:9d}"
+            f"{_off_route(plan, topo):10d}{cpu:8.2f}{ratio:>7}",
+            flush=True,
+        )
+    got["_route_bound"] = route_bound or float("nan")
+    return got
+
+
+def time_compare(hosts: int, seed: int) -> None:
+    """``topocast compare`` with the bandwidth planners on one platform of the family (wall time)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "platform.xml"
+        path.write_text(multi_site_xml(hosts, seed=seed))
+        cmd = [sys.executable, "-m", "topocast", "compare", str(path), "--algorithms", ",".join(PLANNERS)]
+        start = time.perf_counter()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        out = subprocess.run(cmd, capture_output=True, text=True, env=os.environ)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        wall = time.perf_counter() - start
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    print(
+        f"\ncompare on {hosts} hosts (seed {seed}): {cpu:.1f} CPU s, {wall:.1f} s wall "
+        f"(exit {out.returncode}), target < 60 s"
+    )
+    print(out.stdout[-3000:] if out.returncode == 0 else out.stderr[-3000:])
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--platforms", type=int, default=20)
+    ap.add_argument("--hosts", type=int, default=None, help="hosts per platform (default: drawn in 300-1,500)")
+    ap.add_argument("--seeds", default=None, help="comma-separated seeds to replay (default: fresh)")
+    ap.add_argument("--planners", default=",".join(PLANNERS))
+    ap.add_argument("--no-timing", action="store_true", help="skip planning on the tree routes")
+    ap.add_argument("--compare-hosts", type=int, default=0)
+    args = ap.parse_args(argv)
+    seeds = (
+        [int(s) for s in args.seeds.split(",")]
+        if args.seeds
+        else np.random.default_rng().integers(0, 2**31, args.platforms).tolist()
+    )
+    print(f"seeds {','.join(map(str, seeds))}; load {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+    planners = args.planners.split(",")
+    rows = [run_platform(s, args.hosts, planners, not args.no_timing) for s in seeds]
+    if "optimal" in planners:
+        below = [s for s, r in zip(seeds, rows) if any(r[p] > r["optimal"] * (1 + 1e-9) for p in planners)]
+        fracs = [r["optimal"] / r["_route_bound"] for r in rows]
+        print(f"\noptimal below another planner on seeds {below or 'none'}")
+        if not np.isnan(fracs).all():
+            worst = int(np.nanargmin(fracs))
+            print(f"optimal of the route-aware bound: min {fracs[worst]:.3f} (seed {seeds[worst]}), target >= 0.85")
+    if args.compare_hosts:
+        time_compare(args.compare_hosts, seeds[0])
+    print(f"load {os.getloadavg()[0]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
