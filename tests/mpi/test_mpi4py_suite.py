@@ -4,7 +4,8 @@ through topocast.mpi, assertions untouched (mpi4py_suite.py, one rank each, unde
 The test files come from the sdist of the installed mpi4py release (its ``test/``
 directory): ``$TOPOCAST_MPI4PY_TESTS`` if set, else a cache directory, filled once by
 ``pip download --no-binary mpi4py``; without them (no network, no pip) the tests skip and
-say why. Runs: the default planners (``auto``) on the whole files at 1 to 4 ranks, and every
+say why. Runs: the default planners (``auto``) at 1 to 4 ranks on every test of the files that
+calls ``Bcast`` or ``Allreduce`` (the others never reach topocast), and every
 planner that runs without a topology (on the uniform star topocast.mpi assumes) on the tests
 that call ``Bcast`` (broadcast planners) or ``Allreduce`` (allreduce planners) at 4 ranks.
 ``Ibcast``/``Iallreduce`` stay MPI's: topocast offers no non-blocking collectives.
@@ -118,11 +119,29 @@ def run_suite(testdir: Path, n: int, bcast: list[str], allreduce: list[str], *ar
     return lines
 
 
+def routed_tests(testdir: Path) -> list[str]:
+    """The test methods of MODULES whose body calls ``Bcast`` or ``Allreduce`` (found in the
+    source with ``ast``): the others never reach topocast, and running them only costs time."""
+    import ast
+
+    names = set()
+    for module in MODULES:
+        tree = ast.parse((testdir / f"{module}.py").read_text())
+        for fn in ast.walk(tree):
+            if isinstance(fn, ast.FunctionDef) and fn.name.startswith("test"):
+                calls = {n.attr for n in ast.walk(fn) if isinstance(n, ast.Attribute)}
+                if calls & {"Bcast", "Allreduce"}:
+                    names.add(fn.name)
+    return sorted(names)
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
 @pytest.mark.parametrize("n", [1, 2, 3, 4])
-def test_whole_files_with_the_default_planners(testdir, n):
-    run_suite(testdir, n, ["auto"], ["auto"], *MODULES)
+def test_the_files_with_the_default_planners(testdir, n):
+    only = routed_tests(testdir)
+    assert {BCAST_TESTS, ALLREDUCE_TESTS} <= set(only), only
+    run_suite(testdir, n, ["auto"], ["auto"], "--only", ",".join(only), *MODULES)
 
 
 @pytest.mark.slow
