@@ -105,6 +105,18 @@ class IntervalSet:
             out.append((pos, end))
         return out
 
+    def covered_parts(self, ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+        """The parts of ``ranges`` ((offset, length) pairs, in their order) that the set
+        covers, as (offset, length) pairs: the complement of :meth:`missing` within each."""
+        out = []
+        for off, length in ranges:
+            pos = off
+            for s, e in self.missing(off, off + length) + [(off + length, off + length)]:
+                if s > pos:
+                    out.append((pos, s - pos))
+                pos = max(pos, e)
+        return out
+
     def __iter__(self):
         return iter(zip(self.starts, self.ends))
 

@@ -364,6 +364,20 @@ def _mbit_range(text: str | None) -> tuple[int, int] | None:
     return int(parts[0]), int(parts[1])
 
 
+def _emit(topology: Topology, output: str | None) -> int:
+    """A generated topology written to ``output`` (its format from the suffix), or as YAML on
+    standard output."""
+    if output:
+        _write(topology, output)
+        links = len(topology.physical_links)
+        print(f"wrote {output}: {len(topology.hosts)} hosts, {len(topology.switches)} switches, {links} links")
+    else:
+        from ..topology.io import dumps
+
+        sys.stdout.write(dumps(topology))
+    return 0
+
+
 def _write(topology: Topology, output: str, simgrid_routing: str = "auto") -> None:
     suffix = Path(output).suffix.lower()
     if suffix in (".yaml", ".yml", ".json"):
@@ -403,7 +417,6 @@ def run_convert(args: argparse.Namespace) -> int:
 def _generate_multi_site(args: argparse.Namespace) -> int:
     """A ``.xml`` output is the platform file itself (Floyd zones and declared routes, not the
     export's flat zone); any other output is the topology ``load_simgrid`` reads from it."""
-    from ..topology.io import dumps
     from ..topology.multisite import multi_site_platform, multi_site_xml
 
     if args.output and Path(args.output).suffix.lower() == ".xml":
@@ -412,12 +425,7 @@ def _generate_multi_site(args: argparse.Namespace) -> int:
         print(f"wrote {args.output}: SimGrid platform, {text.count('<host ')} hosts")
         return 0
     t = multi_site_platform(args.hosts, seed=args.seed, n_sites=args.sites, name=args.name)
-    if args.output:
-        _write(t, args.output)
-        print(f"wrote {args.output}: {len(t.hosts)} hosts, {len(t.switches)} switches, {len(t.physical_links)} links")
-    else:
-        sys.stdout.write(dumps(t))
-    return 0
+    return _emit(t, args.output)
 
 
 def run_generate(args: argparse.Namespace) -> int:
@@ -466,11 +474,4 @@ def run_generate(args: argparse.Namespace) -> int:
             seed=args.seed,
             **extra,
         )
-    if args.output:
-        _write(t, args.output)
-        print(f"wrote {args.output}: {len(t.hosts)} hosts, {len(t.switches)} switches, {len(t.physical_links)} links")
-    else:
-        from ..topology.io import dumps
-
-        sys.stdout.write(dumps(t))
-    return 0
+    return _emit(t, args.output)

@@ -34,15 +34,7 @@ Replan = Callable[[frozenset[str]], Plan]
 
 def _overlap(ranges: Sequence[tuple[int, int]], other: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
     """The parts of ``ranges`` (in their order) that ``other`` covers."""
-    have = IntervalSet(other)
-    out = []
-    for off, length in ranges:
-        pos = off
-        for s, e in have.missing(off, off + length) + [(off + length, off + length)]:
-            if s > pos:
-                out.append((pos, s - pos))
-            pos = max(pos, e)
-    return out
+    return IntervalSet(other).covered_parts(ranges)
 
 
 def without_hosts(plan: Plan, missing: frozenset[str]) -> Plan:

@@ -85,18 +85,6 @@ def _cut(ranges, have: IntervalSet) -> list[tuple[int, int]]:
     return [(s, e - s) for off, length in ranges for s, e in have.missing(off, off + length)]
 
 
-def _within(ranges, have: IntervalSet) -> list[tuple[int, int]]:
-    """The parts of ``ranges`` (in order) that ``have`` covers."""
-    out = []
-    for off, length in ranges:
-        pos = off
-        for s, e in have.missing(off, off + length) + [(off + length, off + length)]:
-            if s > pos:
-                out.append((pos, s - pos))
-            pos = max(pos, e)
-    return out
-
-
 def continue_from(plan: Plan, holdings: Mapping[str, IntervalSet], skip: Set[int] = frozenset()) -> Plan:
     """What is left of ``plan`` when every host holds ``holdings`` (transfers ``skip`` done):
     each transfer without the bytes its receiver holds; a pipelined transfer out of a relay
@@ -112,7 +100,7 @@ def continue_from(plan: Plan, holdings: Mapping[str, IntervalSet], skip: Set[int
             continue
         base = dataclasses.replace(t, ranges=tuple(rest), upstream=None, after=())
         src_has = holdings.get(t.src, IntervalSet())
-        held = _within(rest, src_has)
+        held = src_has.covered_parts(rest)
         if not t.pipelined or not held or held == rest:
             kept.append((i, base))
             continue
