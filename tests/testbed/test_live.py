@@ -73,4 +73,4 @@ def test_traffic_at_a_rate_for_a_duration_via_the_cli(testbed_factory, monkeypat
         text=True,
         env=env,
     )
-    assert r.returncode == 0 and "now 50000000bit" in r.stdout
+    assert r.returncode == 0 and "now 50 Mbit/s" in r.stdout, r.stdout

@@ -69,7 +69,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--collective", choices=COLLECTIVES, default="broadcast", help="default broadcast")
     p.add_argument("-a", "--algorithms", required=True, help="comma-separated planner names")
     p.add_argument(
-        "--min", dest="min_size", type=size_arg, default=size_arg("1KiB"), help="smallest size (default 1KiB)"
+        "--min", dest="min_size", type=size_arg, default=None, help="smallest size (default 1KiB, or --max if smaller)"
     )
     p.add_argument(
         "--max", dest="max_size", type=size_arg, default=size_arg("1GiB"), help="largest size (default 1GiB)"
@@ -270,7 +270,8 @@ def run(args: argparse.Namespace) -> int:
     algorithms = [a.strip() for a in args.algorithms.split(",") if a.strip()]
     if not algorithms:
         raise InputError("give at least one planner name", element="--algorithms")
-    sizes = sizes_between(args.min_size, args.max_size, args.step)
+    lo = min(size_arg("1KiB"), args.max_size) if args.min_size is None else args.min_size
+    sizes = sizes_between(lo, args.max_size, args.step)
     with progress(len(algorithms) * len(sizes), "simulating", quiet=args.json) as step:
         data = sweep(
             topology,

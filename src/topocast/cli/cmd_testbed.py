@@ -193,13 +193,13 @@ def _exec(args) -> int:
 def _set_rate(args) -> int:
     from ..testbed import load_state
     from ..testbed.live import set_rate
-    from ..units import parse_bandwidth
+    from ..units import format_bandwidth, parse_bandwidth
 
     rate = parse_bandwidth(args.rate, field="RATE")
     st = load_state(args.name)
     changed = set_rate(st, args.a, args.b, rate, one_way=args.one_way)
     way = f"{args.a} -> {args.b}" if args.one_way else f"{args.a} <-> {args.b}"
-    print(f"testbed {st.name}: link {way} now {changed[0]['rate']}")
+    print(f"testbed {st.name}: link {way} now {format_bandwidth(rate)} ({len(changed)} direction(s) changed)")
     return 0
 
 

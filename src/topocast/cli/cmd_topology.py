@@ -127,6 +127,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--shape",
         choices=("recursive", "chain", "star", "hub"),
         default="recursive",
+        metavar="SHAPE",
         help="switch tree: random recursive (default), chain, star (hub without hosts) or hub (with hosts)",
     )
     r.add_argument("--switch-mbit", help="LO-HI: links between switches in this range (Mbit/s; default as hosts')")

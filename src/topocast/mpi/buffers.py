@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -148,7 +148,8 @@ def _host_bytes(obj, writable: bool):
         mem = MPI.buffer.frombuffer(obj, readonly=not writable)
     except BufferError as exc:
         raise ValueError(f"{exc}{' (it receives data)' if writable else ''}") from None
-    return np.frombuffer(mem, dtype=np.uint8) if len(mem) else np.zeros(0, np.uint8)
+    # mpi4py's buffer object has the buffer protocol, which its type stubs do not declare
+    return np.frombuffer(cast(Any, mem), dtype=np.uint8) if len(mem) else np.zeros(0, np.uint8)
 
 
 def _has_buffer(obj) -> bool:

@@ -550,6 +550,7 @@ def bcast(
         _forget(comm)
         MPI.Comm.Bcast(comm, buf, int(root))
         return buf
+    assert msg is not None  # not delegated: every rank read its buffer
     run(msg.data)
     _agreed(comm, ("bcast", replace(desc, host=""), tuple(hosts)), desc, msg.nbytes, run)
     return buf
@@ -647,6 +648,7 @@ def allreduce(
         _forget(comm)
         MPI.Comm.Allreduce(comm, sendbuf, recvbuf, op)
         return recvbuf
+    assert out is not None  # not delegated: every rank read its buffers
     run(data)
     _agreed(comm, ("allreduce", replace(desc, host=""), tuple(hosts)), desc, out.nbytes, run)
     return recvbuf
@@ -716,6 +718,7 @@ def perform(
     else:
         _check(plan, topology, what)
         plan = without_loose_caps(plan, topology)
+    assert isinstance(msg, Message)  # a rank whose buffer could not be read raised in _agree
     return _run(comm, plan, msg.data, hosts, chunk_size, combine)
 
 

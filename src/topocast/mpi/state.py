@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -74,7 +74,7 @@ def state_of(comm: MPI.Comm) -> CommState:
 
     if _keyval is None:
         _keyval = MPI.Comm.Create_keyval(delete_fn=_release)
-    state = comm.Get_attr(_keyval)
+    state = cast("CommState | None", comm.Get_attr(_keyval))
     if state is None:
         state = CommState()
         comm.Set_attr(_keyval, state)
