@@ -282,85 +282,91 @@ def run(args: argparse.Namespace) -> int:
             out["route_bound"] = ref.route_json()
         print_json(out)
     else:
-        from rich.table import Table
-
-        from .common import console
-
-        table = Table(
-            title=f"broadcast of {format_size(args.size)} from {source} on {topology.name} "
-            f"({len(bound.per_host_rate)} destinations)",
-        )
-        # names are never cut: the column is as wide as the longest one
-        table.add_column("algorithm", no_wrap=True, min_width=max(len(n) for n, _ in results))
-        # where the routes are fixed and the route-aware bound is lower, the first fraction
-        # is of that bound (valid for the aggregate metric), and one more of its steady form
-        by_route = ref.kind != "sum of per-destination max-flows"
-        # (the steady route bound counts the relay ceiling's constraints too: never above it)
-        tighter = tighter and (ref.route is None or ceiling < ref.route.steady * (1 - 1e-9))
-        steady_bound = ref.route.steady if ref.route is not None else math.inf
-        steady = steady_bound < bound.aggregate_bandwidth * (1 - 1e-9)
-        table.add_column("aggregate bandwidth", justify="right")
-        table.add_column("of route bound" if by_route else "of Σ max-flow", justify="right")
-        if steady:
-            table.add_column("of steady route bound", justify="right")
-        if tighter:
-            table.add_column("of relay ceiling", justify="right")
-        table.add_column("makespan", justify="right")
-        table.add_column("slowest host rate", justify="right")
-        n_extra = int(tighter) + int(steady)
-        for name, r in results:
-            if isinstance(r, str):
-                cell = f"[yellow]{OVER_LIMIT} (below)[/yellow]" if r.startswith(OVER_LIMIT) else f"[red]{r}[/red]"
-                table.add_row(name, cell, *[""] * (3 + n_extra))
-                continue
-            fracs = [_fraction(r.aggregate_bandwidth, ref.aggregate_bandwidth)]
-            if steady:
-                fracs.append(_fraction(r.aggregate_bandwidth, steady_bound))
-            if tighter:
-                fracs.append(_fraction(r.aggregate_bandwidth, ceiling))
-            slowest = min((h.rate for h in r.per_host.values()), default=math.nan)
-            table.add_row(
-                name,
-                format_bandwidth(r.aggregate_bandwidth),
-                *[f"{100 * f:.1f} %" for f in fracs],
-                format_time(r.makespan),
-                format_bandwidth(slowest),
-            )
-
-        def bound_row(label: str, value: float, *cells: str) -> None:
-            table.add_row(
-                label, format_bandwidth(value), f"{100 * _fraction(value, ref.aggregate_bandwidth):.1f} %", *cells
-            )
-
-        bound_row(
-            "[bold]bound[/bold] (Σ max-flow)",
-            bound.aggregate_bandwidth,
-            *[""] * n_extra,
-            "",
-            format_bandwidth(bound.common_rate),
-        )
-        if by_route:
-            bound_row("[bold]route bound[/bold] (aggregate)", ref.aggregate_bandwidth, *[""] * (n_extra + 2))
-        if steady:
-            bound_row("[bold]route bound[/bold] (steady rates)", steady_bound, "100.0 %", *[""] * (n_extra + 1))
-        if tighter:
-            bound_row(
-                "[bold]relay ceiling[/bold] (half-duplex)",
-                ceiling,
-                *([""] if steady else []),
-                "100.0 %",
-                "",
-                "",
-            )
-        console().print(table)
-        for name, r in results:
-            if isinstance(r, str) and r.startswith(OVER_LIMIT):
-                console().print(f"[yellow]{name}[/yellow]: {r}")
+        _print_table(args, topology, source, bound, ref, ceiling, tighter, results)
     if args.plot:
         plot_compare(args.plot, topology, source, bound, [(n, r) for n, r in results if not isinstance(r, str)])
         if not args.json:
             print(f"plot written to {args.plot}")
     return 0
+
+
+def _print_table(args, topology, source, bound, ref, ceiling: float, tighter: bool, results) -> None:
+    """The comparison as a rich table: one row per planner (or the reason it has no result),
+    then the bounds, with a fraction column for each bound tighter than Σ max-flow."""
+    from rich.table import Table
+
+    from .common import console
+
+    table = Table(
+        title=f"broadcast of {format_size(args.size)} from {source} on {topology.name} "
+        f"({len(bound.per_host_rate)} destinations)",
+    )
+    # names are never cut: the column is as wide as the longest one
+    table.add_column("algorithm", no_wrap=True, min_width=max(len(n) for n, _ in results))
+    # where the routes are fixed and the route-aware bound is lower, the first fraction
+    # is of that bound (valid for the aggregate metric), and one more of its steady form
+    by_route = ref.kind != "sum of per-destination max-flows"
+    # (the steady route bound counts the relay ceiling's constraints too: never above it)
+    tighter = tighter and (ref.route is None or ceiling < ref.route.steady * (1 - 1e-9))
+    steady_bound = ref.route.steady if ref.route is not None else math.inf
+    steady = steady_bound < bound.aggregate_bandwidth * (1 - 1e-9)
+    table.add_column("aggregate bandwidth", justify="right")
+    table.add_column("of route bound" if by_route else "of Σ max-flow", justify="right")
+    if steady:
+        table.add_column("of steady route bound", justify="right")
+    if tighter:
+        table.add_column("of relay ceiling", justify="right")
+    table.add_column("makespan", justify="right")
+    table.add_column("slowest host rate", justify="right")
+    n_extra = int(tighter) + int(steady)
+    for name, r in results:
+        if isinstance(r, str):
+            cell = f"[yellow]{OVER_LIMIT} (below)[/yellow]" if r.startswith(OVER_LIMIT) else f"[red]{r}[/red]"
+            table.add_row(name, cell, *[""] * (3 + n_extra))
+            continue
+        fracs = [_fraction(r.aggregate_bandwidth, ref.aggregate_bandwidth)]
+        if steady:
+            fracs.append(_fraction(r.aggregate_bandwidth, steady_bound))
+        if tighter:
+            fracs.append(_fraction(r.aggregate_bandwidth, ceiling))
+        slowest = min((h.rate for h in r.per_host.values()), default=math.nan)
+        table.add_row(
+            name,
+            format_bandwidth(r.aggregate_bandwidth),
+            *[f"{100 * f:.1f} %" for f in fracs],
+            format_time(r.makespan),
+            format_bandwidth(slowest),
+        )
+
+    def bound_row(label: str, value: float, *cells: str) -> None:
+        table.add_row(
+            label, format_bandwidth(value), f"{100 * _fraction(value, ref.aggregate_bandwidth):.1f} %", *cells
+        )
+
+    bound_row(
+        "[bold]bound[/bold] (Σ max-flow)",
+        bound.aggregate_bandwidth,
+        *[""] * n_extra,
+        "",
+        format_bandwidth(bound.common_rate),
+    )
+    if by_route:
+        bound_row("[bold]route bound[/bold] (aggregate)", ref.aggregate_bandwidth, *[""] * (n_extra + 2))
+    if steady:
+        bound_row("[bold]route bound[/bold] (steady rates)", steady_bound, "100.0 %", *[""] * (n_extra + 1))
+    if tighter:
+        bound_row(
+            "[bold]relay ceiling[/bold] (half-duplex)",
+            ceiling,
+            *([""] if steady else []),
+            "100.0 %",
+            "",
+            "",
+        )
+    console().print(table)
+    for name, r in results:
+        if isinstance(r, str) and r.startswith(OVER_LIMIT):
+            console().print(f"[yellow]{name}[/yellow]: {r}")
 
 
 @contextlib.contextmanager
