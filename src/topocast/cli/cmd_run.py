@@ -355,16 +355,7 @@ def run(args: argparse.Namespace) -> int:
 
     bars = _TransferBars(plan) if sys.stderr.isatty() and not args.json else None
     run_plan: Any = perform
-    extra: dict = {
-        "resume": args.resume,
-        "all_or_nothing": args.all_or_nothing,
-        "replan": _replanner(args, plan, topo, algorithm, goodput, chunk),
-    }
-    if args.adapt:
-        whole = _replanner(args, plan, topo, algorithm, goodput, chunk, whole=True)
-        if whole is None:
-            raise InputError("--adapt needs a broadcast, its topology and a registered planner", element="--adapt")
-        extra.update(adapt=True, planner=whole)
+    extra = _follow_options(args, plan, topo, algorithm, goodput, chunk)
     if args.launcher == "mpi":  # the plan's transfers as MPI messages (topocast.mpi)
         from ..mpi.launch import perform_like_runtime as run_plan
 
@@ -427,6 +418,22 @@ def run(args: argparse.Namespace) -> int:
 
         print_table(Console(), plan, algorithm, measured, predicted, bound, outcome, args.launcher)
     return 0 if not outcome.failed else 1
+
+
+def _follow_options(args, plan, topo, algorithm, goodput, chunk) -> dict:
+    """``perform``'s options for a run that follows what happens: resume, absent hosts and
+    ``--adapt`` (with the planner it re-runs)."""
+    extra: dict = {
+        "resume": args.resume,
+        "all_or_nothing": args.all_or_nothing,
+        "replan": _replanner(args, plan, topo, algorithm, goodput, chunk),
+    }
+    if args.adapt:
+        whole = _replanner(args, plan, topo, algorithm, goodput, chunk, whole=True)
+        if whole is None:
+            raise InputError("--adapt needs a broadcast, its topology and a registered planner", element="--adapt")
+        extra.update(adapt=True, planner=whole)
+    return extra
 
 
 def _replanner(args, plan: Plan, topo, algorithm: str, goodput: float, chunk: int, whole: bool = False):
