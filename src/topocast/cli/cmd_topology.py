@@ -61,6 +61,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     c.set_defaults(func=run_convert)
 
+    _register_generate(tsub)
+
+
+def _register_generate(tsub) -> None:
+    """``topology generate KIND``: one subparser per generator, with the options they share."""
     g = tsub.add_parser(
         "generate", help="generate a topology (multi-cluster, two-cluster, fat-tree, random-tree, multi-site)"
     )
