@@ -193,11 +193,8 @@ def make_file(path: Path, size: int) -> str:
 
 
 def sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
     with open(path, "rb") as fh:
-        while chunk := fh.read(16 << 20):
-            h.update(chunk)
-    return h.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def main() -> int:
