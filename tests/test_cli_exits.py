@@ -126,16 +126,16 @@ def test_a_signal_to_run_stops_the_agents_and_cleans_up(tmp_path, sig, code, wor
 
 def test_an_agent_dying_during_set_up_is_a_failure_naming_it(monkeypatch, capsys):
     """Not status 2 (bad input): the input was fine, a host was lost."""
-    from topocast.runtime import coordinator
+    from topocast.runtime import startup
 
-    real = coordinator._configure
+    real = startup.configure
 
     def configure_after_a_death(plan, hosts, conns, procs, *rest):
         procs["a1"].kill()
         procs["a1"].wait()
         return real(plan, hosts, conns, procs, *rest)
 
-    monkeypatch.setattr(coordinator, "_configure", configure_after_a_death)
+    monkeypatch.setattr(startup, "configure", configure_after_a_death)
     assert main(["run", "builtin:hetero-2switch", "-a", "flat", "-s", "s", "--size", "64KiB"]) == 1
     err = capsys.readouterr().err
     # the others go on without it (runtime.absent): the status and the message name it

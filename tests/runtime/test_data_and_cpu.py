@@ -27,32 +27,32 @@ def test_generate_range_rejects_negative():
 
 
 # --------------------------------------------------------------- CPU verdict
-from topocast.runtime.coordinator import StealWatch, _busy, _cpu_verdict, _niced, _parse_stat, _steal  # noqa: E402
+from topocast.runtime.cpuload import StealWatch, busy_share, cpu_verdict, niced_share, parse_stat, steal_share  # noqa: E402
 
 
 def test_niced_background_work_is_not_a_cpu_bound_verdict():
     # two cores fully busy for 1 s: 190 jiffies nice (background `nice -n 19` jobs), 10 system
-    a = _parse_stat("cpu  1000 5000 300 9000 10 0 5 0 0 0")
-    b = _parse_stat("cpu  1000 5190 310 9000 10 0 5 0 0 0")
-    assert _busy(a, b) == pytest.approx(0.05) and _niced(a, b) == pytest.approx(0.95)
-    assert _cpu_verdict({"a0": 0.05}, 1.0, _busy(a, b), _niced(a, b)) == ""
+    a = parse_stat("cpu  1000 5000 300 9000 10 0 5 0 0 0")
+    b = parse_stat("cpu  1000 5190 310 9000 10 0 5 0 0 0")
+    assert busy_share(a, b) == pytest.approx(0.05) and niced_share(a, b) == pytest.approx(0.95)
+    assert cpu_verdict({"a0": 0.05}, 1.0, busy_share(a, b), niced_share(a, b)) == ""
     # the same time at nice 0: the verdict says the CPU may have set the pace
-    c = _parse_stat("cpu  1190 5000 310 9000 10 0 5 0 0 0")
-    assert _busy(a, c) == pytest.approx(1.0) and _niced(a, c) == 0
-    assert "busy" in _cpu_verdict({"a0": 0.05}, 1.0, _busy(a, c), _niced(a, c))
+    c = parse_stat("cpu  1190 5000 310 9000 10 0 5 0 0 0")
+    assert busy_share(a, c) == pytest.approx(1.0) and niced_share(a, c) == 0
+    assert "busy" in cpu_verdict({"a0": 0.05}, 1.0, busy_share(a, c), niced_share(a, c))
 
 
 def test_guest_time_not_counted_twice():
-    a = _parse_stat("cpu  100 0 0 100 0 0 0 0 0 0")
-    b = _parse_stat("cpu  200 0 0 100 0 0 0 0 100 0")  # 100 jiffies of guest, already in user
-    assert _busy(a, b) == pytest.approx(1.0)
+    a = parse_stat("cpu  100 0 0 100 0 0 0 0 0 0")
+    b = parse_stat("cpu  200 0 0 100 0 0 0 0 100 0")  # 100 jiffies of guest, already in user
+    assert busy_share(a, b) == pytest.approx(1.0)
 
 
 def test_hypervisor_steal_is_measured_and_counted_as_busy():
-    a = _parse_stat("cpu  100 0 0 100 0 0 0 0 0 0")
-    b = _parse_stat("cpu  150 0 0 120 0 0 0 30 0 0")  # 30 of 100 jiffies stolen
-    assert _steal(a, b) == pytest.approx(0.3) and _busy(a, b) == pytest.approx(0.8)
-    assert _steal(a, _parse_stat("cpu  150 0 0 150")) == 0  # old kernels: no steal column
+    a = parse_stat("cpu  100 0 0 100 0 0 0 0 0 0")
+    b = parse_stat("cpu  150 0 0 120 0 0 0 30 0 0")  # 30 of 100 jiffies stolen
+    assert steal_share(a, b) == pytest.approx(0.3) and busy_share(a, b) == pytest.approx(0.8)
+    assert steal_share(a, parse_stat("cpu  150 0 0 150")) == 0  # old kernels: no steal column
 
 
 def test_steal_watch_finds_the_worst_second():
@@ -66,7 +66,7 @@ def test_steal_watch_finds_the_worst_second():
             steal += 50
         reads.append(f"cpu  {100 * k - steal} 0 0 0 0 0 0 {steal} 0 0")
     it = iter(reads)
-    watch = StealWatch(t0=0.0, read=lambda: _parse_stat(next(it)))
+    watch = StealWatch(t0=0.0, read=lambda: parse_stat(next(it)))
     for k in range(13):
         watch.tick(0.25 * k)
         watch.tick(0.25 * k + 0.1)  # too soon: no read
@@ -75,4 +75,4 @@ def test_steal_watch_finds_the_worst_second():
 
 
 def test_an_agent_using_a_core_is_reported():
-    assert "agent a0 used 95% of a core" in _cpu_verdict({"a0": 0.95, "b0": 0.1}, 1.0, 0.5, 0.0)
+    assert "agent a0 used 95% of a core" in cpu_verdict({"a0": 0.95, "b0": 0.1}, 1.0, 0.5, 0.0)

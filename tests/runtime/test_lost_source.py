@@ -51,13 +51,13 @@ class _Conn:
 def _watch():
     import queue
 
-    from topocast.runtime.coordinator import _Watch
+    from topocast.runtime.watch import Watch
 
     size = 1000
     tr = [Transfer.of("s", "a", 0, size), Transfer.of("a", "b", 0, size, pipelined=True)]
     plan = Plan.broadcast("s", size, ["a", "b"], tr, planner="hand")
     conns = {h: _Conn() for h in "sab"}
-    return _Watch(plan, list("sab"), conns, {}, queue.Queue(), {}, time.monotonic(), []), conns
+    return Watch(plan, list("sab"), conns, {}, queue.Queue(), {}, time.monotonic(), []), conns
 
 
 def test_a_sender_cut_off_after_its_receiver_had_everything_is_no_failure():
