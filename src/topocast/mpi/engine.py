@@ -185,121 +185,160 @@ def perform_local(
     on a rank that only sends); ``rank_of``: host -> rank; ``reduce(dst, src)``: combines the
     uint8 views ``src`` into ``dst`` (allreduce plans). Assumes the plan was checked.
     """
-    from mpi4py import MPI
-
     me = comm.Get_rank()
     host = next((h for h, r in rank_of.items() if r == me), None)
     stats = RankStats(t0=time.monotonic())
     if host is None:
         return stats
-    t0 = stats.t0 = time.monotonic()
-    tags = _tags(plan)
-    notify_to = _notify_targets(plan, rank_of)
-    is_reduce = any(t.reduce for t in plan.transfers)
-    held = IntervalSet(plan.initial.get(host, ()))
-    initially = IntervalSet(plan.initial.get(host, ()))
-    wanted = plan.wanted.get(host, ())
-    done: set[int] = set()
+    stats.t0 = time.monotonic()
+    rank = _RankRun(comm, plan, buf, rank_of, host, chunk, reduce, stats)
+    rank.post_first_receives()
+    rank.complete_now()
+    rank.progress()
+    rank.complete_now()
+    return stats
 
-    outs: list[_Out] = []
-    ins: list[_In] = []
-    for i, t in enumerate(plan.transfers):
-        chunks = list(chunks_of(t.ranges, chunk))
-        if t.src == host:
-            # a bucket of a few ms' worth would lose credit whenever this rank waits for a core
-            bucket = RoundRobin(t.rate_cap, pacer_burst(t.rate_cap, chunk), t0) if t.rate_cap else None
-            outs.append(_Out(i, rank_of[t.dst], tags[i], chunks, t.pipelined, set(t.after), bucket, t.ranges))
-        if t.dst == host:
-            # a broadcast plan may send a rank bytes it started with (the root's own): they
-            # are received into scratch, as the caller's buffer there may be read-only
-            discard = not is_reduce and initially.covers_ranges(t.ranges)
-            ins.append(_In(i, rank_of[t.src], tags[i], chunks, t.reduce, t.ranges, discard=discard))
-    # the completions announced to this rank, by announcing rank: each is received from its
-    # own sender, never from any source, since a rank that finished this call may already
-    # announce the next call's completions (a predicted call starts without a barrier)
-    awaited = {j for o in outs for j in o.after if rank_of[plan.transfers[j].dst] != me}
-    notes_from: dict[int, int] = {}
-    for j in awaited:
-        r = rank_of[plan.transfers[j].dst]
-        notes_from[r] = notes_from.get(r, 0) + 1
 
-    reqs: list = []
-    handlers: list = []
-    note_bufs: list = []
+class _RankRun:
+    """One rank's progress loop over its transfers (the steps of the module's description):
+    the MPI requests in flight, each with the handler to call when it completes."""
 
-    def post(req, handler) -> None:
-        reqs.append(req)
-        handlers.append(handler)
+    def __init__(
+        self,
+        comm: MPI.Comm,
+        plan: Plan,
+        buf: np.ndarray,
+        rank_of: dict[str, int],
+        host: str,
+        chunk: int,
+        reduce: Callable[[np.ndarray, np.ndarray], None] | None,
+        stats: RankStats,
+    ):
+        from mpi4py import MPI
 
-    def post_note_recv(source: int) -> None:
+        self.mpi, self.comm, self.plan, self.buf, self.reduce = MPI, comm, plan, buf, reduce
+        self.rank_of, self.stats, self.t0 = rank_of, stats, stats.t0
+        self.notify_to = _notify_targets(plan, rank_of)
+        self.is_reduce = any(t.reduce for t in plan.transfers)
+        self.held = IntervalSet(plan.initial.get(host, ()))
+        self.wanted = plan.wanted.get(host, ())
+        self.done: set[int] = set()  # transfers known to have completed
+        self.outs, self.ins = self._transfers(host, chunk)
+        self.reqs: list = []  # MPI requests in flight
+        self.handlers: list = []  # what to do when the request at the same index completes
+        self.note_bufs: list = []  # completion notes' buffers, kept alive while MPI uses them
+        self.ancestors = _ancestors_of(plan) if self.is_reduce else []
+
+    def _transfers(self, host: str, chunk: int) -> tuple[list[_Out], list[_In]]:
+        """This rank's outgoing and incoming transfers, cut into chunks."""
+        plan, rank_of = self.plan, self.rank_of
+        tags = _tags(plan)
+        initially = IntervalSet(plan.initial.get(host, ()))
+        outs: list[_Out] = []
+        ins: list[_In] = []
+        for i, t in enumerate(plan.transfers):
+            chunks = list(chunks_of(t.ranges, chunk))
+            if t.src == host:
+                # a bucket of a few ms' worth would lose credit whenever this rank waits for a core
+                bucket = RoundRobin(t.rate_cap, pacer_burst(t.rate_cap, chunk), self.t0) if t.rate_cap else None
+                outs.append(_Out(i, rank_of[t.dst], tags[i], chunks, t.pipelined, set(t.after), bucket, t.ranges))
+            if t.dst == host:
+                # a broadcast plan may send a rank bytes it started with (the root's own): they
+                # are received into scratch, as the caller's buffer there may be read-only
+                discard = not self.is_reduce and initially.covers_ranges(t.ranges)
+                ins.append(_In(i, rank_of[t.src], tags[i], chunks, t.reduce, t.ranges, discard=discard))
+        return outs, ins
+
+    def post(self, req, handler) -> None:
+        self.reqs.append(req)
+        self.handlers.append(handler)
+
+    def post_first_receives(self) -> None:
+        """Post the first receives of every incoming transfer now (before anyone sends, so
+        eager messages land), and one receive per completion announced to this rank."""
+        for x in self.ins:
+            if self.is_reduce or x.discard:
+                x.tmp = np.empty(sum(b - a for a, b in x.chunks), dtype=np.uint8)
+                x.offsets = _offsets(x.chunks)
+            if not x.chunks:
+                self.transfer_done(x.index)
+            self.post_recvs(x)
+        # the completions announced to this rank, by announcing rank: each is received from its
+        # own sender, never from any source, since a rank that finished this call may already
+        # announce the next call's completions (a predicted call starts without a barrier)
+        me, transfers = self.comm.Get_rank(), self.plan.transfers
+        awaited = {j for o in self.outs for j in o.after if self.rank_of[transfers[j].dst] != me}
+        notes_from: dict[int, int] = {}
+        for j in awaited:
+            r = self.rank_of[transfers[j].dst]
+            notes_from[r] = notes_from.get(r, 0) + 1
+        for source, n in sorted(notes_from.items()):
+            for _ in range(n):
+                self.post_note_recv(source)
+
+    def post_note_recv(self, source: int) -> None:
         nb = np.zeros(1, dtype=np.int64)
-        note_bufs.append(nb)
-        post(comm.Irecv([nb, MPI.INT64_T], source=source, tag=NOTIFY_TAG), lambda nb=nb: on_note(int(nb[0])))
+        self.note_bufs.append(nb)
+        req = self.comm.Irecv([nb, self.mpi.INT64_T], source=source, tag=NOTIFY_TAG)
+        self.post(req, lambda nb=nb: self.done.add(int(nb[0])))
 
-    def on_note(j: int) -> None:
-        done.add(j)
-
-    def transfer_done(i: int) -> None:
-        done.add(i)
-        for r in sorted(notify_to.get(i, ())):
+    def transfer_done(self, i: int) -> None:
+        """Transfer ``i`` (incoming) completed: announce it to the ranks that wait for it."""
+        self.done.add(i)
+        for r in sorted(self.notify_to.get(i, ())):
             note = np.array([i], dtype=np.int64)
-            note_bufs.append(note)  # alive until the send completes
-            post(comm.Isend([note, MPI.INT64_T], dest=r, tag=NOTIFY_TAG), lambda: None)
+            self.note_bufs.append(note)  # alive until the send completes
+            self.post(self.comm.Isend([note, self.mpi.INT64_T], dest=r, tag=NOTIFY_TAG), lambda: None)
 
-    # incoming: post the first receives now (before anyone sends, so eager messages land)
-    def post_recvs(x: _In) -> None:
+    def post_recvs(self, x: _In) -> None:
+        """Keep up to ``WINDOW`` receives of ``x`` posted, in chunk order."""
+        buf, byte = self.buf, self.mpi.BYTE
         while x.posted < len(x.chunks) and x.posted - x.received < WINDOW:
             k = x.posted
             a, b = x.chunks[k]
             target = x.tmp[x.offsets[k] : x.offsets[k] + b - a] if x.tmp is not None else buf[a:b]
-            post(comm.Irecv([target, MPI.BYTE], source=x.src, tag=x.tag), lambda x=x, k=k: on_recv(x, k))
+            self.post(self.comm.Irecv([target, byte], source=x.src, tag=x.tag), lambda x=x, k=k: self.on_recv(x, k))
             x.posted += 1
 
-    def on_recv(x: _In, k: int) -> None:
-        now = time.monotonic() - t0
+    def on_recv(self, x: _In, k: int) -> None:
+        now = time.monotonic() - self.t0
         if x.first is None:
             x.first = now
         x.received += 1
         if x.tmp is None:
             a, b = x.chunks[k]
-            held.add(a, b)
+            self.held.add(a, b)
         if x.received == len(x.chunks):
             if x.tmp is not None and not x.discard:  # allreduce: the transfer writes into its receiver now
-                freeze_before_write(x)
-                off = 0  # whole ranges, not chunks: a chunk may end inside an element
-                for a, n in x.ranges:
-                    part = x.tmp[off : off + n]
-                    if x.reduce:
-                        assert reduce is not None  # callers pass it with every allreduce plan
-                        reduce(buf[a : a + n], part)
-                    else:
-                        buf[a : a + n] = part
-                    off += n
-            stats.transfer_times[x.index] = (x.first, now)
-            transfer_done(x.index)
+                self.write_received(x)
+            self.stats.transfer_times[x.index] = (x.first, now)
+            self.transfer_done(x.index)
         else:
-            post_recvs(x)
+            self.post_recvs(x)
 
-    for x in ins:
-        if is_reduce or x.discard:
-            x.tmp = np.empty(sum(b - a for a, b in x.chunks), dtype=np.uint8)
-            x.offsets = _offsets(x.chunks)
-        if not x.chunks:
-            transfer_done(x.index)
-        post_recvs(x)
-    for source, n in sorted(notes_from.items()):
-        for _ in range(n):
-            post_note_recv(source)
+    def write_received(self, x: _In) -> None:
+        """An allreduce transfer that completed writes into its receiver: combined with the
+        receiver's bytes (a reduction) or copied."""
+        buf = self.buf
+        self.freeze_before_write(x)
+        off = 0  # whole ranges, not chunks: a chunk may end inside an element
+        for a, n in x.ranges:
+            part = x.tmp[off : off + n]
+            if x.reduce:
+                assert self.reduce is not None  # callers pass it with every allreduce plan
+                self.reduce(buf[a : a + n], part)
+            else:
+                buf[a : a + n] = part
+            off += n
 
-    ancestors = _ancestors_of(plan) if is_reduce else []
-
-    def freeze_before_write(x: _In) -> None:
+    def freeze_before_write(self, x: _In) -> None:
         """Keep, for every transfer of ours that has not started and does not descend from
         ``x``, the bytes ``x`` is about to overwrite: such a transfer reads the value from
         when its ``after`` predecessors completed (check_allreduce), which came before ``x``
         completed even if their completion reaches this rank later than ``x``'s data."""
-        for o in outs:
-            if o.started or x.index in ancestors[o.index]:
+        buf = self.buf
+        for o in self.outs:
+            if o.started or x.index in self.ancestors[o.index]:
                 continue
             for a, n in x.ranges:
                 for c, m in o.ranges:
@@ -307,31 +346,29 @@ def perform_local(
                     if lo < hi:
                         o.frozen.append((lo, buf[lo:hi].copy()))
 
-    def start(o: _Out) -> bool:
+    def start(self, o: _Out) -> bool:
+        """Whether ``o`` has started (starting it when its ``after`` list completed and,
+        store-and-forward, this rank holds every byte it sends)."""
         if o.started:
             return True
-        if not o.after <= done:
+        if not o.after <= self.done:
             return False
-        if not o.pipelined and not held.covers_ranges(o.ranges):
+        if not o.pipelined and not self.held.covers_ranges(o.ranges):
             return False
         o.started = True
-        if is_reduce:  # the transfer reads its sender's value now (check_allreduce)
+        if self.is_reduce:  # the transfer reads its sender's value now (check_allreduce)
+            buf = self.buf
             o.source = np.concatenate([buf[a:b] for a, b in o.chunks]) if o.chunks else buf[:0]
             o.offsets = _offsets(o.chunks)
             _overlay(o)
         if not o.chunks:
-            finish_out(o)
+            o.next = len(o.chunks) + 1  # marks the transfer as fully handed to MPI
         return True
 
-    def finish_out(o: _Out) -> None:
-        o.next = len(o.chunks) + 1  # marks the transfer as fully handed to MPI
-
-    def on_sent(o: _Out) -> None:
-        o.inflight -= 1
-
-    def pump(o: _Out, now: float) -> float:
+    def pump(self, o: _Out, now: float) -> float:
         """Issue what ``o`` may send now; return how long until its bucket allows more."""
         wait = math.inf
+        held, buf = self.held, self.buf
         while o.next < len(o.chunks) and o.inflight < WINDOW:
             a, b = o.chunks[o.next]
             if not held.covers(a, b) and o.source is None:
@@ -349,49 +386,59 @@ def perform_local(
                 data = o.source[off : off + b - a]
             else:
                 data = buf[a:b]
-            post(comm.Isend([data, MPI.BYTE], dest=o.dst, tag=o.tag), lambda o=o: on_sent(o))
+            self.post(self.comm.Isend([data, self.mpi.BYTE], dest=o.dst, tag=o.tag), lambda o=o: _on_sent(o))
             o.inflight += 1
             o.next += 1
             wait = math.inf
         return wait
 
-    def complete_now() -> None:
-        if stats.completed is None and wanted and (is_reduce and _all_in(ins, done) or held.covers_ranges(wanted)):
-            stats.completed = time.monotonic() - t0
+    def complete_now(self) -> None:
+        stats = self.stats
+        if (
+            stats.completed is None
+            and self.wanted
+            and (self.is_reduce and _all_in(self.ins, self.done) or self.held.covers_ranges(self.wanted))
+        ):
+            stats.completed = time.monotonic() - self.t0
 
-    complete_now()
-    idle, last_progress = 0.0, t0
-    while True:
-        now = time.monotonic()
-        wait = math.inf
-        for o in outs:
-            if o.next <= len(o.chunks) and start(o):
-                wait = min(wait, pump(o, now))
-        complete_now()
-        if not reqs and all(o.next >= len(o.chunks) and o.inflight == 0 for o in outs):
-            if all(x.received == len(x.chunks) for x in ins):
-                break
-        if not reqs:
-            # nothing in flight but a transfer waits: only its bucket can make progress
-            time.sleep(min(max(wait, 0.0), 0.01) if math.isfinite(wait) else 0.001)
-            continue
-        if YIELD or math.isfinite(wait):
-            idx = MPI.Request.Testsome(reqs)
-            if not idx:
-                # back off so that ranks sharing our cores run (MPI's own wait spins)
-                if now - last_progress > SPIN:
-                    idle = min(max(idle * 2, IDLE_MIN), IDLE_MAX, wait)
-                    time.sleep(idle)
+    def progress(self) -> None:
+        """The loop: start and pump the outgoing transfers, then handle the requests that
+        completed, until every transfer of this rank is done."""
+        MPI, reqs, handlers, outs, ins = self.mpi, self.reqs, self.handlers, self.outs, self.ins
+        idle, last_progress = 0.0, self.t0
+        while True:
+            now = time.monotonic()
+            wait = math.inf
+            for o in outs:
+                if o.next <= len(o.chunks) and self.start(o):
+                    wait = min(wait, self.pump(o, now))
+            self.complete_now()
+            if not reqs and all(o.next >= len(o.chunks) and o.inflight == 0 for o in outs):
+                if all(x.received == len(x.chunks) for x in ins):
+                    break
+            if not reqs:
+                # nothing in flight but a transfer waits: only its bucket can make progress
+                time.sleep(min(max(wait, 0.0), 0.01) if math.isfinite(wait) else 0.001)
                 continue
-            idle, last_progress = 0.0, time.monotonic()
-        else:
-            idx = MPI.Request.Waitsome(reqs)
-        for k in sorted(idx or (), reverse=True):
-            h = handlers[k]
-            del reqs[k], handlers[k]
-            h()
-    complete_now()
-    return stats
+            if YIELD or math.isfinite(wait):
+                idx = MPI.Request.Testsome(reqs)
+                if not idx:
+                    # back off so that ranks sharing our cores run (MPI's own wait spins)
+                    if now - last_progress > SPIN:
+                        idle = min(max(idle * 2, IDLE_MIN), IDLE_MAX, wait)
+                        time.sleep(idle)
+                    continue
+                idle, last_progress = 0.0, time.monotonic()
+            else:
+                idx = MPI.Request.Waitsome(reqs)
+            for k in sorted(idx or (), reverse=True):
+                h = handlers[k]
+                del reqs[k], handlers[k]
+                h()
+
+
+def _on_sent(o: _Out) -> None:
+    o.inflight -= 1
 
 
 _ANCESTORS: dict[int, tuple[Plan, list[set[int]]]] = {}
