@@ -319,11 +319,12 @@ class _RankRun:
     def write_received(self, x: _In) -> None:
         """An allreduce transfer that completed writes into its receiver: combined with the
         receiver's bytes (a reduction) or copied."""
-        buf = self.buf
+        buf, received = self.buf, x.tmp
+        assert received is not None  # an allreduce transfer receives into scratch
         self.freeze_before_write(x)
         off = 0  # whole ranges, not chunks: a chunk may end inside an element
         for a, n in x.ranges:
-            part = x.tmp[off : off + n]
+            part = received[off : off + n]
             if x.reduce:
                 assert self.reduce is not None  # callers pass it with every allreduce plan
                 self.reduce(buf[a : a + n], part)

@@ -44,6 +44,7 @@ from ..intervals import IntervalSet
 from ..plan import Plan, Transfer
 from .agents import RunInputError
 from .estimate import Observation, estimate_links
+from .protocol import IncomingTransfer, OutgoingTransfer
 
 if TYPE_CHECKING:
     from ..topology import Topology
@@ -306,17 +307,11 @@ class Adapter:
             msg(t.dst)["cancel"].append(i)
         for j, t in enumerate(new.transfers):
             i = offset + j
+            after = tuple(offset + a for a in t.after)
             msg(t.src)["outgoing"].append(
-                {
-                    "index": i,
-                    "dst": t.dst,
-                    "ranges": [list(r) for r in t.ranges],
-                    "pipelined": t.pipelined,
-                    "after": [offset + a for a in t.after],
-                    "rate_cap": t.rate_cap,
-                }
+                OutgoingTransfer(i, t.dst, t.ranges, t.pipelined, after, t.rate_cap).to_wire()
             )
-            msg(t.dst)["incoming"].append({"index": i, "src": t.src, "ranges": [list(r) for r in t.ranges]})
+            msg(t.dst)["incoming"].append(IncomingTransfer(i, t.src, t.ranges).to_wire())
         self.reports[-1].update(cancelled=len(cancel), new_transfers=len(new.transfers))
         self.plan, self.offset = new, offset
         self.pred = self._predicted_rates(new, offset)

@@ -46,13 +46,27 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Iterable
 from pathlib import Path
 
 from ..intervals import IntervalSet
 from ..memory import available_memory
 from .data import piece_end, safe_destination
 from .pacing import HEADROOM, Pacer, TokenBucket, down_caps, pacer_burst
-from .protocol import T_DATA, T_END, T_HEARTBEAT, T_JSON, Conn, Msg, ProtocolError, connect, tune_tcp
+from .protocol import (
+    T_DATA,
+    T_END,
+    T_HEARTBEAT,
+    T_JSON,
+    AgentConfig,
+    Conn,
+    IncomingTransfer,
+    Msg,
+    OutgoingTransfer,
+    ProtocolError,
+    connect,
+    tune_tcp,
+)
 from .repair import Repair, serve_fetch
 from .store import MEMORY_MARGIN, SourceChanged, Store, StoreError, peak_rss
 
@@ -95,9 +109,34 @@ class Agent:
         self.received_lock = threading.Lock()
         self.per_transfer: dict[int, int] = {}  # incoming transfer -> bytes that arrived on it
         self.cancelled: set[int] = set()  # transfers a re-plan cancelled (runtime.adapt)
+        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)  # bound in ``run``
+        self.ctrl: Conn | None = None  # the control connection, once the coordinator was reached
+        self.cpu0 = 0.0  # CPU seconds used before the start
+        # ``configure``: the run's settings and this host's part of the plan
+        self.config: AgentConfig | None = None
+        self.size = 0
+        self.chunk = 0
+        self.max_frame = MAX_FRAME
+        self.stall = 6.0
+        self.repair_timeout = 30.0
+        self.peers: dict[str, tuple[str, int]] = {}
+        self.out: list[OutgoingTransfer] = []
+        self.rate_caps: dict[int, float | None] = {}
+        self.inc: dict[int, IncomingTransfer] = {}
+        self.wanted: list[tuple[int, int]] = []
+        self.dest_path: Path | None = None
+        self.part_path: Path | None = None
+        self.store = Store(0)  # the bytes this host holds (``open_store``; empty until configured)
+        # ``configure_pacing`` (fair uplink): the pacers of this host's first-hop links
+        self.pacing: dict = {}  # empty: nothing paces this agent
+        self.pacers: dict[str, Pacer] = {}
+        self.buckets: dict[int, TokenBucket] = {}  # this agent's transfers sending now
+        self.pace_lock = threading.Lock()
+        self.headroom = HEADROOM
 
     # ------------------------------------------------------------------ control
     def send(self, msg: dict) -> None:
+        assert self.ctrl is not None  # only once the coordinator was reached
         try:
             self.ctrl.send_json(msg)
         except OSError:
@@ -112,7 +151,6 @@ class Agent:
         return max(0.0, time.monotonic() - self.t0) if self.t0 is not None else 0.0
 
     def run(self) -> int:
-        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             self.listener.bind((self.bind, 0))
@@ -121,13 +159,13 @@ class Agent:
         self.listener.listen(64)
         port = self.listener.getsockname()[1]
         try:
-            self.ctrl = connect(self.control_addr, self.secret, timeout=15)
+            ctrl = self.ctrl = connect(self.control_addr, self.secret, timeout=15)
         except (OSError, ProtocolError) as exc:
             raise SetupError(f"cannot reach the coordinator at {self.control_addr} ({exc})") from None
-        self.ctrl.send_json(
+        ctrl.send_json(
             {"type": Msg.HELLO, "host": self.host, "port": port, "address": self.advertise, "pid": os.getpid()}
         )
-        cfg = self.ctrl.recv_json()
+        cfg = ctrl.recv_json()
         if cfg.get("type") == Msg.PROBE:  # a probe, not a plan: measurements only
             from .probing import serve_probe
 
@@ -135,16 +173,16 @@ class Agent:
         if cfg.get("type") != Msg.CONFIG:
             raise ProtocolError("expected the configuration first")
         try:
-            self.configure(cfg)
+            self.configure(AgentConfig.from_wire(cfg))
         except (StoreError, SourceChanged, ValueError) as exc:
-            self.ctrl.send_json({"type": Msg.FAILED, "reason": str(exc)})
+            ctrl.send_json({"type": Msg.FAILED, "reason": str(exc)})
             return 1
         threading.Thread(target=self.accept_loop, daemon=True).start()
         kept = [list(p) for p in IntervalSet((a, b - a) for a, b in self.kept_pieces)] if self.kept else []
         self.send({"type": Msg.READY, "fault": self.fault, "kept": kept, "kept_bytes": self.kept})
         try:
             while True:
-                msg = self.ctrl.recv_json()
+                msg = ctrl.recv_json()
                 self.on_control(msg)
                 if msg.get("type") == Msg.SHUTDOWN or self.fault:
                     break
@@ -154,61 +192,60 @@ class Agent:
         self.cleanup()
         return 0
 
-    def configure(self, cfg: dict) -> None:
-        self.size = int(cfg["size"])
-        self.chunk = max(1024, int(cfg["chunk_size"]))
-        self.max_frame = max(self.chunk, int(cfg.get("max_frame") or MAX_FRAME))
-        self.stall = float(cfg.get("stall_timeout", 6.0))
-        self.repair_timeout = float(cfg.get("repair_timeout", 30.0))
-        self.peers = {h: (str(a), int(p)) for h, (a, p) in cfg["peers"].items()}
-        self.out = [dict(t) for t in cfg["outgoing"]]
-        self.rate_caps = {int(t["index"]): t.get("rate_cap") for t in self.out}
-        self.inc = {int(t["index"]): dict(t) for t in cfg["incoming"]}
-        self.wanted = [tuple(r) for r in cfg["wanted"]]
-        self.digest = cfg.get("digest")
-        self.dest_name = cfg.get("dest_name")
-        self.dest_path: Path | None = None
-        self.part_path: Path | None = None
-        self.piece_hashes = cfg.get("piece_hashes")  # the message's, when a re-run may resume
+    def configure(self, cfg: AgentConfig) -> None:
+        self.config = cfg
+        self.size = cfg.size
+        self.chunk = max(1024, cfg.chunk_size)
+        self.max_frame = max(self.chunk, int(cfg.max_frame or MAX_FRAME))
+        self.stall = cfg.stall_timeout
+        self.repair_timeout = cfg.repair_timeout
+        self.peers = dict(cfg.peers or {})
+        self.set_transfers(cfg.outgoing, cfg.incoming)
+        self.wanted = list(cfg.wanted)
         self.store = self.open_store(cfg)
         if self.wanted and self.store.writable:
             self.store.follow_digest(self.wanted)
-        self.configure_pacing(cfg.get("pacing") or None)
+        self.configure_pacing(cfg.pacing)
 
-    def open_store(self, cfg: dict) -> Store:
+    def set_transfers(self, outgoing: Iterable[OutgoingTransfer], incoming: Iterable[IncomingTransfer]) -> None:
+        self.out = list(outgoing)
+        self.rate_caps = {t.index: t.rate_cap for t in self.out}
+        self.inc = {t.index: t for t in incoming}
+
+    def open_store(self, cfg: AgentConfig) -> Store:
         """The store this host needs (``store`` module): a source that only sends reads its
         data on demand; a receiver stores into a file under ``dest_dir`` or into memory."""
-        initial = [tuple(r) for r in cfg["initial"]]
-        src = cfg["data"]
+        initial = list(cfg.initial)
+        src = cfg.data or {}
         receives = bool(self.inc) or bool(self.wanted)
         if not receives:
             if "file" in src:
                 return Store.from_file(self.size, src["file"], initial, src.get("stat"))
             return Store.generated(self.size, int(src["seed"]), initial)
         if self.dest_dir:
-            store = self.file_store()
+            store = self.file_store(cfg)
             if store is None:
                 return Store(self.size)  # this host fails at the start (self.fault)
         else:
-            held = IntervalSet(initial + [tuple(r) for t in self.inc.values() for r in t["ranges"]] + self.wanted)
+            held = IntervalSet(initial + [r for t in self.inc.values() for r in t.ranges] + self.wanted)
             avail = available_memory()
             if avail is not None and held.total > avail * MEMORY_MARGIN:
                 raise StoreError(
                     f"{self.host}: the message needs {held.total} bytes of memory here but only "
                     f"{avail} are available; give --dest-dir DIR to stream it to disk"
                 )
-            prefault = [(s, e - s) for s, e in held] if cfg.get("prefault", True) else []
+            prefault = [(s, e - s) for s, e in held] if cfg.prefault else []
             store = Store.in_memory(self.size, prefault)
         self.load_initial(store, initial, src)
         return store
 
-    def file_store(self) -> Store | None:
+    def file_store(self, cfg: AgentConfig) -> Store | None:
         """A file store under ``dest_dir``: bytes land in NAME.part, renamed to NAME once the
         whole-message digest matched (a host that only relays keeps a hidden file, removed at
         the end). A full disk makes this host fail at the start; the others go on."""
-        name = self.dest_name or "message.bin"
+        name = cfg.dest_name or "message.bin"
         assert self.dest_dir is not None  # called only with a dest_dir
-        resume = self.piece_hashes is not None
+        resume = cfg.piece_hashes is not None
         if self.wanted:
             self.dest_path = safe_destination(self.dest_dir, self.host, name)
             path = self.part_path = self.dest_path.with_name(name + ".part")
@@ -221,8 +258,8 @@ class Agent:
             if resume:
                 from .resume import interest
 
-                ranges = self.wanted + [tuple(r) for t in self.inc.values() for r in t["ranges"]]
-                self.kept_pieces = store.keep_verified(interest(ranges, self.size), self.piece_hashes)
+                ranges = self.wanted + [r for t in self.inc.values() for r in t.ranges]
+                self.kept_pieces = store.keep_verified(interest(ranges, self.size), cfg.piece_hashes)
                 self.kept = sum(b - a for a, b in self.kept_pieces)
             return store
         except StoreError as exc:
@@ -250,9 +287,9 @@ class Agent:
     def configure_pacing(self, pacing: dict | None) -> None:
         """Fair uplink (pacing.py): one round-robin pacer per first-hop link, and caps on the
         links further on from max-min over this agent's active transfers."""
-        self.pacing: dict = pacing or {}  # empty: nothing paces this agent
-        self.pacers: dict[str, Pacer] = {}
-        self.buckets: dict[int, TokenBucket] = {}  # this agent's transfers sending now
+        self.pacing = pacing or {}
+        self.pacers = {}
+        self.buckets = {}
         self.pace_lock = threading.Lock()
         if not pacing:
             return
@@ -291,31 +328,30 @@ class Agent:
                 self.dead.add(host)
                 self.failure_seen = True
                 self.deps.notify_all()
-            for i, t in self.inc.items():
-                if t["src"] == host and i not in self.tdone:
-                    self.repair.need(t["ranges"], f"sender {host} died")
+            for i, t_in in self.inc.items():
+                if t_in.src == host and i not in self.tdone:
+                    self.repair.need(t_in.ranges, f"sender {host} died")
         elif kind == Msg.FAILURE:
             self.failure_seen = True
         elif kind == Msg.HOLDERS:
             self.repair.on_holders(msg)
         elif kind == Msg.RECONFIG:  # before start: the plan was made again without absent hosts
-            self.out = [dict(t) for t in msg["outgoing"]]
-            self.rate_caps = {int(t["index"]): t.get("rate_cap") for t in self.out}
-            self.inc = {int(t["index"]): dict(t) for t in msg["incoming"]}
+            self.set_transfers(
+                (OutgoingTransfer.from_wire(t) for t in msg["outgoing"]),
+                (IncomingTransfer.from_wire(t) for t in msg["incoming"]),
+            )
             self.configure_pacing(msg.get("pacing") or None)
         elif kind == Msg.REPLAN:
             self.replan(msg)
         elif kind == Msg.TRIM:
             ranges = {int(i): r for i, r in msg["ranges"].items()}
-            for t in self.out:
-                if int(t["index"]) in ranges:
-                    t["ranges"] = ranges[int(t["index"])]
+            self.out = [t.trimmed(ranges[t.index]) if t.index in ranges else t for t in self.out]
         elif kind == Msg.SHUTDOWN:
             ru = resource.getrusage(resource.RUSAGE_SELF)
             self.send(
                 {
                     "type": Msg.STATS,
-                    "cpu": ru.ru_utime + ru.ru_stime - getattr(self, "cpu0", 0.0),
+                    "cpu": ru.ru_utime + ru.ru_stime - self.cpu0,
                     "wall": self.now(wait=False),
                     "maxrss": peak_rss(),
                     "received": self.received,
@@ -325,13 +361,14 @@ class Agent:
 
     def replan(self, msg: dict) -> None:
         """A re-plan (runtime.adapt): cancel the old transfers still running, start the new."""
-        new = [dict(t) for t in msg.get("outgoing", ())]
+        new = [OutgoingTransfer.from_wire(t) for t in msg.get("outgoing", ())]
         with self.deps:
             self.cancelled.update(int(i) for i in msg.get("cancel", ()))
-            for t in msg.get("incoming", ()):
-                self.inc[int(t["index"])] = dict(t)
+            for raw in msg.get("incoming", ()):
+                t_in = IncomingTransfer.from_wire(raw)
+                self.inc[t_in.index] = t_in
             for t in new:
-                self.rate_caps[int(t["index"])] = t.get("rate_cap")
+                self.rate_caps[t.index] = t.rate_cap
             self.out.extend(new)
             self.deps.notify_all()
         with self.store.cond:
@@ -341,9 +378,7 @@ class Agent:
         self.check_progress()
 
     def cleanup(self) -> None:
-        store = getattr(self, "store", None)
-        if store is not None:
-            store.close()
+        self.store.close()
         # NAME.part of a host that did not complete is kept, whatever ended the run (a re-run
         # can resume from it; docs/design.md, "Exit status"); a relay's hidden file is not
         for path in (self.relay_path,):
@@ -362,7 +397,7 @@ class Agent:
         that incoming transfer can have completed (the others are not looked at)."""
         candidates = self.inc.items() if transfer is None else [(transfer, self.inc[transfer])]
         for i, t in candidates:
-            if i not in self.tdone and self.store.missing_ranges(t["ranges"]) == []:
+            if i not in self.tdone and self.store.missing_ranges(t.ranges) == []:
                 with self.deps:
                     if i in self.tdone:
                         continue
@@ -385,12 +420,13 @@ class Agent:
 
     def complete(self, t: float) -> None:
         """Every wanted byte is held: check the whole-message digest, then say so."""
+        expected = self.config.digest if self.config is not None else None
         got = self.store.digest(self.wanted)
-        if got != self.digest:
+        if got != expected:
             self.send(
                 {
                     "type": Msg.FAILED,
-                    "reason": f"whole-message digest mismatch ({got} != {self.digest}): the bytes received "
+                    "reason": f"whole-message digest mismatch ({got} != {expected}): the bytes received "
                     "differ from the message (did the source file change while it was sent?)",
                 }
             )
@@ -400,12 +436,12 @@ class Agent:
         self.send({"type": Msg.COMPLETE, "time": t, "digest": got})
 
     # ------------------------------------------------------------------ sending
-    def sender(self, t: dict) -> None:
-        i, dst = int(t["index"]), t["dst"]
+    def sender(self, t: OutgoingTransfer) -> None:
+        i, dst = t.index, t.dst
         conn: Conn | None = None
         connected: float | None = None
         try:
-            if t["pipelined"] and not t["after"]:
+            if t.pipelined and not t.after:
                 # connected before its first byte: a pipeline's hops pay no connection set-up
                 conn, connected = self.open_push(t), self.now()
             if not self.wait_until_ready(t, conn):
@@ -438,18 +474,18 @@ class Agent:
         """Stop sending to ``dst``: the run ends, ``dst`` died, or a re-plan cancelled ``transfer``."""
         return self.stop.is_set() or dst in self.dead or transfer in self.cancelled
 
-    def wait_until_ready(self, t: dict, conn: Conn | None = None) -> bool:
+    def wait_until_ready(self, t: OutgoingTransfer, conn: Conn | None = None) -> bool:
         """Wait for ``after`` (the listed transfers complete anywhere) and, store-and-forward,
         for all the transfer's bytes, pipelined for its first chunk, with heartbeats on
         ``conn`` (already open) meanwhile. False: give up."""
-        dst, i = t["dst"], int(t["index"])
-        ranges = [tuple(r) for r in t["ranges"]]
+        dst, i = t.dst, t.index
+        ranges = list(t.ranges)
         with self.deps:
-            while not all(a in self.tdone for a in t["after"]):
+            while not all(a in self.tdone for a in t.after):
                 if self.gone(dst, i):
                     return False
                 self.deps.wait(0.5)
-        if not t["pipelined"]:
+        if not t.pipelined:
             while self.store.missing_ranges(ranges):
                 if self.gone(dst, i):
                     return False
@@ -464,22 +500,22 @@ class Agent:
                     conn.send_simple(T_HEARTBEAT)
         return True
 
-    def open_push(self, t: dict) -> Conn:
+    def open_push(self, t: OutgoingTransfer) -> Conn:
         """The transfer's data connection, authenticated and announced (PUSH)."""
-        addr, port = self.peers[t["dst"]]
+        addr, port = self.peers[t.dst]
         conn = connect(f"tcp:{addr}:{port}", self.secret, timeout=5, user_timeout=self.stall + 4)
-        tp = self.pacing.get("transfers", {}).get(str(t["index"]))
+        tp = self.pacing.get("transfers", {}).get(str(t.index))
         if tp and tp.get("sndbuf"):  # small send buffer: the pacer, not the kernel's FIFO, decides the shares
             try:
                 conn.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, int(tp["sndbuf"]))
             except OSError:
                 pass
-        conn.send_json({"type": Msg.PUSH, "transfer": int(t["index"]), "from": self.host})
+        conn.send_json({"type": Msg.PUSH, "transfer": t.index, "from": self.host})
         return conn
 
-    def send_transfer(self, t: dict, conn: Conn, connected: float | None) -> None:
+    def send_transfer(self, t: OutgoingTransfer, conn: Conn, connected: float | None) -> None:
         """Send the transfer's bytes on ``conn`` (opened at ``connected``, or now when None)."""
-        i = int(t["index"])
+        i = t.index
         t_ready = self.now()  # `after` satisfied and (store-and-forward) every byte held
         tp = self.pacing.get("transfers", {}).get(str(i))
         pacer = self.pacers.get(tp.get("uplink")) if tp else None
@@ -488,9 +524,9 @@ class Agent:
         # relay/wake-up, connection set-up and data
         connected = self.now() if connected is None else connected
         self.send({"type": Msg.TSEND, "transfer": i, "ready": t_ready, "connected": connected})
-        bucket = TokenBucket(t.get("rate_cap"), 2 * self.chunk)
+        bucket = TokenBucket(t.rate_cap, 2 * self.chunk)
         # paced or capped transfers keep to chunk-sized frames (the pacer's turns); others coalesce
-        frame = self.chunk if (tp or t.get("rate_cap")) else self.max_frame
+        frame = self.chunk if (tp or t.rate_cap) else self.max_frame
         if tp:
             self.pace_join(i, bucket, pacer)
         try:
@@ -508,12 +544,14 @@ class Agent:
             pass
         conn.close()
 
-    def send_frames(self, conn: Conn, t: dict, frame: int, bucket: TokenBucket, pacer: Pacer | None) -> bool:
+    def send_frames(
+        self, conn: Conn, t: OutgoingTransfer, frame: int, bucket: TokenBucket, pacer: Pacer | None
+    ) -> bool:
         """Send the transfer's ranges in frames of at most ``frame`` bytes, each from bytes
         already held (so a pipelined transfer trails its upstream by at least one chunk)."""
-        i, dst = int(t["index"]), t["dst"]
+        i, dst = t.index, t.dst
         scratch = bytearray(frame) if not self.store.writable else bytearray(0)
-        for off, length in t["ranges"]:
+        for off, length in t.ranges:
             a, end = off, off + length
             while a < end:
                 if i in self.cancelled:  # a re-plan took over: end cleanly after the frames sent
@@ -636,11 +674,11 @@ class Agent:
             self.check_progress()
             conn.send_json({"type": Msg.ACK})
         except TimeoutError:
-            reason = f"no data or heartbeat from {t['src']} for {self.stall:g} s (link down?)"
+            reason = f"no data or heartbeat from {t.src} for {self.stall:g} s (link down?)"
         except (OSError, ProtocolError) as exc:
-            reason = f"connection from {t['src']} broke ({exc})"
-        if self.store.missing_ranges(t["ranges"]) and not clean and i not in self.cancelled:
-            self.repair.need(t["ranges"], f"transfer {i} from {t['src']}: {reason}")
+            reason = f"connection from {t.src} broke ({exc})"
+        if self.store.missing_ranges(t.ranges) and not clean and i not in self.cancelled:
+            self.repair.need(t.ranges, f"transfer {i} from {t.src}: {reason}")
 
     # ------------------------------------------------------------------ progress
     def progress_loop(self) -> None:
@@ -683,7 +721,8 @@ def run_boot(boot: dict) -> int:
     except Exception as exc:  # report to the coordinator when we still can
         traceback.print_exc()
         try:
-            agent.ctrl.send_json({"type": Msg.FAILED, "reason": f"agent error: {exc}"})
+            if agent.ctrl is not None:
+                agent.ctrl.send_json({"type": Msg.FAILED, "reason": f"agent error: {exc}"})
         except Exception:
             pass
         return 1

@@ -29,7 +29,7 @@ from .adapt import make_adapter
 from .agents import RunError, RunInputError
 from .cpuload import STEAL_WARN, busy_share, cpu_times, cpu_verdict, niced_share, steal_share
 from .message import RESUME_MAX_BYTES, check_room, prepare_message
-from .protocol import Msg
+from .protocol import AgentConfig, Msg
 from .startup import Session, hand_out, start_agents
 from .store import peak_rss
 from .watch import ProgressCallback, Watch, stop_all, wanted_total
@@ -159,17 +159,17 @@ def perform(
         # step 2: start the agents and let them connect back
         peers = start_agents(run, launcher, listener, control_addr, dest_dir, lenient=not all_or_nothing)
         # step 3: configuration (each agent learns only its own transfers)
-        settings = {
-            "size": plan.size,
-            "chunk_size": chunk_size,
-            "stall_timeout": stall_timeout,
-            "repair_timeout": repair_timeout,
-            "peers": peers,
-            "data": data_spec,
-            "dest_name": dest_name,
-            "max_frame": max_frame,
-            "prefault": prefault,
-        }
+        settings = AgentConfig(
+            size=plan.size,
+            chunk_size=chunk_size,
+            stall_timeout=stall_timeout,
+            repair_timeout=repair_timeout,
+            peers=peers,
+            data=data_spec,
+            dest_name=dest_name,
+            max_frame=max_frame,
+            prefault=prefault,
+        )
         digests = hand_out(run, settings, digest_job, lenient=not all_or_nothing)
         adapter = make_adapter(run.plan, topology, planner, goodput, chunk_size) if adapt else None
         if before_start is not None:

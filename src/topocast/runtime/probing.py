@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING
 from .protocol import T_DATA, T_END, T_JSON, Conn, Msg, ProtocolError, chunk_hash, connect, tune_tcp
 
 if TYPE_CHECKING:
-    from .agent import Agent
+    from .agent_interface import ControlSide
 
 PING_BYTES = 32
 BULK_FRAME = 32 * 1024  # small frames: the window's edges cut few bytes off at low rates
@@ -61,7 +61,7 @@ class _Prober:
     """One agent's measuring state: idle data connections per peer, and the stop time of
     every bulk transfer it is sending (by measurement id)."""
 
-    def __init__(self, agent, peers: dict, shared_clock: bool):
+    def __init__(self, agent: ControlSide, peers: dict, shared_clock: bool):
         self.agent, self.peers, self.shared_clock = agent, peers, shared_clock
         self.lock = threading.Lock()
         self.idle: dict[str, list[Conn]] = {}
@@ -94,15 +94,17 @@ class _Prober:
         return time.monotonic() + float(msg.get("delay", 0.05))
 
 
-def serve_probe(agent: Agent, cfg: dict) -> int:
+def serve_probe(agent: ControlSide, cfg: dict) -> int:
     """Serve measurements for the coordinator until it says ``shutdown`` (or goes away)."""
     peers = {h: (str(a), int(p)) for h, (a, p) in cfg["peers"].items()}
     prober = _Prober(agent, peers, bool(cfg.get("shared_clock")))
     threading.Thread(target=_accept_loop, args=(agent,), daemon=True).start()
+    ctrl = agent.ctrl
+    assert ctrl is not None  # a probe's configuration came on it
     agent.send({"type": Msg.READY})
     try:
         while True:
-            msg = agent.ctrl.recv_json()
+            msg = ctrl.recv_json()
             if msg.get("type") == Msg.SHUTDOWN:
                 break
             if msg.get("type") == Msg.MEASURE and msg.get("op") == "stop":
@@ -227,7 +229,7 @@ def _limit_unsent(conn: Conn) -> None:
 
 
 # ---------------------------------------------------------------- the peer's side
-def _accept_loop(agent) -> None:
+def _accept_loop(agent: ControlSide) -> None:
     while not agent.stop.is_set():
         try:
             sock, _ = agent.listener.accept()
@@ -236,7 +238,7 @@ def _accept_loop(agent) -> None:
         threading.Thread(target=_serve, args=(agent, sock), daemon=True).start()
 
 
-def _serve(agent, sock) -> None:
+def _serve(agent: ControlSide, sock) -> None:
     """Serve one data connection: echo or count, one exchange after the other, until the
     peer closes it."""
     tune_tcp(sock)
@@ -271,7 +273,7 @@ def _echo(conn: Conn) -> None:
             raise ProtocolError("unexpected control message on a ping connection")
 
 
-def _sink(agent, conn: Conn, hdr: dict) -> None:
+def _sink(agent: ControlSide, conn: Conn, hdr: dict) -> None:
     """Count a bulk transfer's checked bytes; say ``converged`` once the running rate has
     settled (``RateWatch``); answer the rate over the window (``window_rate``)."""
     warmup = float(hdr.get("warmup", DEFAULT_WARMUP))

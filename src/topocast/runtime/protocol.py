@@ -19,6 +19,10 @@ Authentication (both sides prove they know the secret; nonces are fresh per conn
     server -> client   HMAC-SHA256(secret, "s" | Nc | Ns)
 
 Either side closes the connection on a wrong MAC.
+
+Configuration (coordinator -> agent, decoded once by the agent): ``config`` carries an
+:class:`AgentConfig`, its transfers as :class:`OutgoingTransfer` and :class:`IncomingTransfer`
+records; ``reconfig`` and ``replan`` carry transfers in the same form.
 """
 
 from __future__ import annotations
@@ -29,7 +33,8 @@ import json
 import os
 import socket
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
@@ -47,6 +52,9 @@ __all__ = [
     "T_END",
     "connect",
     "parse_address",
+    "OutgoingTransfer",
+    "IncomingTransfer",
+    "AgentConfig",
 ]
 
 
@@ -303,3 +311,139 @@ def connect(addr: str, secret: bytes, *, timeout: float = 5.0, user_timeout: flo
         raise
     sock.settimeout(None)
     return conn
+
+
+# ------------------------------------------------------------------- configuration records
+Ranges = tuple[tuple[int, int], ...]  # (offset, length) pairs, in the order they are sent
+
+
+def _ranges(raw: Iterable) -> Ranges:
+    return tuple((int(off), int(length)) for off, length in raw)
+
+
+def _wire_ranges(ranges: Ranges) -> list[list[int]]:
+    return [list(r) for r in ranges]
+
+
+@dataclass(frozen=True)
+class OutgoingTransfer:
+    """A transfer as its sender learns it: plan transfer ``index`` to host ``dst``."""
+
+    index: int
+    dst: str
+    ranges: Ranges
+    pipelined: bool = False
+    after: tuple[int, ...] = ()  # transfers that must complete (anywhere) before this one starts
+    rate_cap: float | None = None  # bytes/s
+
+    @classmethod
+    def from_wire(cls, d: dict) -> OutgoingTransfer:
+        return cls(
+            int(d["index"]),
+            str(d["dst"]),
+            _ranges(d["ranges"]),
+            bool(d["pipelined"]),
+            tuple(int(a) for a in d["after"]),
+            d.get("rate_cap"),
+        )
+
+    def to_wire(self) -> dict:
+        return {
+            "index": self.index,
+            "dst": self.dst,
+            "ranges": _wire_ranges(self.ranges),
+            "pipelined": self.pipelined,
+            "after": list(self.after),
+            "rate_cap": self.rate_cap,
+        }
+
+    def trimmed(self, ranges: Iterable) -> OutgoingTransfer:
+        """The same transfer with the ranges left to move (``trim``: its receiver kept the rest)."""
+        return replace(self, ranges=_ranges(ranges))
+
+
+@dataclass(frozen=True)
+class IncomingTransfer:
+    """A transfer as its receiver learns it: plan transfer ``index`` from host ``src``."""
+
+    index: int
+    src: str
+    ranges: Ranges
+
+    @classmethod
+    def from_wire(cls, d: dict) -> IncomingTransfer:
+        return cls(int(d["index"]), str(d["src"]), _ranges(d["ranges"]))
+
+    def to_wire(self) -> dict:
+        return {"index": self.index, "src": self.src, "ranges": _wire_ranges(self.ranges)}
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """One agent's configuration (``config``): the run's settings, alike for every agent, and
+    this host's own part of the plan. The coordinator fills the run's part once and gives each
+    host its own with :func:`dataclasses.replace`."""
+
+    size: int  # bytes of the message
+    chunk_size: int
+    stall_timeout: float = 6.0  # s without data or heartbeat before an incoming transfer is broken
+    repair_timeout: float = 30.0  # s of failed fetching before a host gives up
+    peers: dict[str, tuple[str, int]] | None = None  # host -> (address, data port)
+    data: dict | None = None  # the message: {"file": PATH, "stat": [size, mtime_ns]} or {"seed": N}
+    dest_name: str | None = None  # the file name under dest_dir
+    max_frame: int | None = None  # largest data frame of an unpaced sender (None: the agent's default)
+    prefault: bool = True  # receivers touch their memory before the start
+    piece_hashes: list[int] | None = None  # the message's piece hashes, when a re-run may resume
+    outgoing: tuple[OutgoingTransfer, ...] = ()
+    incoming: tuple[IncomingTransfer, ...] = ()
+    initial: Ranges = ()  # the bytes this host holds at the start
+    wanted: Ranges = ()  # the bytes it must hold at the end
+    digest: str | None = None  # the digest of ``wanted`` it must reach
+    pacing: dict | None = None  # its pacing configuration (``runtime.pacing``), None unpaced
+
+    @classmethod
+    def from_wire(cls, msg: dict) -> AgentConfig:
+        return cls(
+            size=int(msg["size"]),
+            chunk_size=int(msg["chunk_size"]),
+            stall_timeout=float(msg.get("stall_timeout", 6.0)),
+            repair_timeout=float(msg.get("repair_timeout", 30.0)),
+            peers={h: (str(a), int(p)) for h, (a, p) in msg["peers"].items()},
+            data=dict(msg["data"]),
+            dest_name=msg.get("dest_name"),
+            max_frame=msg.get("max_frame"),
+            prefault=bool(msg.get("prefault", True)),
+            piece_hashes=msg.get("piece_hashes"),
+            outgoing=tuple(OutgoingTransfer.from_wire(t) for t in msg["outgoing"]),
+            incoming=tuple(IncomingTransfer.from_wire(t) for t in msg["incoming"]),
+            initial=_ranges(msg["initial"]),
+            wanted=_ranges(msg["wanted"]),
+            digest=msg.get("digest"),
+            pacing=msg.get("pacing") or None,
+        )
+
+    def to_wire(self) -> dict:
+        """The ``config`` message (``piece_hashes`` only when there are some)."""
+        msg: dict = {
+            "type": Msg.CONFIG,
+            "size": self.size,
+            "chunk_size": self.chunk_size,
+            "stall_timeout": self.stall_timeout,
+            "repair_timeout": self.repair_timeout,
+            "peers": {h: list(a) for h, a in (self.peers or {}).items()},
+            "data": self.data,
+            "dest_name": self.dest_name,
+            "max_frame": self.max_frame,
+            "prefault": self.prefault,
+        }
+        if self.piece_hashes is not None:
+            msg["piece_hashes"] = self.piece_hashes
+        msg.update(
+            outgoing=[t.to_wire() for t in self.outgoing],
+            incoming=[t.to_wire() for t in self.incoming],
+            initial=_wire_ranges(self.initial),
+            wanted=_wire_ranges(self.wanted),
+            digest=self.digest,
+            pacing=self.pacing,
+        )
+        return msg

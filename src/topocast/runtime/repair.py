@@ -18,7 +18,7 @@ from ..intervals import IntervalSet
 from .protocol import T_END, Conn, Msg, ProtocolError, connect
 
 if TYPE_CHECKING:
-    from .agent import Agent
+    from .agent_interface import RepairSide
 
 __all__ = ["Repair", "serve_fetch"]
 
@@ -27,7 +27,7 @@ class Repair:
     """The repair side of one agent (``agent`` gives the store, the peers and the control
     connection)."""
 
-    def __init__(self, agent: Agent) -> None:
+    def __init__(self, agent: RepairSide) -> None:
         self.agent = agent
         self.lock = threading.Lock()
         self.needed = IntervalSet()
@@ -133,7 +133,7 @@ class Repair:
         a.reported_complete = True
 
 
-def serve_fetch(agent: Agent, conn: Conn, hdr: dict) -> None:
+def serve_fetch(agent: RepairSide, conn: Conn, hdr: dict) -> None:
     """Answer a repairing peer: every byte it asks for that this agent holds, then END."""
     ranges = hdr.get("ranges")
     if not isinstance(ranges, list) or len(ranges) > 100000:

@@ -5,6 +5,7 @@ out and the plan is made again for the others (``runtime.absent``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import queue
 import secrets
 import threading
@@ -18,7 +19,7 @@ from ..intervals import IntervalSet
 from ..plan import Plan
 from .absent import go_without
 from .agents import RunError, connect_agents, describe_exit, read_messages, stderr_tail, wait_exit
-from .protocol import Conn, Msg
+from .protocol import AgentConfig, Conn, IncomingTransfer, Msg, OutgoingTransfer
 from .resume import send_trims
 
 if TYPE_CHECKING:
@@ -61,26 +62,25 @@ class Session:
 
 def start_agents(
     run: Session, launcher: Launcher, listener: socket.socket, control_addr: str, dest_dir, lenient: bool
-) -> dict[str, list]:
+) -> dict[str, tuple[str, int]]:
     """Step 2: start the agents and let them connect back; without those that never came (when
     ``lenient``), the plan is made again for the hosts that are there. Returns each host's
-    data address, ``[address, port]``."""
+    data address, ``(address, port)``."""
     secret = secrets.token_bytes(32)
     absent = run.absent if lenient else None
     hello = connect_agents(launcher, run.hosts, run.procs, run.conns, listener, control_addr, secret, dest_dir, absent)
     if run.absent:
         run.go_without_absent()
-    return {h: [m["address"], int(m["port"])] for h, m in hello.items()}
+    return {h: (m["address"], int(m["port"])) for h, m in hello.items()}
 
 
-def hand_out(run: Session, settings: dict, digest_job: Future, lenient: bool) -> dict[str, str]:
+def hand_out(run: Session, settings: AgentConfig, digest_job: Future, lenient: bool) -> dict[str, str]:
     """Step 3: each agent learns its own transfers and the run's ``settings``; once all are
     ready, the senders learn which bytes their receivers kept from an earlier run. An agent
     lost meanwhile (when ``lenient``) is left out and the others get the new plan. Returns the
     digest each receiver must reach."""
     digests, piece_hashes = digest_job.result()
-    if piece_hashes is not None:
-        settings["piece_hashes"] = piece_hashes
+    settings = dataclasses.replace(settings, piece_hashes=piece_hashes)
     seen = set(run.absent)
     absent = run.absent if lenient else None
     run.kept = configure(run.plan, run.hosts, run.conns, run.procs, run.events, digests, run.pacing, settings, absent)
@@ -91,25 +91,14 @@ def hand_out(run: Session, settings: dict, digest_job: Future, lenient: bool) ->
     return digests
 
 
-def transfers_of(plan: Plan, h: str) -> tuple[list, list]:
+def transfers_of(plan: Plan, h: str) -> tuple[tuple[OutgoingTransfer, ...], tuple[IncomingTransfer, ...]]:
     """Host ``h``'s outgoing and incoming transfers, as the agents' configuration has them."""
-    out = [
-        {
-            "index": i,
-            "dst": t.dst,
-            "ranges": [list(r) for r in t.ranges],
-            "pipelined": t.pipelined,
-            "after": list(t.after),
-            "rate_cap": t.rate_cap,
-        }
+    out = tuple(
+        OutgoingTransfer(i, t.dst, t.ranges, t.pipelined, t.after, t.rate_cap)
         for i, t in enumerate(plan.transfers)
         if t.src == h
-    ]
-    inc = [
-        {"index": i, "src": t.src, "ranges": [list(r) for r in t.ranges]}
-        for i, t in enumerate(plan.transfers)
-        if t.dst == h
-    ]
+    )
+    inc = tuple(IncomingTransfer(i, t.src, t.ranges) for i, t in enumerate(plan.transfers) if t.dst == h)
     return out, inc
 
 
@@ -117,29 +106,34 @@ def reconfigure(plan: Plan, hosts, conns, pacing) -> None:
     """Before the start: every agent that is there gets its transfers of the new plan."""
     for h in hosts:
         out, inc = transfers_of(plan, h)
-        conns[h].send_json({"type": Msg.RECONFIG, "outgoing": out, "incoming": inc, "pacing": pacing.get(h)})
+        conns[h].send_json(
+            {
+                "type": Msg.RECONFIG,
+                "outgoing": [t.to_wire() for t in out],
+                "incoming": [t.to_wire() for t in inc],
+                "pacing": pacing.get(h),
+            }
+        )
 
 
 def configure(
-    plan: Plan, hosts, conns, procs, events, digests, pacing, settings: dict, absent: dict | None = None
+    plan: Plan, hosts, conns, procs, events, digests, pacing, settings: AgentConfig, absent: dict | None = None
 ) -> dict[str, IntervalSet]:
-    """Send each agent its own transfers and settings, then wait (60 s at most) until every
+    """Send each agent its own transfers and the run's ``settings``, then wait (60 s at most) until every
     agent reports ready; returns the bytes each host kept from an earlier run. With
     ``absent``, an agent that fails meanwhile is recorded there (host -> why), not an error."""
     for h in hosts:
         out, inc = transfers_of(plan, h)
-        conns[h].send_json(
-            {
-                "type": Msg.CONFIG,
-                **settings,
-                "outgoing": out,
-                "incoming": inc,
-                "initial": [list(r) for r in plan.initial.get(h, ())],
-                "wanted": [list(r) for r in sorted(plan.wanted.get(h, ()))],
-                "digest": digests.get(h),
-                "pacing": pacing.get(h),
-            }
+        own = dataclasses.replace(
+            settings,
+            outgoing=out,
+            incoming=inc,
+            initial=tuple(plan.initial.get(h, ())),
+            wanted=tuple(sorted(plan.wanted.get(h, ()))),
+            digest=digests.get(h),
+            pacing=pacing.get(h),
         )
+        conns[h].send_json(own.to_wire())
     for h in hosts:
         threading.Thread(target=read_messages, args=(h, conns[h], events), daemon=True).start()
     ready: set[str] = set()
