@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ...errors import PlanError
+from ...lp import capacity_scale, limited_rows, solve
 from ...plan import Broadcast, Plan
 from ..registry import register_planner
 from ._compact import DEFAULT_RATE_TOLERANCE, check_rate_tolerance, compact_parallel
@@ -76,18 +78,13 @@ def random_spanning_pipelines(
 
 def lp_rates(pipelines: Sequence[Pipeline], topology: Topology) -> np.ndarray:
     """HiGHS: max Σ x_t under link capacities; returns the rates (bytes/s)."""
-    from scipy.optimize import linprog
-
     res_of, cap = resource_arrays(topology)
     a = usage_matrix(pipelines, res_of, len(cap))
-    finite = np.isfinite(cap)
-    scale = float(cap[finite].max()) if finite.any() else 1.0
-    rows = finite & (a.sum(axis=1) > 0)
-    sol = linprog(-np.ones(len(pipelines)), A_ub=a[rows], b_ub=cap[rows] / scale, bounds=(0, None), method="highs")
-    if sol.status != 0:
-        from ...errors import PlanError
-
-        raise PlanError(f"balanced_multicast: LP failed ({sol.message})")
+    scale = capacity_scale(cap)
+    rows = limited_rows(a.sum(axis=1) > 0, cap)
+    sol = solve(
+        -np.ones(len(pipelines)), a[rows], cap[rows] / scale, (0, None), problem="balanced_multicast", error=PlanError
+    )
     return within_capacity(np.maximum(sol.x, 0.0), a[rows], cap[rows] / scale) * scale
 
 
