@@ -7,6 +7,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Literal, NamedTuple
 
+from ...errors import TopocastError
 from ..model import PhysicalLink
 from .parse import CONNECTOR_BANDWIDTH, _Platform
 
@@ -80,7 +81,7 @@ class _UF:
         return ra
 
 
-class _Inconsistent(Exception):
+class _Inconsistent(TopocastError):
     """The routes cannot be drawn as a graph whose edges are the SimGrid links."""
 
 
