@@ -42,6 +42,7 @@ import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -356,7 +357,7 @@ def _reduction(data: dict, source: str | None, hosts: Sequence[str]) -> dict[str
     return reduction
 
 
-def _attrs(data: dict, source: str | None, seen: Mapping[str, str]) -> dict[str, object]:
+def _attrs(data: dict, source: str | None, seen: Mapping[str, str]) -> dict[str, Any]:
     """The ``attrs`` section: free-form attributes of declared nodes, as plain data."""
     attrs = data.get("attrs") or {}
     attrs = expect(attrs, dict, source, data, "attrs", "a mapping node -> mapping")
