@@ -8,8 +8,8 @@ balanced multicast trees; application-level traffic shaping at the sender side a
 self-induced congestion. [S:SB-slides 18]: the proportion of data sent through each (FPFR)
 tree may be optimised by linear programming.
 
-Ours [I]: candidate trees are the FPFR trees plus
-``n_candidates`` spanning depth-first pipelines with random neighbour orders (seeded); the LP
+Ours [I]: candidate trees are the FPFR trees plus ``n_candidates`` spanning depth-first
+pipelines with random neighbour orders (seeded); the LP
 ``max Σ_t x_t  s.t.  Σ_t uses_t(e) x_t <= c(e)`` (scipy HiGHS) sets their rates; we have no
 monitored "achievable bandwidth" per connection, so that constraint family is left out. Tree t
 carries the contiguous fraction x_t / Σx of the message and every hop is paced at x_t (the
