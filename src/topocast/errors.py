@@ -13,6 +13,7 @@ __all__ = [
     "PlanError",
     "UnknownPlanner",
     "SimulationError",
+    "LinearProgramError",
     "RunFailure",
     "TopologyWarning",
 ]
@@ -75,3 +76,8 @@ class RunFailure(TopocastError):
 
 class SimulationError(TopocastError, RuntimeError):
     """The simulator cannot make progress (for example a plan whose dependencies deadlock)."""
+
+
+class LinearProgramError(TopocastError, RuntimeError):
+    """HiGHS found no optimum for a linear programme that always has one (a bound's LP, where
+    all rates zero is feasible and every rate is bounded): a fault in topocast, not in the input."""

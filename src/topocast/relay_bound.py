@@ -53,7 +53,7 @@ def relay_ceiling(topology: Topology, source: str, per_host_maxflow: Mapping[str
     """The relay ceiling (bytes/s) for a broadcast from ``source`` to the hosts of
     ``per_host_maxflow`` (each host's max-flow bound, as :func:`topocast.bounds.broadcast_bounds`
     gives it). Never above Σ max-flow."""
-    from scipy.optimize import linprog
+    from .lp import solve
 
     dests = list(per_host_maxflow)
     senders = list(topology.hosts)
@@ -85,9 +85,6 @@ def relay_ceiling(topology: Topology, source: str, per_host_maxflow: Mapping[str
     if not math.isfinite(total):
         return math.inf
     bounds = [(0.0, float(per_host_maxflow[h])) for h in dests] + [(0.0, None)] * n_o
-    res = linprog(
-        -np.r_[np.ones(n_r), np.zeros(n_o)], A_ub=np.array(rows), b_ub=np.array(rhs), bounds=bounds, method="highs"
-    )
-    if res.status != 0:  # cannot happen for a feasible, bounded programme (r = out = 0 is feasible)
-        raise RuntimeError(f"relay ceiling LP failed: {res.message}")
+    # r = out = 0 is feasible and every r_d is bounded: an optimum always exists
+    res = solve(-np.r_[np.ones(n_r), np.zeros(n_o)], np.array(rows), np.array(rhs), bounds, problem="relay ceiling")
     return min(total, float(-res.fun))

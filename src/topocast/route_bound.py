@@ -175,8 +175,9 @@ def route_bounds(topology: Topology, source: str, per_host_maxflow: Mapping[str,
     """The route-aware bounds of a broadcast from ``source`` to the hosts of
     ``per_host_maxflow`` (each destination's max-flow, as :func:`topocast.bounds.broadcast_bounds`
     gives it). Meaningful where :func:`routes_are_fixed`; never above Σ max-flow."""
-    from scipy.optimize import linprog
     from scipy.sparse import coo_matrix
+
+    from .lp import solve
 
     dests = list(per_host_maxflow)
     hosts = list(topology.hosts)
@@ -233,9 +234,8 @@ def route_bounds(topology: Topology, source: str, per_host_maxflow: Mapping[str,
     a_ub = vstack([a_res[used], coo_matrix(np.array(extra_rows)), from_source]).tocsr()
     b_ub = np.r_[res_cap[used], 0.0, np.zeros(n_r)]
     bounds = [(0.0, float(min(per_host_maxflow[h], own[k]))) for k, h in enumerate(dests)] + [(0.0, None)] * n_h
-    res = linprog(-np.r_[np.ones(n_r), np.zeros(n_h)], A_ub=a_ub, b_ub=b_ub, bounds=bounds, method="highs")
-    if res.status != 0:  # r = out = 0 is feasible and every r_d is bounded: cannot happen
-        raise RuntimeError(f"route-aware bound LP failed: {res.message}")
+    # r = out = 0 is feasible and every r_d is bounded: an optimum always exists
+    res = solve(-np.r_[np.ones(n_r), np.zeros(n_h)], a_ub, b_ub, bounds, problem="route-aware bound")
     steady = min(total, float(-res.fun))
     ranked = sorted(own, reverse=True)
     aggregate = min(total, float(sum(min(steady / (k + 1), u) for k, u in enumerate(ranked))))

@@ -172,7 +172,7 @@ def _simulated(plan: Plan, topology: Topology, chunk_size: int, watch: _Watch) -
 OVER_LIMIT = "over the time limit"
 
 
-class _OverLimit(Exception):
+class _OverLimit(TopocastError):
     """An algorithm's planning and simulation would take longer than the time limit."""
 
 

@@ -1,5 +1,5 @@
 """``topocast sweep``: predicted time against message size for chosen planners (like the
-seeds' plots: MPICH/Mateescu time vs size, GridMPI throughput vs size).
+source papers' plots: MPICH/Mateescu time vs size, GridMPI throughput vs size).
 
 Sizes go from ``--min`` to ``--max`` multiplying by ``--step``. ``--throughput`` plots
 GridMPI's normalised throughput instead of the time (broadcast: size x hosts / time;

@@ -64,8 +64,8 @@ class MPIRunError(TopocastError, ValueError):
 def chunk_for(plan: Plan, default: int) -> int:
     """Chunk size: the plan's, else ``default``. A small message is not cut finer to
     pipeline it through relays (each MPI message costs a few rounds of the progress loop),
-    nor a large one coarser: 128 KiB to 1 MiB chunks measured no better than 64 KiB
-    (docs/experiments/mpi.md, "Why the uniform-2switch broadcast was slow")."""
+    nor a large one coarser: larger chunks measured no better (docs/experiments/mpi.md,
+    "Why the uniform-2switch broadcast was slow")."""
     return int(plan.chunk_size or default)
 
 

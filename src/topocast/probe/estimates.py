@@ -72,8 +72,8 @@ def host_link_estimate(samples: list, confirmed: list | None = None) -> Estimate
 def confirmed_top(samples: list, confirmed: list | None = None) -> float:
     """The fastest sample that is confirmed: by itself (``confirmed[i]``: a transfer measured
     again) or by another sample within ``NEAR_TOP`` below it; the fastest sample when none
-    is. A lone reading above all the others may be luck (on the testbed a 10 Mbit/s link now
-    and then reads 11 % fast): ``FlowSamples.unconfirmed_tops`` has it measured twice more,
+    is. A lone reading above all the others may be luck (docs/experiments/probe.md shows a
+    testbed link read that fast): ``FlowSamples.unconfirmed_tops`` has it measured twice more,
     and the median of its readings counts (a lucky reading and one slowed down by other
     traffic are both outvoted)."""
     flags = confirmed or [False] * len(samples)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable
 
-from ..topology.io import measured_notes
+from ..topology.measured import measured_notes
 from ..topology.model import PhysicalLink, Topology
 from .ambiguity import least_loss_tree
 from .bandwidth_tree import Bulk, infer_bandwidth_tree

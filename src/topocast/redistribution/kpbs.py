@@ -1,7 +1,7 @@
 """KPBS: the k-Preemptive Bipartite Scheduling model, its bounds and predictions.
 
 Reference: E. Jeannot and F. Wagner, "Scheduling Messages for Data Redistribution: an
-Experimental Study", AINA 2006 (seed 004_6c3581e42f2381fc.txt), sections 2 and 3;
+Experimental Study", AINA 2006, sections 2 and 3;
 docs/algorithms.md section 7.
 
 Model (section 2.1 of the paper): ``m_ij`` is the time to send block (i, j) alone

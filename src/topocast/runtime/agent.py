@@ -49,6 +49,7 @@ import traceback
 from collections.abc import Iterable
 from pathlib import Path
 
+from ..errors import RunFailure
 from ..intervals import IntervalSet
 from ..memory import available_memory
 from .data import piece_end, safe_destination
@@ -74,7 +75,7 @@ HEARTBEAT_EVERY = 1.0  # s: an idle sender proves it is alive this often
 MAX_FRAME = 1 << 20  # bytes per frame when nothing paces the sender
 
 
-class SetupError(Exception):
+class SetupError(RunFailure):
     """The agent cannot take part: it cannot listen, or cannot reach the coordinator."""
 
 

@@ -40,6 +40,8 @@ from typing import Any
 
 import xxhash
 
+from ..errors import RunFailure
+
 __all__ = [
     "Msg",
     "ProtocolError",
@@ -109,8 +111,10 @@ NONCE = 16
 MAC = 32
 
 
-class ProtocolError(ConnectionError):
-    """The peer sent something that is not a valid frame (the connection is dropped)."""
+class ProtocolError(RunFailure, ConnectionError):
+    """The peer sent something that is not a valid frame (the connection is dropped).
+
+    A :class:`ConnectionError` too, so that ``except OSError`` around a connection sees it."""
 
 
 class AuthError(ProtocolError):

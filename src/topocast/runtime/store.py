@@ -35,6 +35,7 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from ..errors import RunFailure
 from ..intervals import IntervalSet
 from .data import BLOCK, ByteBuffer, combine_piece_hashes, digest_pieces, digest_ranges, generate_into, piece_hash
 from .protocol import Conn, ProtocolError, chunk_hash
@@ -49,7 +50,7 @@ PREFAULT_THREADS = 4
 _LIBC = ctypes.CDLL(None, use_errno=True)
 
 
-class StoreError(Exception):
+class StoreError(RunFailure):
     """The store cannot be set up (no memory, no disk space, an unwritable destination);
     ``errno`` says which when the system said."""
 

@@ -336,9 +336,41 @@ def _build(
     topo, st: TestbedState, netem_wanted, queue=None, congestion=None, fair=False, ack_priority=True, burst=HTB_BURST
 ) -> None:
     hosts = list(topo.hosts)
+    core = _add_namespaces(topo, st, congestion)
+    wiring = _Wiring(topo, st, core)
+    netem = None
+    for p, pl in enumerate(topo.physical_links):
+        ends = wiring.add_link(p, pl)
+        # shaping, both directions
+        a, b = pl.a, pl.b
+        ns_a, ns_b = wiring.ns_of[a], wiring.ns_of[b]
+        if netem is None:
+            netem = netem_available(ns_a, ends[0]) if netem_wanted is not False else False
+            st.netem = netem
+        rec = {"a": a, "b": b, "index": p}
+        if fair:
+            rec["ab"] = _shape_fair(ns_a, ends[0], pl.bandwidth, ack_priority, burst)
+            rec["ba"] = _shape_fair(ns_b, ends[1], pl.reverse_bandwidth, ack_priority, burst)
+        else:
+            rec["ab"] = _shape(ns_a, ends[0], pl.bandwidth, pl.latency, netem, queue, ack_priority, burst)
+            rec["ba"] = _shape(ns_b, ends[1], pl.reverse_bandwidth, pl.latency, netem, queue, ack_priority, burst)
+        st.links.append(rec)
+        st.save()
+    if any(pl.latency > 0 for pl in topo.physical_links) and not st.netem:
+        st.warnings.append("this kernel has no sch_netem: link latency is NOT emulated (bandwidth only)")
+    _add_identities(st, hosts, wiring.host_if)
+    _add_routes(topo, st, wiring)
+    for h in hosts:
+        for dev, addr, _ in wiring.host_if[h]:
+            assert ipaddress.ip_interface(addr).ip in EMULATION_BLOCK
+    st.save()
+
+
+def _add_namespaces(topo, st: TestbedState, congestion: str | None) -> str:
+    """Step 1: one namespace per host (recorded before creation), and the switches' one;
+    returns the switches' namespace name."""
     core = f"{st.prefix}-sw"
-    # step 1: namespaces (recorded before creation)
-    for i, h in enumerate(hosts):
+    for i, h in enumerate(topo.hosts):
         ns = f"{st.prefix}-h{i}"
         st.namespaces.append(ns)
         st.host_ns[h] = ns
@@ -352,15 +384,11 @@ def _build(
         st.save()
         _ip("netns", "add", core)
         _ip("-n", core, "link", "set", "lo", "up")
-    sw_ns = {s: core for s in topo.switches}
-    ns_of = {**st.host_ns, **sw_ns}
-    # step 2: bridges, one per switch
-    bridge = {}
-    for j, s in enumerate(topo.switches):
-        bridge[s] = f"br{j}"
-        _ip("-n", core, "link", "add", bridge[s], "type", "bridge", "stp_state", "0", "forward_delay", "0")
-        _ip("-n", core, "link", "set", bridge[s], "up")
-    # step 3: L2 segments = connected switch components
+    return core
+
+
+def _switch_segments(topo) -> dict[str, int]:
+    """Step 3: the L2 segment of every switch (connected switch components), numbered."""
     seg_of: dict[str, int] = {}
     nseg = 0
     sw = set(topo.switches)
@@ -378,73 +406,89 @@ def _build(
         nseg += 1
     if nseg > 255:
         raise TestbedError("more than 255 switch segments", element="topology")
-    seg_next = [1] * nseg
-    p2p_next = 0
-    nif = {h: 0 for h in hosts}
-    host_if: dict[str, list] = {h: [] for h in hosts}
-    attach: dict[tuple[str, str], tuple[str, str]] = {}  # (host, neighbour) -> (ifname, address)
-    seg_addr: dict[tuple[str, int], str] = {}  # (host, segment) -> first address there
-    netem = None
-    for p, pl in enumerate(topo.physical_links):
-        a, b = pl.a, pl.b
+    return seg_of
+
+
+class _Wiring:
+    """Bridges, veth pairs and addresses, and what the routes need to know of them: each
+    host's interfaces, the interface and address by which a host reaches a neighbour, and a
+    host's first address on each segment."""
+
+    def __init__(self, topo, st: TestbedState, core: str):
+        self.topo, self.st, self.core = topo, st, core
+        self.sw = set(topo.switches)
+        self.ns_of = {**st.host_ns, **{s: core for s in topo.switches}}
+        # step 2: bridges, one per switch
+        self.bridge = {}
+        for j, s in enumerate(topo.switches):
+            self.bridge[s] = f"br{j}"
+            _ip("-n", core, "link", "add", self.bridge[s], "type", "bridge", "stp_state", "0", "forward_delay", "0")
+            _ip("-n", core, "link", "set", self.bridge[s], "up")
+        self.seg_of = _switch_segments(topo)
+        self.seg_next = [1] * (max(self.seg_of.values(), default=-1) + 1)
+        self.p2p_next = 0
+        self.nif = {h: 0 for h in topo.hosts}
+        self.host_if: dict[str, list] = {h: [] for h in topo.hosts}
+        self.attach: dict[tuple[str, str], tuple[str, str]] = {}  # (host, neighbour) -> (ifname, address)
+        self.seg_addr: dict[tuple[str, int], str] = {}  # (host, segment) -> first address there
+
+    def add_link(self, p: int, pl) -> list[str]:
+        """The veth pair of physical link ``p`` (on a bridge at a switch end) and its
+        addresses; returns the two ends' interface names."""
+        a, b, sw, ns_of = pl.a, pl.b, self.sw, self.ns_of
         ends = []
         for x in (a, b):
             if x in sw:
                 ends.append(f"l{p}{'a' if x == a else 'b'}")
             else:
-                ends.append(f"e{nif[x]}")
-                nif[x] += 1
+                ends.append(f"e{self.nif[x]}")
+                self.nif[x] += 1
         if a == b or ns_of[a] == ns_of[b] and a not in sw:
             raise TestbedError(f"link {a}-{b}: cannot join a node to itself", element="topology")
-        tmp_a, tmp_b = f"{st.prefix}t{p}a"[:15], f"{st.prefix}t{p}b"[:15]
+        tmp_a, tmp_b = f"{self.st.prefix}t{p}a"[:15], f"{self.st.prefix}t{p}b"[:15]
         # create with unique temporary names in the first namespace, then move and rename
         _ip("-n", ns_of[a], "link", "add", tmp_a, "type", "veth", "peer", "name", tmp_b, "netns", ns_of[b])
         _ip("-n", ns_of[a], "link", "set", tmp_a, "name", ends[0])
         _ip("-n", ns_of[b], "link", "set", tmp_b, "name", ends[1])
         for x, dev in ((a, ends[0]), (b, ends[1])):
             if x in sw:
-                _ip("-n", core, "link", "set", dev, "master", bridge[x])
+                _ip("-n", self.core, "link", "set", dev, "master", self.bridge[x])
             _ip("-n", ns_of[x], "link", "set", dev, "up")
-        # addresses
         if a in sw and b in sw:
             pass
         elif a in sw or b in sw:
-            h, s, dev = (b, a, ends[1]) if a in sw else (a, b, ends[0])
-            k = seg_of[s]
-            if seg_next[k] > 253:
-                raise TestbedError(f"segment of switch {s} has more than 253 host interfaces", element="topology")
-            addr = str(SEGMENT_NET.network_address + 256 * k + seg_next[k])
-            seg_next[k] += 1
-            _ip("-n", ns_of[h], "addr", "add", f"{addr}/24", "dev", dev)
-            host_if[h].append([dev, f"{addr}/24", p])
-            attach[(h, s)] = (dev, addr)
-            seg_addr.setdefault((h, k), addr)
+            self._address_on_segment(p, *((b, a, ends[1]) if a in sw else (a, b, ends[0])))
         else:
-            base = P2P_NET.network_address + 4 * p2p_next
-            p2p_next += 1
-            if base + 3 not in P2P_NET:
-                raise TestbedError("too many host-to-host links", element="topology")
-            for x, dev, off in ((a, ends[0], 1), (b, ends[1], 2)):
-                addr = str(base + off)
-                _ip("-n", ns_of[x], "addr", "add", f"{addr}/30", "dev", dev)
-                host_if[x].append([dev, f"{addr}/30", p])
-                attach[(x, b if x == a else a)] = (dev, addr)
-        # shaping, both directions
-        if netem is None:
-            netem = netem_available(ns_of[a], ends[0]) if netem_wanted is not False else False
-            st.netem = netem
-        rec = {"a": a, "b": b, "index": p}
-        if fair:
-            rec["ab"] = _shape_fair(ns_of[a], ends[0], pl.bandwidth, ack_priority, burst)
-            rec["ba"] = _shape_fair(ns_of[b], ends[1], pl.reverse_bandwidth, ack_priority, burst)
-        else:
-            rec["ab"] = _shape(ns_of[a], ends[0], pl.bandwidth, pl.latency, netem, queue, ack_priority, burst)
-            rec["ba"] = _shape(ns_of[b], ends[1], pl.reverse_bandwidth, pl.latency, netem, queue, ack_priority, burst)
-        st.links.append(rec)
-        st.save()
-    if any(pl.latency > 0 for pl in topo.physical_links) and not st.netem:
-        st.warnings.append("this kernel has no sch_netem: link latency is NOT emulated (bandwidth only)")
-    # step 4: identities
+            self._address_point_to_point(p, a, b, ends)
+        return ends
+
+    def _address_on_segment(self, p: int, h: str, s: str, dev: str) -> None:
+        """Host ``h``'s interface ``dev`` on switch ``s``: the next address of its segment's /24."""
+        k = self.seg_of[s]
+        if self.seg_next[k] > 253:
+            raise TestbedError(f"segment of switch {s} has more than 253 host interfaces", element="topology")
+        addr = str(SEGMENT_NET.network_address + 256 * k + self.seg_next[k])
+        self.seg_next[k] += 1
+        _ip("-n", self.ns_of[h], "addr", "add", f"{addr}/24", "dev", dev)
+        self.host_if[h].append([dev, f"{addr}/24", p])
+        self.attach[(h, s)] = (dev, addr)
+        self.seg_addr.setdefault((h, k), addr)
+
+    def _address_point_to_point(self, p: int, a: str, b: str, ends: list[str]) -> None:
+        """A host-to-host link: the next /30 of the point-to-point block."""
+        base = P2P_NET.network_address + 4 * self.p2p_next
+        self.p2p_next += 1
+        if base + 3 not in P2P_NET:
+            raise TestbedError("too many host-to-host links", element="topology")
+        for x, dev, off in ((a, ends[0], 1), (b, ends[1], 2)):
+            addr = str(base + off)
+            _ip("-n", self.ns_of[x], "addr", "add", f"{addr}/30", "dev", dev)
+            self.host_if[x].append([dev, f"{addr}/30", p])
+            self.attach[(x, b if x == a else a)] = (dev, addr)
+
+
+def _add_identities(st: TestbedState, hosts: list[str], host_if: dict[str, list]) -> None:
+    """Step 4: each host's address: its only interface's, or an identity address on ``lo``."""
     idn = 1
     for h in hosts:
         if not host_if[h]:
@@ -457,7 +501,12 @@ def _build(
             _ip("-n", st.host_ns[h], "addr", "add", f"{addr}/32", "dev", "lo")
             st.host_addr[h] = addr
         st.host_ifaces[h] = host_if[h]
-    # step 5: routes and forwarding
+
+
+def _add_routes(topo, st: TestbedState, wiring: _Wiring) -> None:
+    """Step 5: at every host, a /32 route to every other host via its route's first hop;
+    forwarding on at hosts with several interfaces."""
+    hosts, host_if, sw = list(topo.hosts), wiring.host_if, wiring.sw
     for h in hosts:
         ns = st.host_ns[h]
         if len(host_if[h]) > 1:
@@ -469,13 +518,13 @@ def _build(
                 continue
             path = topo.route_nodes(h, v)
             first = path[1]
-            dev, _ = attach[(h, first)]
+            dev, _ = wiring.attach[(h, first)]
             nxt = next(x for x in path[1:] if x not in sw)  # first host on the path
             if first in sw:
-                k = seg_of[first]
-                nh = seg_addr.get((nxt, k))
+                k = wiring.seg_of[first]
+                nh = wiring.seg_addr.get((nxt, k))
             else:
-                nh = attach[(nxt, h)][1]
+                nh = wiring.attach[(nxt, h)][1]
             if nh is None:
                 raise TestbedError(f"route {h}->{v}: next hop {nxt} has no address on that segment", element="topology")
             if nh == st.host_addr[v] and len(host_if[h]) == 1:
@@ -484,10 +533,6 @@ def _build(
             if len(host_if[h]) > 1:
                 args += ["src", st.host_addr[h]]
             _ip(*args)
-    for h in hosts:
-        for dev, addr, _ in host_if[h]:
-            assert ipaddress.ip_interface(addr).ip in EMULATION_BLOCK
-    st.save()
 
 
 def _sysctl(ns: str, key: str, value: str) -> None:

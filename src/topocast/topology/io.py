@@ -40,14 +40,25 @@ import json
 import math
 import os
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Any
 
 import yaml
 
 from ..errors import InputError, TopologyError
 from ..units import parse_bandwidth, parse_time
+from .fields import (
+    bandwidth_value,
+    cached_quantity,
+    check_keys,
+    expect,
+    fail,
+    node_name,
+    node_names,
+    time_value,
+)
+from .measured import measured_notes, parse_measured
 from .model import SHARING_POLICIES, PhysicalLink, Topology
 
 __all__ = ["load_file", "save_file", "loads", "dumps", "format_bandwidth_exact", "format_time_exact"]
@@ -55,8 +66,6 @@ __all__ = ["load_file", "save_file", "loads", "dumps", "format_bandwidth_exact",
 TOP_KEYS = ("name", "hosts", "switches", "links", "routes", "injection", "reduction", "attrs", "measured")
 LINK_KEYS = ("a", "b", "bandwidth", "latency", "bandwidth_ba", "sharing", "name", "directed")
 ROUTE_KEYS = ("src", "dst", "path")
-
-_T = TypeVar("_T")
 
 
 # ---------------------------------------------------------------------- YAML with line marks
@@ -99,15 +108,6 @@ _MarkLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _con
 _MarkLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
 
 
-def _where(source: str | None, obj: object = None) -> str | None:
-    line = getattr(obj, "line", None)
-    if source and line:
-        return f"{source}:{line}"
-    if line:
-        return f"line {line}"
-    return source
-
-
 # ---------------------------------------------------------------------- parsing
 def _parse_text(text: str, source: str | None, fmt: str | None) -> object:
     """YAML or JSON text -> Python objects (mappings/sequences carry their line)."""
@@ -133,73 +133,6 @@ def _parse_text(text: str, source: str | None, fmt: str | None) -> object:
         raise TopologyError(msg, source=source) from None
 
 
-def _fail(source: str | None, obj: object, element: str | None, message: str) -> TopologyError:
-    return TopologyError(message, source=_where(source, obj), element=element)
-
-
-def _expect(
-    value: object,
-    types: type[_T] | tuple[type[_T], ...],
-    source: str | None,
-    obj: object,
-    element: str | None,
-    what: str,
-) -> _T:
-    if isinstance(value, bool) and bool not in (types if isinstance(types, tuple) else (types,)):
-        raise _fail(source, obj, element, f"expected {what}, got {value!r}")
-    if not isinstance(value, types):
-        raise _fail(source, obj, element, f"expected {what}, got {type(value).__name__} {value!r}")
-    return value
-
-
-def _name(value: object, source: str | None, obj: object, element: str) -> str:
-    if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
-        raise _fail(source, obj, element, f"expected a node name (string), got {value!r}")
-    return str(value)
-
-
-@functools.lru_cache(maxsize=8192, typed=True)
-def _cached_quantity(parser: Callable[..., float], value: str | int | float) -> float:
-    # a generated network repeats a few hundred bandwidth strings over 100,000 links
-    return parser(value, field=None)
-
-
-def _unit(parser: Callable[..., float], value: object, source: str | None, obj: object, element: str) -> float:
-    try:
-        if isinstance(value, (str, int, float)):
-            return _cached_quantity(parser, value)
-        return parser(value, field=None)
-    except InputError as exc:
-        raise _fail(source, obj, element, exc.message) from None
-
-
-def _bandwidth(value: object, source: str | None, obj: object, element: str) -> float:
-    bw = _unit(parse_bandwidth, value, source, obj, element)
-    if not bw > 0:
-        raise _fail(source, obj, element, f"bandwidth must be positive, got {value!r}")
-    return bw
-
-
-def _time(value: object, source: str | None, obj: object, element: str) -> float:
-    t = _unit(parse_time, value, source, obj, element)
-    if t < 0:
-        raise _fail(source, obj, element, f"time must be >= 0, got {value!r}")
-    return t
-
-
-def _check_keys(d: Mapping[object, object], allowed: Sequence[str], source: str | None, element: str) -> None:
-    for k in d:
-        if k not in allowed:
-            raise _fail(source, d, element, f"unknown key {k!r} (expected one of: {', '.join(allowed)})")
-
-
-def _names(value: object, source: str | None, obj: object, element: str) -> list[str]:
-    if value is None:
-        return []
-    value = _expect(value, list, source, obj, element, "a list of names")
-    return [_name(v, source, value, f"{element}[{i}]") for i, v in enumerate(value)]
-
-
 def _plain_link(ld: object, seen: Mapping[str, str]) -> PhysicalLink | None:
     """The link of ``ld`` when it is a plain two-way link between declared names with a
     bandwidth and perhaps a latency (what generators write, 100,000 times); None for anything
@@ -214,8 +147,8 @@ def _plain_link(ld: object, seen: Mapping[str, str]) -> PhysicalLink | None:
     if not isinstance(lat, (str, int, float)) or isinstance(lat, bool):
         return None
     try:
-        bw_value = _cached_quantity(parse_bandwidth, bw)
-        lat_value = _cached_quantity(parse_time, lat)
+        bw_value = cached_quantity(parse_bandwidth, bw)
+        lat_value = cached_quantity(parse_time, lat)
     except InputError:
         return None
     if not (bw_value > 0 and lat_value >= 0):
@@ -229,36 +162,36 @@ _PLAIN_LINK_KEYS = frozenset(("a", "b", "bandwidth", "latency"))
 def _checked_link(i: int, ld: object, seen: Mapping[str, str], source: str | None, raw_links: list) -> PhysicalLink:
     """Link ``i`` of the file with every check (a clear error naming the link and field)."""
     el = f"links[{i}]"
-    ld = _expect(ld, dict, source, raw_links, el, "a mapping {a, b, bandwidth, ...}")
+    ld = expect(ld, dict, source, raw_links, el, "a mapping {a, b, bandwidth, ...}")
     if "a" in ld and "b" in ld:
         el = f"links[{i}] ({ld['a']}-{ld['b']})"
-    _check_keys(ld, LINK_KEYS, source, el)
+    check_keys(ld, LINK_KEYS, source, el)
     for k in ("a", "b", "bandwidth"):
         if k not in ld:
-            raise _fail(source, ld, el, f"missing {k!r}")
-    a = _name(ld["a"], source, ld, f"{el}: a")
-    b = _name(ld["b"], source, ld, f"{el}: b")
+            raise fail(source, ld, el, f"missing {k!r}")
+    a = node_name(ld["a"], source, ld, f"{el}: a")
+    b = node_name(ld["b"], source, ld, f"{el}: b")
     for end, key in ((a, "a"), (b, "b")):
         if end not in seen:
-            raise _fail(source, ld, f"{el}: {key}", f"{end!r} is not a declared host or switch")
-    bw = _bandwidth(ld["bandwidth"], source, ld, f"{el}: bandwidth")
+            raise fail(source, ld, f"{el}: {key}", f"{end!r} is not a declared host or switch")
+    bw = bandwidth_value(ld["bandwidth"], source, ld, f"{el}: bandwidth")
     bw_ba = None
     if ld.get("bandwidth_ba") is not None:
-        bw_ba = _bandwidth(ld["bandwidth_ba"], source, ld, f"{el}: bandwidth_ba")
+        bw_ba = bandwidth_value(ld["bandwidth_ba"], source, ld, f"{el}: bandwidth_ba")
         if bw_ba == bw:
             bw_ba = None  # symmetric after all: one canonical form
-    lat = _time(ld.get("latency", 0), source, ld, f"{el}: latency")
+    lat = time_value(ld.get("latency", 0), source, ld, f"{el}: latency")
     sharing = ld.get("sharing", "duplex")
     if sharing not in SHARING_POLICIES:
-        raise _fail(source, ld, f"{el}: sharing", f"expected one of {', '.join(SHARING_POLICIES)}, got {sharing!r}")
+        raise fail(source, ld, f"{el}: sharing", f"expected one of {', '.join(SHARING_POLICIES)}, got {sharing!r}")
     lname = ld.get("name")
     if lname is not None:
-        lname = _name(lname, source, ld, f"{el}: name")
+        lname = node_name(lname, source, ld, f"{el}: name")
     directed = ld.get("directed", False)
     if not isinstance(directed, bool):
-        raise _fail(source, ld, f"{el}: directed", f"expected true or false, got {directed!r}")
+        raise fail(source, ld, f"{el}: directed", f"expected true or false, got {directed!r}")
     if a == b:
-        raise _fail(source, ld, el, f"a link must join two different nodes, got {a!r} twice")
+        raise fail(source, ld, el, f"a link must join two different nodes, got {a!r} twice")
     return PhysicalLink(a, b, bw, lat, bw_ba, sharing, lname, directed=directed)
 
 
@@ -266,125 +199,18 @@ def from_data(data: object, source: str | None = None, *, default_name: str = "t
     """Build a :class:`Topology` from already-parsed YAML/JSON data."""
     if data is None:
         raise TopologyError("the file is empty (expected a mapping with hosts and links)", source=source)
-    data = _expect(data, dict, source, data, None, "a mapping with keys name, hosts, switches, links, ...")
-    _check_keys(data, TOP_KEYS, source, "top level")
+    data = expect(data, dict, source, data, None, "a mapping with keys name, hosts, switches, links, ...")
+    check_keys(data, TOP_KEYS, source, "top level")
     name = data.get("name", default_name)
     if isinstance(name, bool) or not isinstance(name, (str, int, float)):
-        raise _fail(source, data, "name", f"expected a string, got {name!r}")
-    if "hosts" not in data:
-        raise _fail(source, data, "hosts", "missing (expected a list of host names)")
-    hosts = _names(data.get("hosts"), source, data, "hosts")
-    switches = _names(data.get("switches"), source, data, "switches")
-    seen: dict[str, str] = {}
-    for kind, lst in (("hosts", hosts), ("switches", switches)):
-        for i, n in enumerate(lst):
-            if n in seen:
-                raise _fail(
-                    source, data.get(kind), f"{kind}[{i}] ({n})", f"duplicate name {n!r} (already in {seen[n]})"
-                )
-            seen[n] = kind
-
-    links: list[PhysicalLink] = []
-    pairs_seen: dict[tuple[str, str], int] = {}  # directed pair -> index of its link
-    raw_links = data.get("links") or []
-    raw_links = _expect(raw_links, list, source, data, "links", "a list of links")
-    for i, ld in enumerate(raw_links):
-        link = _plain_link(ld, seen) or _checked_link(i, ld, seen, source, raw_links)
-        a, b = link.a, link.b
-        for pair in ((a, b),) if link.directed else ((a, b), (b, a)):
-            if pair in pairs_seen:
-                raise _fail(
-                    source,
-                    ld,
-                    f"links[{i}] ({a}-{b})",
-                    f"duplicate link {pair[0]}->{pair[1]} (already in links[{pairs_seen[pair]}]); "
-                    "merge parallel links into one (sum their bandwidths)",
-                )
-            pairs_seen[pair] = i
-        links.append(link)
-    lnames = Counter(l.name for l in links if l.name is not None)
-    for i, l in enumerate(links):
-        if l.name is not None and lnames[l.name] > 1:
-            raise _fail(source, raw_links[i], f"links[{i}] ({l.a}-{l.b}): name", f"duplicate link name {l.name!r}")
-
-    routes: dict[tuple[str, str], tuple[str, ...]] = {}
-    raw_routes = data.get("routes") or []
-    raw_routes = _expect(raw_routes, list, source, data, "routes", "a list of {src, dst, path}")
-    for i, rd in enumerate(raw_routes):
-        el = f"routes[{i}]"
-        rd = _expect(rd, dict, source, raw_routes, el, "a mapping {src, dst, path}")
-        _check_keys(rd, ROUTE_KEYS, source, el)
-        for k in ROUTE_KEYS:
-            if k not in rd:
-                raise _fail(source, rd, el, f"missing {k!r}")
-        src = _name(rd["src"], source, rd, f"{el}: src")
-        dst = _name(rd["dst"], source, rd, f"{el}: dst")
-        el = f"routes[{i}] ({src}->{dst})"
-        path = tuple(_names(rd["path"], source, rd, f"{el}: path"))
-        for n in path:
-            if n not in seen:
-                raise _fail(source, rd, f"{el}: path", f"{n!r} is not a declared host or switch")
-        if (src, dst) in routes:
-            raise _fail(source, rd, el, "duplicate route for this pair")
-        routes[(src, dst)] = path
-
-    injection_time: dict[str, float] = {}
-    injection_pair: dict[tuple[str, str], float] = {}
-    inj = data.get("injection")
-    if inj is not None:
-        inj = _expect(inj, dict, source, data, "injection", "a mapping {default, hosts, pairs}")
-        _check_keys(inj, ("default", "hosts", "pairs"), source, "injection")
-        if inj.get("default") is not None:
-            t = _time(inj["default"], source, inj, "injection: default")
-            injection_time = {h: t for h in hosts}
-        hd = inj.get("hosts") or {}
-        hd = _expect(hd, dict, source, inj, "injection: hosts", "a mapping host -> time")
-        for h, v in hd.items():
-            h = _name(h, source, hd, "injection: hosts")
-            if h not in hosts:
-                raise _fail(source, hd, f"injection: hosts: {h}", f"{h!r} is not a declared host")
-            injection_time[h] = _time(v, source, hd, f"injection: hosts: {h}")
-        pl = inj.get("pairs") or []
-        pl = _expect(pl, list, source, inj, "injection: pairs", "a list of {src, dst, time}")
-        for i, pd in enumerate(pl):
-            el = f"injection: pairs[{i}]"
-            pd = _expect(pd, dict, source, pl, el, "a mapping {src, dst, time}")
-            _check_keys(pd, ("src", "dst", "time"), source, el)
-            for k in ("src", "dst", "time"):
-                if k not in pd:
-                    raise _fail(source, pd, el, f"missing {k!r}")
-            u = _name(pd["src"], source, pd, f"{el}: src")
-            v = _name(pd["dst"], source, pd, f"{el}: dst")
-            for x in (u, v):
-                if x not in hosts:
-                    raise _fail(source, pd, el, f"{x!r} is not a declared host")
-            injection_pair[(u, v)] = _time(pd["time"], source, pd, f"{el}: time")
-
-    reduction: dict[str, float] = {}
-    red = data.get("reduction")
-    if red is not None:
-        red = _expect(red, dict, source, data, "reduction", "a mapping {default, hosts} of reduction speeds")
-        _check_keys(red, ("default", "hosts"), source, "reduction")
-        if red.get("default") is not None:
-            g = _gamma(red["default"], source, red, "reduction: default")
-            reduction = {h: g for h in hosts}
-        hd = red.get("hosts") or {}
-        hd = _expect(hd, dict, source, red, "reduction: hosts", "a mapping host -> speed (e.g. 1GB/s)")
-        for h, v in hd.items():
-            h = _name(h, source, hd, "reduction: hosts")
-            if h not in hosts:
-                raise _fail(source, hd, f"reduction: hosts: {h}", f"{h!r} is not a declared host")
-            reduction[h] = _gamma(v, source, hd, f"reduction: hosts: {h}")
-
-    attrs = data.get("attrs") or {}
-    attrs = _expect(attrs, dict, source, data, "attrs", "a mapping node -> mapping")
-    for n, a in attrs.items():
-        if str(n) not in seen:
-            raise _fail(source, attrs, f"attrs: {n}", f"{n!r} is not a declared host or switch")
-        _expect(a, dict, source, attrs, f"attrs: {n}", "a mapping")
-    attrs = {str(n): _plain(a) for n, a in attrs.items()}
-    measured = _measured(data.get("measured"), links, source, data)
-
+        raise fail(source, data, "name", f"expected a string, got {name!r}")
+    hosts, switches, seen = _declared_nodes(data, source)
+    links = _links(data, source, seen)
+    routes = _routes(data, source, seen)
+    injection_time, injection_pair = _injection(data, source, hosts)
+    reduction = _reduction(data, source, hosts)
+    attrs = _attrs(data, source, seen)
+    measured = parse_measured(data.get("measured"), links, source, data)
     try:
         return Topology(
             str(name),
@@ -404,123 +230,155 @@ def from_data(data: object, source: str | None = None, *, default_name: str = "t
         raise TopologyError(exc.message, source=exc.source or source, element=exc.element) from None
 
 
-MEASURED_KEYS = ("by", "launcher", "measurements", "duration", "goodput", "estimates", "alternatives")
-ALTERNATIVE_KEYS = ("switch", "or_merged_into", "chosen", "worst_ratio")
-ESTIMATE_KEYS = ("a", "b", "direction", "samples", "spread", "at_least", "uncertain")
+def _declared_nodes(data: dict, source: str | None) -> tuple[list[str], list[str], dict[str, str]]:
+    """The hosts, the switches, and each name's kind ("hosts" or "switches"); no name twice."""
+    if "hosts" not in data:
+        raise fail(source, data, "hosts", "missing (expected a list of host names)")
+    hosts = node_names(data.get("hosts"), source, data, "hosts")
+    switches = node_names(data.get("switches"), source, data, "switches")
+    seen: dict[str, str] = {}
+    for kind, lst in (("hosts", hosts), ("switches", switches)):
+        for i, n in enumerate(lst):
+            if n in seen:
+                raise fail(source, data.get(kind), f"{kind}[{i}] ({n})", f"duplicate name {n!r} (already in {seen[n]})")
+            seen[n] = kind
+    return hosts, switches, seen
 
 
-def _measured(m: object, links: Sequence[PhysicalLink], source: str | None, data: object) -> dict:
-    """The ``measured:`` section a probe writes: how many measurements, how long, and per
-    link direction the number of samples, their spread (a fraction) and flags."""
-    if m is None:
-        return {}
-    el = "measured"
-    m = _expect(m, dict, source, data, el, "a mapping with keys " + ", ".join(MEASURED_KEYS))
-    _check_keys(m, MEASURED_KEYS, source, el)
-    out: dict = {}
-    for k in ("by", "launcher"):
-        if k in m:
-            out[k] = str(_expect(m[k], str, source, m, f"{el}: {k}", "a string"))
-    if "measurements" in m:
-        n = _expect(m["measurements"], int, source, m, f"{el}: measurements", "a whole number of measurements")
-        if n < 0:
-            raise _fail(source, m, f"{el}: measurements", f"expected a number >= 0, got {n}")
-        out["measurements"] = n
-    if "duration" in m:
-        out["duration"] = _time(m["duration"], source, m, f"{el}: duration")
-    if "goodput" in m:
-        g = _expect(m["goodput"], (int, float), source, m, f"{el}: goodput", "a fraction in (0, 1]")
-        if not 0 < g <= 1:
-            raise _fail(source, m, f"{el}: goodput", f"expected a fraction in (0, 1], got {g}")
-        out["goodput"] = float(g)
-    ends = {frozenset((pl.a, pl.b)) for pl in links}
-    estimates = []
-    for i, e in enumerate(_expect(m.get("estimates") or [], list, source, m, f"{el}: estimates", "a list")):
-        where = f"{el}: estimates[{i}]"
-        e = _expect(e, dict, source, m, where, "a mapping with keys " + ", ".join(ESTIMATE_KEYS))
-        _check_keys(e, ESTIMATE_KEYS, source, where)
-        a, b = _name(e.get("a"), source, e, f"{where}: a"), _name(e.get("b"), source, e, f"{where}: b")
-        if frozenset((a, b)) not in ends:
-            raise _fail(source, e, where, f"no link joins {a!r} and {b!r}")
-        d = e.get("direction", "a->b")
-        if d not in ("a->b", "b->a"):
-            raise _fail(source, e, f"{where}: direction", f"expected 'a->b' or 'b->a', got {d!r}")
-        est = {"a": a, "b": b, "direction": d}
-        if "samples" in e:
-            n = _expect(e["samples"], int, source, e, f"{where}: samples", "a whole number >= 1")
-            if n < 1:
-                raise _fail(source, e, f"{where}: samples", f"expected a whole number >= 1, got {n}")
-            est["samples"] = n
-        if "spread" in e:
-            sp = _expect(e["spread"], (int, float), source, e, f"{where}: spread", "a fraction >= 0")
-            if not (math.isfinite(sp) and sp >= 0):
-                raise _fail(source, e, f"{where}: spread", f"expected a fraction >= 0, got {sp}")
-            est["spread"] = float(sp)
-        for flag in ("at_least", "uncertain"):
-            if flag in e:
-                est[flag] = _expect(e[flag], bool, source, e, f"{where}: {flag}", "true or false")
-        estimates.append(est)
-    if estimates:
-        out["estimates"] = estimates
-    alternatives = _alternatives(m.get("alternatives"), source, m)
-    if alternatives:
-        out["alternatives"] = alternatives
-    return out
+def _links(data: dict, source: str | None, seen: Mapping[str, str]) -> list[PhysicalLink]:
+    """The links, with no directed pair twice and no link name twice."""
+    links: list[PhysicalLink] = []
+    pairs_seen: dict[tuple[str, str], int] = {}  # directed pair -> index of its link
+    raw_links = data.get("links") or []
+    raw_links = expect(raw_links, list, source, data, "links", "a list of links")
+    for i, ld in enumerate(raw_links):
+        link = _plain_link(ld, seen) or _checked_link(i, ld, seen, source, raw_links)
+        a, b = link.a, link.b
+        for pair in ((a, b),) if link.directed else ((a, b), (b, a)):
+            if pair in pairs_seen:
+                raise fail(
+                    source,
+                    ld,
+                    f"links[{i}] ({a}-{b})",
+                    f"duplicate link {pair[0]}->{pair[1]} (already in links[{pairs_seen[pair]}]); "
+                    "merge parallel links into one (sum their bandwidths)",
+                )
+            pairs_seen[pair] = i
+        links.append(link)
+    lnames = Counter(l.name for l in links if l.name is not None)
+    for i, l in enumerate(links):
+        if l.name is not None and lnames[l.name] > 1:
+            raise fail(source, raw_links[i], f"links[{i}] ({l.a}-{l.b}): name", f"duplicate link name {l.name!r}")
+    return links
 
 
-def _alternatives(items: object, source: str | None, m: dict) -> list[dict]:
-    """``measured: alternatives``: per ambiguous switch of an inferred tree, the neighbour
-    switches it may be one with (the same measurements), the tree kept, and how much of the
-    best plan a plan made on it keeps at worst on any of the alternatives."""
-    el = "measured: alternatives"
-    out = []
-    for i, r in enumerate(_expect(items or [], list, source, m, el, "a list")):
-        where = f"{el}[{i}]"
-        r = _expect(r, dict, source, m, where, "a mapping with keys " + ", ".join(ALTERNATIVE_KEYS))
-        _check_keys(r, ALTERNATIVE_KEYS, source, where)
-        into = _expect(r.get("or_merged_into"), list, source, r, f"{where}: or_merged_into", "a list of switches")
-        worst = _expect(r.get("worst_ratio"), (int, float), source, r, f"{where}: worst_ratio", "a fraction")
-        if not (math.isfinite(worst) and 0 <= worst <= 1.5):
-            raise _fail(source, r, f"{where}: worst_ratio", f"expected a fraction in [0, 1.5], got {worst}")
-        out.append(
-            {
-                "switch": _name(r.get("switch"), source, r, f"{where}: switch"),
-                "or_merged_into": [_name(z, source, r, f"{where}: or_merged_into") for z in into],
-                "chosen": _name(r.get("chosen"), source, r, f"{where}: chosen"),
-                "worst_ratio": float(worst),
-            }
-        )
-    return out
+def _routes(data: dict, source: str | None, seen: Mapping[str, str]) -> dict[tuple[str, str], tuple[str, ...]]:
+    """The declared routes: (src, dst) -> the nodes in between."""
+    routes: dict[tuple[str, str], tuple[str, ...]] = {}
+    raw_routes = data.get("routes") or []
+    raw_routes = expect(raw_routes, list, source, data, "routes", "a list of {src, dst, path}")
+    for i, rd in enumerate(raw_routes):
+        el = f"routes[{i}]"
+        rd = expect(rd, dict, source, raw_routes, el, "a mapping {src, dst, path}")
+        check_keys(rd, ROUTE_KEYS, source, el)
+        for k in ROUTE_KEYS:
+            if k not in rd:
+                raise fail(source, rd, el, f"missing {k!r}")
+        src = node_name(rd["src"], source, rd, f"{el}: src")
+        dst = node_name(rd["dst"], source, rd, f"{el}: dst")
+        el = f"routes[{i}] ({src}->{dst})"
+        path = tuple(node_names(rd["path"], source, rd, f"{el}: path"))
+        for n in path:
+            if n not in seen:
+                raise fail(source, rd, f"{el}: path", f"{n!r} is not a declared host or switch")
+        if (src, dst) in routes:
+            raise fail(source, rd, el, "duplicate route for this pair")
+        routes[(src, dst)] = path
+    return routes
 
 
-def measured_notes(measured: Mapping | None) -> list[str]:
-    """The probe's flags, in words (``topology show`` prints a topology's notes)."""
-    out = []
-    for e in (measured or {}).get("estimates", ()):
-        what = f"measured {e['a']}-{e['b']} {e['direction']}"
-        if e.get("at_least"):
-            out.append(f"{what}: a lower bound (the transfers could not fill the link)")
-        if e.get("uncertain"):
-            out.append(f"{what}: uncertain (samples: {e.get('samples', 1)}, spread {e.get('spread', 0.0):.0%})")
-    for r in (measured or {}).get("alternatives", ()):
-        out.append(
-            f"switch {r['switch']} may be one with {' or '.join(r['or_merged_into'])} (same measurements); "
-            f"kept {r['chosen']}: its plans keep {r['worst_ratio']:.0%} of the best at worst"
-        )
-    return out
+def _injection(
+    data: dict, source: str | None, hosts: Sequence[str]
+) -> tuple[dict[str, float], dict[tuple[str, str], float]]:
+    """The ``injection`` section: per-host and per-pair start-up times (seconds)."""
+    injection_time: dict[str, float] = {}
+    injection_pair: dict[tuple[str, str], float] = {}
+    inj = data.get("injection")
+    if inj is None:
+        return injection_time, injection_pair
+    inj = expect(inj, dict, source, data, "injection", "a mapping {default, hosts, pairs}")
+    check_keys(inj, ("default", "hosts", "pairs"), source, "injection")
+    if inj.get("default") is not None:
+        t = time_value(inj["default"], source, inj, "injection: default")
+        injection_time = {h: t for h in hosts}
+    hd = inj.get("hosts") or {}
+    hd = expect(hd, dict, source, inj, "injection: hosts", "a mapping host -> time")
+    for h, v in hd.items():
+        h = node_name(h, source, hd, "injection: hosts")
+        if h not in hosts:
+            raise fail(source, hd, f"injection: hosts: {h}", f"{h!r} is not a declared host")
+        injection_time[h] = time_value(v, source, hd, f"injection: hosts: {h}")
+    pl = inj.get("pairs") or []
+    pl = expect(pl, list, source, inj, "injection: pairs", "a list of {src, dst, time}")
+    for i, pd in enumerate(pl):
+        el = f"injection: pairs[{i}]"
+        pd = expect(pd, dict, source, pl, el, "a mapping {src, dst, time}")
+        check_keys(pd, ("src", "dst", "time"), source, el)
+        for k in ("src", "dst", "time"):
+            if k not in pd:
+                raise fail(source, pd, el, f"missing {k!r}")
+        u = node_name(pd["src"], source, pd, f"{el}: src")
+        v = node_name(pd["dst"], source, pd, f"{el}: dst")
+        for x in (u, v):
+            if x not in hosts:
+                raise fail(source, pd, el, f"{x!r} is not a declared host")
+        injection_pair[(u, v)] = time_value(pd["time"], source, pd, f"{el}: time")
+    return injection_time, injection_pair
+
+
+def _reduction(data: dict, source: str | None, hosts: Sequence[str]) -> dict[str, float]:
+    """The ``reduction`` section: each host's reduction speed."""
+    reduction: dict[str, float] = {}
+    red = data.get("reduction")
+    if red is None:
+        return reduction
+    red = expect(red, dict, source, data, "reduction", "a mapping {default, hosts} of reduction speeds")
+    check_keys(red, ("default", "hosts"), source, "reduction")
+    if red.get("default") is not None:
+        g = _gamma(red["default"], source, red, "reduction: default")
+        reduction = {h: g for h in hosts}
+    hd = red.get("hosts") or {}
+    hd = expect(hd, dict, source, red, "reduction: hosts", "a mapping host -> speed (e.g. 1GB/s)")
+    for h, v in hd.items():
+        h = node_name(h, source, hd, "reduction: hosts")
+        if h not in hosts:
+            raise fail(source, hd, f"reduction: hosts: {h}", f"{h!r} is not a declared host")
+        reduction[h] = _gamma(v, source, hd, f"reduction: hosts: {h}")
+    return reduction
+
+
+def _attrs(data: dict, source: str | None, seen: Mapping[str, str]) -> dict[str, Any]:
+    """The ``attrs`` section: free-form attributes of declared nodes, as plain data."""
+    attrs = data.get("attrs") or {}
+    attrs = expect(attrs, dict, source, data, "attrs", "a mapping node -> mapping")
+    for n, a in attrs.items():
+        if str(n) not in seen:
+            raise fail(source, attrs, f"attrs: {n}", f"{n!r} is not a declared host or switch")
+        expect(a, dict, source, attrs, f"attrs: {n}", "a mapping")
+    return {str(n): _plain(a) for n, a in attrs.items()}
 
 
 def _gamma(value: object, source: str | None, obj: object, element: str) -> float:
     """A reduction speed (bytes/s, or 'inf' for free) or {seconds_per_byte: x} -> γ (s/byte)."""
     if isinstance(value, dict):
-        _check_keys(value, ("seconds_per_byte",), source, element)
+        check_keys(value, ("seconds_per_byte",), source, element)
         g = value.get("seconds_per_byte")
         if isinstance(g, bool) or not isinstance(g, (int, float)) or not (g >= 0) or not math.isfinite(g):
-            raise _fail(source, value, element, f"seconds_per_byte must be a number >= 0, got {g!r}")
+            raise fail(source, value, element, f"seconds_per_byte must be a number >= 0, got {g!r}")
         return float(g)
     if isinstance(value, str) and value.strip().lower() in ("inf", "infinite"):
         return 0.0
-    return 1.0 / _bandwidth(value, source, obj, element)
+    return 1.0 / bandwidth_value(value, source, obj, element)
 
 
 def _plain(x: object) -> object:

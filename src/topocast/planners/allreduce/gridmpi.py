@@ -2,7 +2,7 @@
 parallel connections.
 
 Reference: Matsuda, Kodama, Kudoh, Takano, Ishikawa, "Efficient MPI Collective Operations for
-Clusters in Long-and-Fast Networks", IEEE Cluster 2006 (GridMPI slides, seed 002;
+Clusters in Long-and-Fast Networks", IEEE Cluster 2006 (GridMPI slides;
 docs/algorithms.md 5.6). Cost ``L + M/(nB) + M/B + M/B``.
 
 Reconstruction [I] (two clusters; ``GridLayout`` in ``planners/_collective.py``):

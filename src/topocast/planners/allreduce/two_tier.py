@@ -2,7 +2,7 @@
 broadcast inside each cluster.
 
 Reference: the "existing" grid allreduce (MPICH-G2 / MagPIe / PACX-MPI) as summarised by
-Matsuda et al., Cluster 2006 (GridMPI slides, seed 002; docs/algorithms.md 5.5): (step 1) reduce
+Matsuda et al., Cluster 2006 (GridMPI slides; docs/algorithms.md 5.5): (step 1) reduce
 in both clusters, (step 2) the roots exchange data and reduce, (step 3) broadcast in each
 cluster. Cost ``L + M/B + (M/B + M/B) + (M/B + M/B)``.
 

@@ -8,8 +8,8 @@ balanced multicast trees; application-level traffic shaping at the sender side a
 self-induced congestion. [S:SB-slides 18]: the proportion of data sent through each (FPFR)
 tree may be optimised by linear programming.
 
-Ours ([I], the SC'05 formulation was not available): candidate trees are the FPFR trees plus
-``n_candidates`` spanning depth-first pipelines with random neighbour orders (seeded); the LP
+Ours [I]: candidate trees are the FPFR trees plus ``n_candidates`` spanning depth-first
+pipelines with random neighbour orders (seeded); the LP
 ``max Σ_t x_t  s.t.  Σ_t uses_t(e) x_t <= c(e)`` (scipy HiGHS) sets their rates; we have no
 monitored "achievable bandwidth" per connection, so that constraint family is left out. Tree t
 carries the contiguous fraction x_t / Σx of the message and every hop is paced at x_t (the
@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ...errors import PlanError
+from ...lp import capacity_scale, limited_rows, solve
 from ...plan import Broadcast, Plan
 from ..registry import register_planner
 from ._compact import DEFAULT_RATE_TOLERANCE, check_rate_tolerance, compact_parallel
@@ -76,18 +78,13 @@ def random_spanning_pipelines(
 
 def lp_rates(pipelines: Sequence[Pipeline], topology: Topology) -> np.ndarray:
     """HiGHS: max Σ x_t under link capacities; returns the rates (bytes/s)."""
-    from scipy.optimize import linprog
-
     res_of, cap = resource_arrays(topology)
     a = usage_matrix(pipelines, res_of, len(cap))
-    finite = np.isfinite(cap)
-    scale = float(cap[finite].max()) if finite.any() else 1.0
-    rows = finite & (a.sum(axis=1) > 0)
-    sol = linprog(-np.ones(len(pipelines)), A_ub=a[rows], b_ub=cap[rows] / scale, bounds=(0, None), method="highs")
-    if sol.status != 0:
-        from ...errors import PlanError
-
-        raise PlanError(f"balanced_multicast: LP failed ({sol.message})")
+    scale = capacity_scale(cap)
+    rows = limited_rows(a.sum(axis=1) > 0, cap)
+    sol = solve(
+        -np.ones(len(pipelines)), a[rows], cap[rows] / scale, (0, None), problem="balanced_multicast", error=PlanError
+    )
     return within_capacity(np.maximum(sol.x, 0.0), a[rows], cap[rows] / scale) * scale
 
 

@@ -1,7 +1,7 @@
 """Mateescu & Taylor: extended single-source shortest path tree + vertex labelling.
 
 Reference: G. Mateescu, R. Taylor, "Efficient Broadcast on Computational Grids", slides of
-12 May 2003 (seed 001; docs/algorithms.md 4). The hosts form a complete graph; edge ``(u, v)``
+12 May 2003 (docs/algorithms.md 4). The hosts form a complete graph; edge ``(u, v)``
 has latency ``w(u, v)`` (here: the sum of link latencies of ``route(u, v)``) and injection
 time ``Δ(u, v)`` (``topology.injection(u, v)``); a sender injects one message at a time.
 

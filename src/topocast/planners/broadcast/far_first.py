@@ -2,7 +2,7 @@
 
 Reference: the "existing" grid broadcast of MPICH-G2 / MagPIe / PACX-MPI as summarised by
 Matsuda, Kodama, Kudoh, Takano, Ishikawa, "Efficient MPI Collective Operations for Clusters
-in Long-and-Fast Networks", Cluster 2006 (GridMPI slides, seed 002; docs/algorithms.md 5.5):
+in Long-and-Fast Networks", Cluster 2006 (GridMPI slides; docs/algorithms.md 5.5):
 (step 1) the root sends the data to the other cluster, (step 2) broadcast in each cluster.
 Cost ``L + M/B + (M/B + M/B)``.
 

@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...bounds import broadcast_bounds
+from ...lp import capacity_scale, limited_rows, solve
 from ...plan import Broadcast, Plan, ranges_length
 from ..registry import register_planner
 from ._compact import DEFAULT_RATE_TOLERANCE, check_rate_tolerance
@@ -105,14 +106,12 @@ def _column_key(topology, p) -> tuple[bytes, bytes, bytes]:
 
 def _solve(cols, topology, dests, floors, res_of, cap):
     """One LP solve (HiGHS, sparse). Returns (x, objective, link duals y, floor duals mu)."""
-    from scipy.optimize import linprog
     from scipy.sparse import coo_matrix, vstack
 
     if not cols:  # linprog rejects an empty objective
         return None
     n_res = len(cap)
-    finite = np.isfinite(cap)
-    scale = float(cap[finite].max()) if finite.any() else 1.0
+    scale = capacity_scale(cap)
     drow = _dest_rows(topology, dests)
     ri, rj, fi, fj = [], [], [], []
     for j, c in enumerate(cols):
@@ -127,14 +126,14 @@ def _solve(cols, topology, dests, floors, res_of, cap):
     a_cap = coo_matrix((np.ones(len(r_i)), (r_i, r_j)), shape=(n_res, len(cols))).tocsr()
     used_rows = np.zeros(n_res, dtype=bool)
     used_rows[r_i] = True
-    rows = np.flatnonzero(finite & used_rows)
+    rows = limited_rows(used_rows, cap)
     a_fl = coo_matrix((-np.ones(len(f_i)), (f_i, f_j)), shape=(len(dests), len(cols)))
     a = vstack([a_cap[rows], a_fl]).tocsr()
     obj = -np.array([float(c.n_members) for c in cols])
     # floors relaxed by a hair so round-off in stable's own rates never makes the LP infeasible
     b = np.concatenate([cap[rows] / scale, -np.asarray(floors) / scale * (1 - 1e-9)])
-    sol = linprog(obj, A_ub=a, b_ub=b, bounds=(0, None), method="highs")
-    if sol.status != 0:
+    sol = solve(obj, a, b, (0, None), problem=None)
+    if sol.status != 0:  # floors the columns cannot meet yet: the caller prices more
         return None
     lam = sol.ineqlin.marginals  # <= 0 for a minimisation
     y = np.zeros(n_res)

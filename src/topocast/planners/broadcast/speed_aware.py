@@ -1,8 +1,8 @@
 """Speed-aware binomial broadcast: fast hosts where the tree sends most, slow hosts at leaves.
 
 Reference: Subramoni et al., "Design and Evaluation of Network Topology-/Speed-Aware
-Broadcast Algorithms for InfiniBand Clusters", IEEE Cluster 2011 (abstract only, seed 003;
-mixed SDR 8 Gbps / DDR 16 Gbps / QDR 36 Gbps). Reconstruction [I] (docs/algorithms.md 6):
+Broadcast Algorithms for InfiniBand Clusters", IEEE Cluster 2011 (on mixed
+SDR 8 Gbps / DDR 16 Gbps / QDR 36 Gbps clusters). Reconstruction [I] (docs/algorithms.md 6):
 
 1. (step 1) sort the non-root hosts by access-link speed (fastest first), then by switch
    (locality), then by host order;

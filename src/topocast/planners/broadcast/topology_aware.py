@@ -2,8 +2,8 @@
 
 Reference: H. Subramoni, K. Kandalla, J. Vienne, S. Sur, B. Barth, K. Tomko, R. McLay,
 K. Schulz, D. K. Panda, "Design and Evaluation of Network Topology-/Speed-Aware Broadcast
-Algorithms for InfiniBand Clusters", IEEE Cluster 2011 (abstract only, seed 003). The design
-below is our reconstruction (docs/algorithms.md 6) [I]:
+Algorithms for InfiniBand Clusters", IEEE Cluster 2011. The design below
+is our reconstruction (docs/algorithms.md 6) [I]:
 
 1. (step 1) leaders: one per switch (the hosts attached to it, :func:`switch_groups`); the
    root leads its own switch, otherwise the first host on the switch;

@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, TypeAlias
 import numpy as np
 
 from ...errors import PlanError
+from ...lp import capacity_scale, limited_rows, solve
 from ...plan import Broadcast, Plan, Transfer
 from ..registry import register_planner
 from ._compact import DEFAULT_RATE_TOLERANCE, check_rate_tolerance, compact_nested
@@ -264,15 +265,13 @@ def _rates(topology, levels_hops, sizes, stable_rates, floors=None):
     that is less) so that every destination completes. ``floors[L]``: the least total rate
     V_1 + ... + V_L of a host whose last level is L, kept when the links allow it (the LP
     is solved without them otherwise) [I]."""
-    from scipy.optimize import linprog
-
     res_of, cap = resource_arrays(topology)
     uses = np.zeros((len(cap), len(levels_hops)))
     for n, hops in enumerate(levels_hops):
         for u, v in hops:
             np.add.at(uses[:, n], res_of[list(topology.route(u, v))], 0.5)
-    rows = np.flatnonzero(np.isfinite(cap) & (uses.sum(axis=1) > 0))
-    scale = float(cap[rows].max()) if len(rows) else 1.0
+    rows = limited_rows(uses.sum(axis=1) > 0, cap)
+    scale = capacity_scale(cap[rows])
     if not len(rows):  # no limited link in the way: keep stable's rates
         return np.resize(np.asarray(stable_rates, float), len(sizes))
     # level 1 alone at half its largest feasible rate is feasible, so the floor never makes
@@ -286,35 +285,31 @@ def _rates(topology, levels_hops, sizes, stable_rates, floors=None):
         sol = _floored(np.asarray(sizes, float), a_ub, b_ub, bounds, np.asarray(floors, float) / scale)
         if sol.status == 0:
             return within_capacity(np.maximum(sol.x[: len(sizes)], 0.0), a_ub, b_ub) * scale
-    sol = linprog(-np.asarray(sizes, float), A_ub=a_ub, b_ub=b_ub, bounds=bounds, method="highs")
-    if sol.status != 0:
-        raise PlanError("two_tree: the rate LP found no feasible rates", element="topology")
+    sol = solve(
+        -np.asarray(sizes, float), a_ub, b_ub, bounds, problem="two_tree: the rate LP", error=_topology_plan_error
+    )
     return within_capacity(np.maximum(sol.x, 0.0), a_ub, b_ub) * scale
+
+
+def _topology_plan_error(message: str) -> PlanError:
+    return PlanError(message, element="topology")
 
 
 def _floored(sizes, a_ub, b_ub, bounds, floors):
     """The rate LP with floors, max-min first [I]: the largest fraction θ <= 1 of every
     level's floor that all levels can keep at once (V_1 + ... + V_L >= θ floor_L), then the
     largest Σ_n |S_n| V_n that keeps θ."""
-    from scipy.optimize import linprog
-
     k = len(sizes)
     cumulative = -np.tril(np.ones((k, k)))
     # step 1: maximise θ (the last variable)
     a1 = np.vstack([np.hstack([a_ub, np.zeros((len(a_ub), 1))]), np.hstack([cumulative, floors[:, None]])])
     b1 = np.concatenate([b_ub, np.zeros(k)])
-    first = linprog(np.append(np.zeros(k), -1.0), A_ub=a1, b_ub=b1, bounds=list(bounds) + [(0, 1)], method="highs")
+    first = solve(np.append(np.zeros(k), -1.0), a1, b1, list(bounds) + [(0, 1)], problem=None)
     if first.status != 0:
         return first
     theta = max(float(first.x[-1]) * (1 - 1e-9), 0.0)
     # step 2: the aggregate, every level kept at θ of its floor
-    return linprog(
-        -sizes,
-        A_ub=np.vstack([a_ub, cumulative]),
-        b_ub=np.concatenate([b_ub, -theta * floors]),
-        bounds=bounds,
-        method="highs",
-    )
+    return solve(-sizes, np.vstack([a_ub, cumulative]), np.concatenate([b_ub, -theta * floors]), bounds, problem=None)
 
 
 def two_stream_layout(

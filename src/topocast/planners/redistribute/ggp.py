@@ -6,11 +6,8 @@ preemption allowed, a barrier between steps (see :mod:`topocast.redistribution.k
 
 Which reading we implemented
 ----------------------------
-The papers' step-by-step text was not available to us: the AINA'06 paper (complete) defers
-GGP/OGGP to [5, 10]; for IPDPS'04, RR-5077 and TPDS'06 only the abstracts could be found
-(public searches found the TPDS abstract: "two 8/3-approximation algorithms with low
-complexity", the IPDPS'04 abstract: "a 2-approximation"). We implement the reconstruction of
-docs/algorithms.md 7.3 [I/R]:
+The reconstruction of docs/algorithms.md 7.3 [I/R] (which lists what each source gives:
+a 2-approximation in IPDPS 2004, an 8/3-approximation for both in TPDS 2006):
 
 1. weights: with ``beta > 0`` every block is *normalised* to whole units of ``beta``
    (``x = ceil(bytes / (beta * nic))``) — this bounds the number of steps; with ``beta = 0``
@@ -44,9 +41,8 @@ then no augmenting path, hence (Berge) no perfect matching, exists above the bes
 leaving the closed set, and ``t`` drops to exactly that weight. When every row is matched,
 ``t`` is the bottleneck: a perfect matching within ``E >= t`` exists and none above. The
 matching then adopted is a fresh Hopcroft-Karp matching of ``E >= t`` (a tie-break that
-keeps the peel counts of the earlier probe-based search). About two Hopcroft-Karp runs per
-peel instead of ~5 probes (the measured speed-up is in docs/experiments/redistribution.md,
-"Speed").
+gives fewer peels than keeping the augmented one). Its cost is measured in
+docs/experiments/redistribution.md, "Speed".
 """
 
 from __future__ import annotations
@@ -323,10 +319,9 @@ def _bottleneck(E: np.ndarray, mate_r: np.ndarray, mate_c: np.ndarray, cap=None,
        skipped while it does not bind): no perfect matching has a smallest weight above
        ``hi``. Matched edges < ``hi`` are dropped.
     2. Candidates: the edges >= a level ``L`` a little below ``hi`` (by ``hi / 32`` or twice
-       the last drop; a few hundred of the ~36,000 of the benchmark's 190 x 190 ``E``),
-       kept for the next peels
-       while ``hi`` stays within two bands of ``L`` (weights only decrease, so they remain a
-       superset of the edges >= ``L``).
+       the last drop; a small share of ``E``), kept for the next peels while ``hi`` stays
+       within two bands of ``L`` (weights only decrease, so they remain a superset of the
+       edges >= ``L``).
     3. If more than ``_HK_MIN_FREE`` rows are free, one maximum matching of ``E >= hi``
        (scipy's Hopcroft-Karp, from scratch). Perfect: the answer is ``hi``.
     4. Otherwise :func:`_widest` augments the free rows one at a time over the candidates,
@@ -339,9 +334,8 @@ def _bottleneck(E: np.ndarray, mate_r: np.ndarray, mate_c: np.ndarray, cap=None,
        ``t`` is the bottleneck. If the answer lies below ``L``, ``L`` is lowered (down to 1,
        the whole support) and the search resumes.
     5. Tie-break: when ``t < hi``, the matching adopted is a fresh Hopcroft-Karp matching of
-       ``E >= t`` (perfect, so bottleneck ``t`` too), as the earlier probe-based search did:
-       it gives fewer peels than keeping the augmented matching (dense 100 x 100, k = 10,
-       beta = 0: 3967 peels instead of 4167; k = 100: 742 instead of 798).
+       ``E >= t`` (perfect, so bottleneck ``t`` too): it gives fewer peels than keeping the
+       augmented matching (docs/experiments/redistribution.md, "Speed", has the counts).
     """
     N = E.shape[0]
     ar = np.arange(N)

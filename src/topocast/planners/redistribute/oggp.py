@@ -1,15 +1,14 @@
 """OGGP — Optimized Generic Graph Peeling (Wagner & Jeannot, IPDPS 2004; INRIA RR-5077;
 Cohen, Jeannot, Padoy & Wagner, IEEE TPDS 2006).
 
-Which reading we implemented ([R]/[I], docs/algorithms.md 7.4; the step-by-step text of the
-papers was not available, only abstracts): the same weight-regular graph and peeling as
-:mod:`.ggp`, but every peel uses a *bottleneck* perfect matching — one whose smallest weight
-is as large as possible — so each step removes more weight and the schedule needs fewer
-steps (less beta). Implementation [I]: binary search of a threshold ``t`` between the current
-matching's minimum and ``min_v max_{e at v} w(e)`` (no perfect matching can do better), testing
-whether the edges ``>= t`` hold a perfect matching by re-augmenting the current one
-incrementally. Same guarantee as GGP (the argument does not depend on the matching); with
-``beta = 0`` both reach ``eta``.
+Which reading we implemented ([R]/[I], docs/algorithms.md 7.4): the same weight-regular
+graph and peeling as :mod:`.ggp`, but every peel uses a *bottleneck* perfect matching — one
+whose smallest weight is as large as possible — so each step removes more weight and the
+schedule needs fewer steps (less beta). Implementation [I]: the exact threshold descent of
+:func:`.ggp._bottleneck`, from ``min_v max_{e at v} w(e)`` (no perfect matching can do
+better) down to the largest threshold ``t`` whose edges ``>= t`` hold a perfect matching.
+Same guarantee as GGP (the argument does not depend on the matching); with ``beta = 0``
+both reach ``eta``.
 """
 
 from __future__ import annotations

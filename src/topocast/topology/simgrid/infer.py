@@ -7,6 +7,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Literal, NamedTuple
 
+from ...errors import TopocastError
 from ..model import PhysicalLink
 from .parse import CONNECTOR_BANDWIDTH, _Platform
 
@@ -80,7 +81,7 @@ class _UF:
         return ra
 
 
-class _Inconsistent(Exception):
+class _Inconsistent(TopocastError):
     """The routes cannot be drawn as a graph whose edges are the SimGrid links."""
 
 
@@ -159,13 +160,30 @@ def _infer_graph(p: _Platform) -> _Inferred:
 
     Returns (raw links, explicit routes, extra switches, directed uses per link id).
     """
-    # step 1: buses = links that single-link routes use between > 2 netpoints
+    bus = _buses(p)
+    uf, spokes, chains = _unify(p, bus)
+    names = _Names(p, uf, bus)
+    raw = _graph_links(p, bus, uf, spokes, names)
+    routes, uses = _route_paths(p, bus, chains, names)
+    return raw, routes, names.extra_switches, uses
+
+
+def _buses(p: _Platform) -> set[str]:
+    """Step 1: buses = links that single-link routes use between > 2 netpoints."""
     ends: dict[str, set[str]] = defaultdict(set)
     for a, b, links, *_ in p.statements:
         if len(links) == 1:
             ends[links[0]] |= {a, b}
-    bus = {lid for lid, e in ends.items() if len(e) > 2}
+    return {lid for lid, e in ends.items() if len(e) > 2}
 
+
+def _unify(
+    p: _Platform, bus: set[str]
+) -> tuple[_UF, set[tuple[str, _Element]], list[tuple[int, list[_Element | _Bus]]]]:
+    """Step 2: glue each route's netpoints and link ends together, shortest routes first.
+
+    Returns the union-find, the spokes (bus id, element) and, per statement, the elements
+    its route visits. Raises :class:`_Inconsistent` when a route cannot be glued."""
     uf = _UF()
     for n in p.netpoints:
         uf.find(("n", n))
@@ -190,27 +208,7 @@ def _infer_graph(p: _Platform) -> _Inferred:
                 spokes.add((lid, cur))
                 visited.append(cur)
                 continue
-            e0: _LinkEnd = ("l", lid, 0)
-            e1: _LinkEnd = ("l", lid, 1)
-            rc = uf.find(cur)
-            if uf.find(e0) == rc:
-                entry = 0
-            elif uf.find(e1) == rc:
-                entry = 1
-            else:
-                # step 2a: prefer an entry end that can be glued to the current node and is
-                # still free, and whose exit can reach the route's end when it is the last link
-                last = k == len(links) - 1
-                choices = []
-                for ent in (0, 1):
-                    ein, eout = (e0, e1) if ent == 0 else (e1, e0)
-                    ok = uf.can_union(cur, ein)
-                    ok_end = not last or uf.can_union(eout, ("n", b))
-                    free = uf.find(ein) == ein
-                    choices.append((not ok, not ok_end, not free, ent))
-                choices.sort()
-                entry = choices[0][3]
-            ein, eout = (e0, e1) if entry == 0 else (e1, e0)
+            ein, eout = _entry_and_exit(uf, cur, lid, last=k == len(links) - 1, end=("n", b))
             if uf.find(ein) != uf.find(cur):
                 if uf.can_union(cur, ein):
                     uf.union(cur, ein)
@@ -224,73 +222,107 @@ def _infer_graph(p: _Platform) -> _Inferred:
             else:
                 raise _Inconsistent(where)
         chains.append((i, visited))
+    return uf, spokes, chains
 
-    # step 3: name the classes
-    names: dict[_Element, str] = {}
-    used = set(p.netpoints)
-    extra_switches: list[str] = []
-    bus_names: dict[str, str] = {}
-    for lid in sorted(bus):
-        hub = f"{lid}-bus"
-        while hub in used:
-            hub += "_"
-        used.add(hub)
-        extra_switches.append(hub)
-        bus_names[lid] = hub
 
-    def name_of(el: _Element | _Bus) -> str:
+def _entry_and_exit(uf: _UF, cur: _Element, lid: str, *, last: bool, end: _Netpoint) -> tuple[_LinkEnd, _LinkEnd]:
+    """The end of link ``lid`` a route at ``cur`` enters by, and the one it leaves by."""
+    e0: _LinkEnd = ("l", lid, 0)
+    e1: _LinkEnd = ("l", lid, 1)
+    rc = uf.find(cur)
+    if uf.find(e0) == rc:
+        entry = 0
+    elif uf.find(e1) == rc:
+        entry = 1
+    else:
+        # step 2a: prefer an entry end that can be glued to the current node and is
+        # still free, and whose exit can reach the route's end when it is the last link
+        choices = []
+        for ent in (0, 1):
+            ein, eout = (e0, e1) if ent == 0 else (e1, e0)
+            ok = uf.can_union(cur, ein)
+            ok_end = not last or uf.can_union(eout, end)
+            free = uf.find(ein) == ein
+            choices.append((not ok, not ok_end, not free, ent))
+        choices.sort()
+        entry = choices[0][3]
+    return (e0, e1) if entry == 0 else (e1, e0)
+
+
+class _Names:
+    """Step 3: the name of each class of glued elements: its netpoint, or a fresh junction
+    switch ``jN``; each bus gets a hub switch (and, for an exact platform, a hub-out).
+    Fresh names are handed out in the order they are first asked for."""
+
+    def __init__(self, p: _Platform, uf: _UF, bus: set[str]):
+        self.uf = uf
+        self.used = set(p.netpoints)
+        self.extra_switches: list[str] = []
+        self.junctions: dict[_Element, str] = {}
+        self.bus = {lid: self.fresh(f"{lid}-bus") for lid in sorted(bus)}
+        self.bus_out: dict[str, str] = {}
+
+    def fresh(self, name: str) -> str:
+        """``name`` (with ``_`` appended until unused), recorded as an extra switch."""
+        while name in self.used:
+            name += "_"
+        self.used.add(name)
+        self.extra_switches.append(name)
+        return name
+
+    def of(self, el: _Element | _Bus) -> str:
         if el[0] == "bus":
-            return bus_names[el[1]]
-        r = uf.find(el)
-        if r in uf.label:
-            return uf.label[r]
-        if r not in names:
-            n = f"j{len(names)}"
-            while n in used:
-                n += "_"
-            used.add(n)
-            names[r] = n
-            extra_switches.append(n)
-        return names[r]
+            return self.bus[el[1]]
+        r = self.uf.find(el)
+        if r in self.uf.label:
+            return self.uf.label[r]
+        if r not in self.junctions:
+            self.junctions[r] = self.fresh(f"j{len(self.junctions)}")
+        return self.junctions[r]
 
+
+def _graph_links(
+    p: _Platform, bus: set[str], uf: _UF, spokes: set[tuple[str, _Element]], names: _Names
+) -> list[_RawLink]:
+    """The links between the named classes: each used SimGrid link between its two ends'
+    classes, and each bus as spokes to its hub (exact: one resource hub -> hub-out)."""
     raw: list[_RawLink] = []
     for lid, (bw, lat, sharing) in p.links.items():
         if lid in bus:
             continue
         if ("l", lid, 0) not in uf.parent:
             continue  # declared, never used by a route
-        u, v = name_of(("l", lid, 0)), name_of(("l", lid, 1))
+        u, v = names.of(("l", lid, 0)), names.of(("l", lid, 1))
         if u == v:
             raise _Inconsistent(f"link {lid}")
         raw.append(_RawLink(u, v, bw, lat, sharing, lid))
-    bus_out: dict[str, str] = {}
     if p.exact:
         # one resource per bus: every endpoint -> hub -> hub-out -> every endpoint (one-way)
         for lid in sorted(bus):
-            out = f"{bus_names[lid]}-out"
-            while out in used:
-                out += "_"
-            used.add(out)
-            extra_switches.append(out)
-            bus_out[lid] = out
+            out = names.bus_out[lid] = names.fresh(f"{names.bus[lid]}-out")
             bw, lat, sharing = p.links[lid]
             one_way = "fatpipe" if sharing == "fatpipe" else "duplex"
-            raw.append(_RawLink(bus_names[lid], out, bw, lat, one_way, lid, directed=True))
+            raw.append(_RawLink(names.bus[lid], out, bw, lat, one_way, lid, directed=True))
     spoke_seen = set()
     for lid, el in sorted(spokes, key=lambda s: (s[0], str(s[1]))):
-        n = name_of(el)
+        n = names.of(el)
         if (lid, n) in spoke_seen:
             continue
         spoke_seen.add((lid, n))
         bw, lat, sharing = p.links[lid]
         if p.exact:
-            hub, out = bus_names[lid], bus_out[lid]
+            hub, out = names.bus[lid], names.bus_out[lid]
             raw.append(_RawLink(n, hub, CONNECTOR_BANDWIDTH, 0.0, "fatpipe", f"connector:{n}>{hub}", directed=True))
             raw.append(_RawLink(out, n, CONNECTOR_BANDWIDTH, 0.0, "fatpipe", f"connector:{out}>{n}", directed=True))
         else:
-            raw.append(_RawLink(n, bus_names[lid], bw, lat / 2.0, sharing, f"{lid}@{n}"))
+            raw.append(_RawLink(n, names.bus[lid], bw, lat / 2.0, sharing, f"{lid}@{n}"))
+    return raw
 
-    # step 4: node paths of explicit routes (directed uses of each link, for merging)
+
+def _route_paths(
+    p: _Platform, bus: set[str], chains: list[tuple[int, list[_Element | _Bus]]], names: _Names
+) -> tuple[dict[tuple[str, str], tuple[str, ...]], dict[str, set[tuple[str, str]]]]:
+    """Step 4: node paths of explicit routes, and the directed uses of each link (for merging)."""
     routes: dict[tuple[str, str], tuple[str, ...]] = {}
     uses: dict[str, set[tuple[str, str]]] = defaultdict(set)
     for i, visited in chains:
@@ -298,16 +330,16 @@ def _infer_graph(p: _Platform) -> _Inferred:
         path = [a]
         for step in visited[1:]:
             if p.exact and step[0] == "bus":
-                path += [bus_names[step[1]], bus_out[step[1]]]
+                path += [names.bus[step[1]], names.bus_out[step[1]]]
                 continue
-            n = name_of(step)
+            n = names.of(step)
             if n != path[-1]:
                 path.append(n)
         if path[-1] != b:
             path.append(b)
         li = [lid for lid in links if lid not in bus]
         for lid in li:
-            u, v = name_of(("l", lid, 0)), name_of(("l", lid, 1))
+            u, v = names.of(("l", lid, 0)), names.of(("l", lid, 1))
             for x, y in zip(path, path[1:]):
                 if {x, y} == {u, v}:
                     uses[lid].add((x, y))
@@ -318,10 +350,10 @@ def _infer_graph(p: _Platform) -> _Inferred:
             if sym:
                 back = list(reversed(path))
                 for k in range(len(back) - 1):  # a bus is crossed hub -> hub-out both ways
-                    if back[k] in bus_out.values() and back[k + 1] in bus_names.values():
+                    if back[k] in names.bus_out.values() and back[k + 1] in names.bus.values():
                         back[k], back[k + 1] = back[k + 1], back[k]
                 routes.setdefault((b, a), tuple(back))
-    return raw, routes, extra_switches, uses
+    return routes, uses
 
 
 def _merge(raw: list[_RawLink], uses: Mapping[str, set[tuple[str, str]]]) -> list[PhysicalLink]:
