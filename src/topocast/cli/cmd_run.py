@@ -10,7 +10,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
-from ..units import format_size
+from ..units import format_mbit, format_size
 from .cmd_probe import add_probe_options, probe_to_file
 from .common import add_rate_tolerance_arg, print_json, size_arg
 from .launch_options import add_launcher_options, goodput_defaults, goodput_from_args, launcher_from_args
@@ -400,12 +400,6 @@ def _res_json(r):
     }
 
 
-def _mbps(x):
-    if x is None or not math.isfinite(x):
-        return "-"
-    return f"{x * 8 / 1e6:.1f}"
-
-
 def _sec(x):
     if x is None or not math.isfinite(x):
         return "-"
@@ -443,9 +437,9 @@ def print_table(
             _sec(m.time),
             _sec(p.time if p else None),
             ratio,
-            _mbps(m.rate),
-            _mbps(p.rate if p else None),
-            _mbps(b),
+            format_mbit(m.rate),
+            format_mbit(p.rate if p else None),
+            format_mbit(b),
             "ok" if m.completed else f"FAILED: {m.reason}",
         )
     t.add_row(
@@ -455,9 +449,9 @@ def print_table(
         f"{measured.makespan / predicted.makespan:.2f}"
         if predicted and math.isfinite(measured.makespan) and predicted.makespan > 0
         else "-",
-        _mbps(measured.aggregate_bandwidth),
-        _mbps(predicted.aggregate_bandwidth if predicted else None),
-        _mbps(bound.aggregate_bandwidth if bound else None),
+        format_mbit(measured.aggregate_bandwidth),
+        format_mbit(predicted.aggregate_bandwidth if predicted else None),
+        format_mbit(bound.aggregate_bandwidth if bound else None),
         f"{len(outcome.failed)} failed" if outcome.failed else "verified",
         end_section=True,
     )

@@ -37,7 +37,7 @@ def predict_with_bound(
         return None, None
     predicted = predict(plan, topology, chunk, goodput)
     bound = None
-    if plan.collective == "broadcast":
+    if plan.collective == "broadcast" and plan.source is not None:
         from ..bounds import broadcast_bounds
 
         bound = broadcast_bounds(topology, plan.source, plan.destinations)
