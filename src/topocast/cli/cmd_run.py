@@ -464,7 +464,8 @@ def print_table(
         console.print(f"[yellow]note:[/] {w}")
     for r in outcome.replans:
         changed = ", ".join(
-            f"{c['link']} {c['old_bit_s'] / 1e6:.1f} -> {c['new_bit_s'] / 1e6:.1f} Mbit/s (confidence {c['confidence']:.0%})"
+            f"{c['link']} {format_mbit(c['old_bit_s'] / 8)} -> {format_mbit(c['new_bit_s'] / 8)} Mbit/s "
+            f"(confidence {c['confidence']:.0%})"
             for c in r["changed"]
         )
         console.print(f"adapt at t = {r['time']:.2f} s: {len(r['why'])} slow transfers; {changed or 'no link named'}")
