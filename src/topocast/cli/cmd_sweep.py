@@ -139,9 +139,7 @@ def sweep(
     from ..sim import simulate
 
     options = options or {}
-    source = source or topology.hosts[0]
-    if not topology.is_host(source):
-        raise InputError(f"{source!r} is not a host of {topology.name!r}", element="--source")
+    source = topology.require_host(source or topology.hosts[0], element="--source")
     hosts = len(topology.hosts)
     rows: list[SweepRow] = []
     for name in algorithms:
