@@ -47,6 +47,7 @@ def _agent_env() -> dict:
 class Launcher:
     name = "base"
     shared_clock = True  # agents read the coordinator's monotonic clock (same machine)
+    hosts_option = "--launcher"  # the option an error about its hosts names
 
     def control_listen(self) -> tuple[socket.socket, str]:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -72,8 +73,6 @@ class Launcher:
     def hosts_origin(self) -> str:
         """Where :meth:`known_hosts` comes from, for error messages."""
         return "this launcher"
-
-    hosts_option = "--launcher"  # the option an error about its hosts names
 
     def require_hosts(self, hosts: Sequence[str], element: str | None = None) -> None:
         """An :class:`InputError` naming ``element`` (default: :attr:`hosts_option`) unless
