@@ -34,10 +34,11 @@ import threading
 import time
 import uuid
 
-from topocast.cli.cmd_run import GOODPUT_TESTBED, scale_caps
 from topocast.plan import Broadcast
 from topocast.planners import get_planner
 from topocast.runtime import perform
+from topocast.runtime.calibration import GOODPUT_TESTBED, scale_caps
+from topocast.runtime.calibration import scale_topology as scale
 from topocast.runtime.launchers import TestbedLauncher
 from topocast.sim import simulate
 from topocast.testbed import down, up
@@ -127,8 +128,6 @@ class Bench:
 
 
 def scale_topology(topo):
-    from topocast.cli.cmd_run import scale_topology as scale
-
     return scale(topo, GOODPUT_TESTBED)
 
 

@@ -24,9 +24,10 @@ import statistics
 from pathlib import Path
 
 from topocast import Broadcast, broadcast_bounds
-from topocast.cli.cmd_run import GOODPUT_TESTBED, predict, scale_caps
 from topocast.planners import get_planner
 from topocast.runtime import make_launcher, perform
+from topocast.runtime.calibration import GOODPUT_TESTBED, scale_caps
+from topocast.runtime.prediction import predict
 from topocast.topology import load_topology
 from topocast.units import parse_size
 

@@ -119,8 +119,7 @@ def maxflow_from(topology: Topology, source: str, targets: Iterable[str] | None 
 
 def broadcast_bounds(topology: Topology, source: str, destinations: Iterable[str] | None = None) -> Bound:
     """Per-destination max-flow bound and its sum for a broadcast from ``source``."""
-    if not topology.is_host(source):
-        raise PlanError(f"source {source!r} is not a host of topology {topology.name!r}", element="source")
+    topology.require_host(source, element="source", error=PlanError)
     dests = [h for h in (topology.hosts if destinations is None else destinations) if h != source]
     per_host = maxflow_from(topology, source, dests)
     return Bound(source, per_host, float(sum(per_host.values())))

@@ -86,7 +86,7 @@ def _check_holdings(plan: Plan, topology: Topology, fail: Callable[[int | None, 
     """Every initial holder and wanting host is a host, and their ranges lie inside the message."""
     for h in list(plan.initial) + list(plan.wanted):
         if not topology.is_host(h):
-            raise fail(None, f"host {h!r} is not a host of topology {topology.name!r}")
+            raise fail(None, topology.not_a_host(h))
     for h, rs in list(plan.initial.items()) + list(plan.wanted.items()):
         for off, length in rs:
             if off < 0 or off + length > plan.size:

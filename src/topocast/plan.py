@@ -183,18 +183,14 @@ class Broadcast:
 
     def resolve(self, topology: Topology) -> tuple[str, ...]:
         """Destinations, checked against the topology (source excluded, order kept)."""
-        if not topology.is_host(self.source):
-            raise PlanError(f"source {self.source!r} is not a host of topology {topology.name!r}", element="source")
+        topology.require_host(self.source, element="source", error=PlanError)
         if self.size <= 0:
             raise PlanError(f"message size must be positive, got {self.size}", element="size")
         if self.destinations is None:
             return tuple(h for h in topology.hosts if h != self.source)
         seen = []
         for d in self.destinations:
-            if not topology.is_host(d):
-                raise PlanError(
-                    f"destination {d!r} is not a host of topology {topology.name!r}", element="destinations"
-                )
+            topology.require_host(d, element="destinations", error=PlanError)
             if d != self.source and d not in seen:
                 seen.append(d)
         return tuple(seen)

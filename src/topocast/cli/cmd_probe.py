@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 from ..errors import InputError
 from .common import print_json
+from .launch_options import add_launcher_options, goodput_defaults, goodput_from_args, launcher_from_args
 
 
 class ProbeSummary(TypedDict):
@@ -32,6 +33,7 @@ class ProbeSummary(TypedDict):
 
 
 if TYPE_CHECKING:
+    from ..runtime.launchers import Launcher
     from ..topology import Topology
 
 
@@ -49,32 +51,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("targets", nargs="*", metavar="HOST", help="hosts to probe (see above)")
     p.add_argument("-o", "--output", required=True, metavar="FILE.yaml", help="topology file to write")
-    add_launcher_options(p)
+    add_launcher_options(p, agents_only=True)
     add_probe_options(p)
     p.add_argument(
         "--goodput",
         type=float,
         default=None,
-        help="TCP goodput as a fraction of link bandwidth: measured rates are divided by it (default: "
-        "0.955 on the testbed, 1 otherwise)",
+        help=f"TCP goodput as a fraction of link bandwidth: measured rates are divided by it (default "
+        f"{goodput_defaults()})",
     )
     p.add_argument("--name", default=None, help="topology name (default: the output file's stem)")
     p.add_argument("--json", action="store_true", help="print a JSON summary")
     p.set_defaults(func=run)
-
-
-def add_launcher_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--launcher",
-        choices=("local", "testbed", "ssh"),
-        default="local",
-        help="how the agents start: local (this machine), testbed (the emulated hosts), ssh (--ssh-hosts)",
-    )
-    p.add_argument("--testbed", default=None, metavar="NAME", help="testbed name (default: the only one up)")
-    p.add_argument("--ssh-hosts", default=None, help="YAML/JSON: host -> '[user@]address[:port]'")
-    p.add_argument("--ssh-identity", default=None, help="private key for the ssh launcher")
-    p.add_argument("--ssh-option", action="append", default=[], help="extra ssh option (repeatable)")
-    p.add_argument("--control-host", default=None, help="address of this machine the ssh hosts can reach")
 
 
 def add_probe_options(p: argparse.ArgumentParser) -> None:
@@ -97,52 +85,39 @@ def add_probe_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def probe_hosts(args: argparse.Namespace) -> list[str]:
-    """The hosts to probe, from TARGETS and the launcher (a host named twice is an error)."""
+def probe_hosts(args: argparse.Namespace, launcher: Launcher) -> list[str]:
+    """The hosts to probe, from TARGETS and the launcher: by default every host it knows (a
+    host named twice, or one the launcher does not know, is an error)."""
     seen: set = set()
     for h in args.targets:
         if h in seen:
             raise InputError(f"host {h!r} is listed twice", element="TARGETS")
         seen.add(h)
-    if args.launcher == "testbed":
-        from ..testbed.state import load_state
-
-        state = load_state(args.testbed)
-        missing = [h for h in args.targets if h not in state.hosts]
-        if missing:
-            raise InputError(f"hosts {', '.join(missing)} are not in testbed {state.name!r}", element="TARGETS")
-        hosts = list(args.targets) or list(state.hosts)
-    elif args.launcher == "ssh":
-        from .cmd_run import _ssh_hosts
-
-        table = _ssh_hosts(args.ssh_hosts) or {}
-        missing = [h for h in args.targets if h not in table]
-        if missing:
-            raise InputError(f"hosts {', '.join(missing)} have no entry in {args.ssh_hosts}", element="TARGETS")
-        hosts = list(args.targets) or list(table)
-    else:
-        hosts = list(args.targets)
+    launcher.require_hosts(args.targets, element="TARGETS")
+    hosts = list(args.targets) or list(launcher.known_hosts() or ())
     if len(hosts) < 2:
         raise InputError("give at least two hosts to probe", element="TARGETS")
     return hosts
 
 
-def probe_to_file(args: argparse.Namespace, output: str, goodput: float) -> tuple[Topology, ProbeSummary]:
-    """Probe, write ``output`` atomically, return (topology, summary dict). On failure the
-    measurements made so far go to OUTPUT.partial.json and the error says so."""
+def probe_to_file(args: argparse.Namespace, output: str) -> tuple[Topology, ProbeSummary]:
+    """Probe with the launcher and goodput ``args`` give, write ``output`` atomically, return
+    (topology, summary dict). On failure the measurements made so far go to
+    OUTPUT.partial.json and the error says so."""
     from ..probe import ProbeError, ProbeSession
     from ..probe.infer import build_topology, probe_network
     from ..topology.io import save_file
 
     if args.probe_duration <= 0 or args.pings < 1 or args.rtt_threshold < 0:
         raise InputError("need --probe-duration > 0, --pings >= 1 and --rtt-threshold >= 0", element="probe options")
-    hosts = probe_hosts(args)
+    kind, launcher = launcher_from_args(args)
+    if launcher is None:
+        raise InputError(f"the {kind.name} launcher starts no agents to probe with", element="--launcher")
+    goodput = goodput_from_args(args, kind)
+    hosts = probe_hosts(args, launcher)
     out_dir = os.path.dirname(os.path.abspath(output))
     if not os.path.isdir(out_dir) or not os.access(out_dir, os.W_OK):
         raise InputError("the folder does not exist or is not writable", source=output)
-    from .cmd_run import launcher_from_args
-
-    launcher = launcher_from_args(args)
     t0 = time.monotonic()
     session = ProbeSession(hosts, launcher)
     try:
@@ -195,20 +170,8 @@ def probe_to_file(args: argparse.Namespace, output: str, goodput: float) -> tupl
     return topo, summary
 
 
-def probe_goodput(args: argparse.Namespace) -> float:
-    from .cmd_run import GOODPUT_TESTBED
-
-    g = getattr(args, "goodput", None)
-    goodput = g if g is not None else (GOODPUT_TESTBED if args.launcher == "testbed" else 1.0)
-    if not 0 < goodput <= 1:
-        raise InputError("expected a fraction in (0, 1]", element="--goodput")
-    return goodput
-
-
 def run(args: argparse.Namespace) -> int:
-    from .cmd_run import GOODPUT_TESTBED
-
-    _, summary = probe_to_file(args, args.output, probe_goodput(args))
+    _, summary = probe_to_file(args, args.output)
     if args.json:
         print_json(summary)
         return 0
@@ -220,8 +183,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"  under one switch: {', '.join(g)}")
     for n in summary["notes"]:
         print(f"  note: {n}", file=sys.stderr)
-    if args.launcher == "testbed":
-        print(
-            f"  bandwidths = measured TCP rates / {summary['goodput_factor']} (goodput on the testbed, {GOODPUT_TESTBED})"
-        )
+    if summary["goodput_factor"] != 1.0:
+        print(f"  bandwidths = measured TCP rates / {summary['goodput_factor']} (TCP goodput, see --goodput)")
     return 0

@@ -10,8 +10,10 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
-from ..units import format_size
+from ..units import format_mbit, format_size
+from .cmd_probe import add_probe_options, probe_to_file
 from .common import add_rate_tolerance_arg, print_json, size_arg
+from .launch_options import add_launcher_options, goodput_defaults, goodput_from_args, launcher_from_args
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -21,9 +23,6 @@ if TYPE_CHECKING:
     from ..results import Result
     from ..runtime import RunOutcome
     from ..runtime.launchers import Launcher
-    from ..topology import Topology
-
-GOODPUT_TESTBED = 0.955  # TCP goodput / HTB rate measured on the emulated network (docs/experiments/runtime.md)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -48,14 +47,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     g.add_argument("--file", default=None, help="the message: a file every initial holder can read")
     g.add_argument("--size", type=size_arg, default=None, help="message size (e.g. 32MiB); random bytes")
     p.add_argument("--topology", default=None, help="topology of a plan file (for the prediction and the bound)")
-    p.add_argument(
-        "--launcher",
-        choices=("local", "testbed", "ssh", "mpi"),
-        default="local",
-        help="local/testbed/ssh: topocast's agents over TCP; mpi: one MPI rank per host under MPICH's mpiexec "
-        "on this machine (topocast.mpi)",
-    )
-    p.add_argument("--testbed", default=None, metavar="NAME", help="testbed name (default: the only one up)")
+    add_launcher_options(p)
     p.add_argument("--dest-dir", default=None, help="each receiving host writes DIR/HOST/NAME")
     p.add_argument(
         "--resume",
@@ -70,7 +62,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         type=float,
         default=None,
         help=f"TCP goodput as a fraction of link bandwidth, applied to the prediction and to rate caps "
-        f"(default {GOODPUT_TESTBED} on the testbed, 1 otherwise)",
+        f"(default {goodput_defaults()})",
     )
     p.add_argument(
         "--fair-uplink",
@@ -109,15 +101,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="SECONDS",
         help="give up when no byte has moved anywhere for this long (default 60)",
     )
-    p.add_argument("--ssh-hosts", default=None, help="YAML/JSON: host -> '[user@]address[:port]'")
-    p.add_argument("--ssh-identity", default=None, help="private key for the ssh launcher")
-    p.add_argument(
-        "--ssh-option",
-        action="append",
-        default=[],
-        help="extra ssh option (repeatable), e.g. -oStrictHostKeyChecking=no",
-    )
-    p.add_argument("--control-host", default=None, help="address of this machine the ssh hosts can reach")
     p.add_argument(
         "--probe",
         action="store_true",
@@ -130,15 +113,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="H1,H2,...",
         help="with --probe: the hosts (default: the testbed's, or every host of --ssh-hosts)",
     )
-    from .cmd_probe import add_probe_options
-
     add_probe_options(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
 
 
-def _load_target(args):
-    """(plan, topology or None, algorithm name)."""
+def _load_target(args, launcher: Launcher | None):
+    """(plan, topology or None, algorithm name); a plan file without --topology is run on the
+    launcher's own topology when it has one (a testbed's)."""
     from ..plan import Broadcast, Plan
     from ..topology import load_topology
 
@@ -163,10 +145,8 @@ def _load_target(args):
                     f"{option} goes with a topology; the plan file {target} already says it", element=option
                 )
         topo = load_topology(args.topology) if args.topology else None
-        if topo is None and args.launcher == "testbed":
-            from ..testbed.state import load_state
-
-            topo = load_topology(load_state(args.testbed).topology_spec)
+        if topo is None and launcher is not None:
+            topo = launcher.topology()
         if args.size is not None and args.size != plan.size:
             raise InputError(f"the plan moves {plan.size} bytes, not {args.size}", element="--size")
         from ..check import check_plan
@@ -224,144 +204,48 @@ def _plan_hosts_star(plan, target: str):
     return Topology("plan hosts", hosts, [hub], [PhysicalLink(h, hub, 1.0) for h in hosts], source=target)
 
 
-def scale_caps(plan: Plan, factor: float) -> Plan:
-    """The plan with every rate cap multiplied by ``factor`` (goodput of the real links)."""
-    from dataclasses import replace
-
-    if factor == 1.0:
-        return plan
-    return replace(
-        plan,
-        transfers=tuple(
-            replace(t, rate_cap=None if t.rate_cap is None else t.rate_cap * factor) for t in plan.transfers
-        ),
-    )
-
-
-def scale_topology(topo: Topology, factor: float) -> Topology:
-    from dataclasses import replace
-
-    if factor == 1.0:
-        return topo
-    links = [
-        replace(
-            pl,
-            bandwidth=pl.bandwidth * factor,
-            bandwidth_ba=None if pl.bandwidth_ba is None else pl.bandwidth_ba * factor,
-        )
-        for pl in topo.physical_links
-    ]
-    return topo.replace(links=links)
-
-
-def predict(plan: Plan, topo: Topology, chunk: int, goodput: float) -> Result | None:
-    """Simulated result of ``plan`` on ``topo`` with bandwidths scaled by ``goodput`` (None if
-    the simulator is not available)."""
-    try:
-        from ..sim import simulate
-
-        return simulate(plan, scale_topology(topo, goodput), chunk_size=chunk)
-    except NotImplementedError:
-        return None
-
-
-def _ssh_hosts(path):
-    if not path:
-        return None
-    import yaml
-
-    try:
-        with open(path) as fh:
-            data = yaml.safe_load(fh)
-    except (OSError, yaml.YAMLError) as exc:
-        raise InputError(f"cannot read ssh hosts ({exc})", source=path) from None
-    if not isinstance(data, dict):
-        raise InputError("expected a mapping host -> '[user@]address[:port]'", source=path)
-    out = {}
-    for h, v in data.items():
-        if isinstance(v, dict):
-            out[str(h)] = v
-            continue
-        target, port = str(v), 22
-        if target.rsplit(":", 1)[-1].isdigit() and ":" in target:
-            target, p = target.rsplit(":", 1)
-            port = int(p)
-        out[str(h)] = {"target": target, "port": port, "address": target.split("@")[-1]}
-    return out
-
-
-def launcher_from_args(args: argparse.Namespace) -> Launcher:
-    """The launcher the command line asks for (``run`` and ``probe`` share its options)."""
-    from ..runtime import make_launcher
-
-    return make_launcher(
-        args.launcher,
-        testbed_name=args.testbed,
-        ssh_hosts=_ssh_hosts(args.ssh_hosts),
-        ssh_identity=args.ssh_identity,
-        ssh_options=args.ssh_option,
-        control_host=args.control_host,
-    )
-
-
 def run(args: argparse.Namespace) -> int:
-    from ..runtime import DEFAULT_CHUNK, perform
+    from ..runtime import DEFAULT_CHUNK
+    from ..runtime.calibration import scale_caps
+    from ..runtime.prediction import predict_with_bound
 
     if args.probe:
         _probe_first(args)
-    launcher: Any = None if args.launcher == "mpi" else launcher_from_args(args)
+    kind, launcher = launcher_from_args(args)
+    if args.adapt and not kind.agents:
+        raise InputError(f"the {kind.name} launcher starts no agents whose transfers it could watch", element="--adapt")
     if launcher is not None:
         # e.g. the local launcher's fork server starts (as a fork of this process, which still
         # runs one thread and holds little) while we plan
         launcher.prepare(fork_this_process=True)
-    plan, topo, algorithm = _load_target(args)
+    plan, topo, algorithm = _load_target(args, launcher)
     chunk = int(args.chunk_size or DEFAULT_CHUNK)
-    goodput = args.goodput if args.goodput is not None else (GOODPUT_TESTBED if args.launcher == "testbed" else 1.0)
-    if not 0 < goodput <= 1:
-        raise InputError("expected a fraction in (0, 1]", element="--goodput")
+    goodput = goodput_from_args(args, kind)
     plan = scale_caps(plan, goodput).with_chunk_size(chunk)
-    if args.launcher == "testbed":
-        missing = [h for h in plan.hosts if h not in launcher.state.hosts]
-        if missing:
-            raise InputError(
-                f"hosts {', '.join(missing)} are not in testbed {launcher.state.name!r}", element="--testbed"
-            )
-        for w in launcher.state.warnings:
+    if launcher is not None:
+        launcher.require_hosts(plan.hosts)
+        for w in launcher.warnings:
             print(f"topocast: warning: {w}", file=sys.stderr)
-    fair_uplink = args.fair_uplink if args.fair_uplink is not None else (args.launcher == "testbed")
+    fair_uplink = args.fair_uplink if args.fair_uplink is not None else kind.shaped_as_topology
     if fair_uplink and topo is None:
         if args.fair_uplink:
             raise InputError("--fair-uplink needs the topology (give --topology)", element="--fair-uplink")
         fair_uplink = False
 
-    def prediction_and_bound():
-        predicted = predict(plan, topo, chunk, goodput) if topo is not None else None
-        bound = None
-        if topo is not None and plan.collective == "broadcast":
-            from ..bounds import broadcast_bounds
-
-            bound = broadcast_bounds(topo, plan.source, plan.destinations)
-        return predicted, bound
-
     # computed while the agents start (perform waits for it before the data moves)
     from concurrent.futures import ThreadPoolExecutor
 
     pool = ThreadPoolExecutor(1, thread_name_prefix="predict")
-    expected = pool.submit(prediction_and_bound)
+    expected = pool.submit(predict_with_bound, plan, topo, chunk, goodput)
     if not args.json:  # the table's modules, imported while this process waits for its agents
         for module in ("rich.console", "rich.table"):
             pool.submit(importlib.import_module, module)
     pool.shutdown(wait=False)
 
     bars = _TransferBars(plan) if sys.stderr.isatty() and not args.json else None
-    run_plan: Any = perform
-    extra = _follow_options(args, plan, topo, algorithm, goodput, chunk)
-    if args.launcher == "mpi":  # the plan's transfers as MPI messages (topocast.mpi)
-        from ..mpi.launch import perform_like_runtime as run_plan
-
-        extra = {}
+    extra = _follow_options(args, plan, topo, algorithm, goodput, chunk) if kind.agents else {}
     try:
-        outcome = run_plan(
+        outcome = kind.performer()(
             plan,
             topo,
             launcher=launcher,
@@ -416,7 +300,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         from rich.console import Console
 
-        print_table(Console(), plan, algorithm, measured, predicted, bound, outcome, args.launcher)
+        print_table(Console(), plan, algorithm, measured, predicted, bound, outcome, kind.note)
     return 0 if not outcome.failed else 1
 
 
@@ -444,6 +328,7 @@ def _replanner(args, plan: Plan, topo, algorithm: str, goodput: float, chunk: in
         return None
     from ..plan import Broadcast
     from ..planners import get_planner
+    from ..runtime.calibration import scale_caps
     from .cmd_compare import plan_with
 
     try:
@@ -493,13 +378,11 @@ class _TransferBars:
 
 def _probe_first(args) -> None:
     """``run --probe``: probe the hosts and write the inferred topology to the target file."""
-    from .cmd_probe import probe_goodput, probe_to_file
-
     if args.target.startswith("builtin:") or args.target.endswith(".json"):
         raise InputError("with --probe, give the topology file to write (FILE.yaml)", element="--probe")
     args.targets = [h for h in (args.probe_hosts or "").split(",") if h]
     args.name = None
-    _, summary = probe_to_file(args, args.target, probe_goodput(args))
+    _, summary = probe_to_file(args, args.target)
     print(
         f"probed {summary['hosts']} hosts: {summary['measurements']} measurements in {summary['seconds']:.1f} s; "
         f"wrote {summary['output']}",
@@ -517,12 +400,6 @@ def _res_json(r):
     }
 
 
-def _mbps(x):
-    if x is None or not math.isfinite(x):
-        return "-"
-    return f"{x * 8 / 1e6:.1f}"
-
-
 def _sec(x):
     if x is None or not math.isfinite(x):
         return "-"
@@ -537,8 +414,10 @@ def print_table(
     predicted: Result | None,
     bound: Bound | None,
     outcome: RunOutcome,
-    launcher_name: str = "",
+    launcher_note: str | None = None,
 ) -> None:
+    """The run's table; ``launcher_note`` (the launcher's, :class:`LauncherKind`) is said below
+    it when the run is compared with a bound."""
     from rich.table import Table
 
     t = Table(title=f"{algorithm}: {format_size(plan.size)} from {plan.source}: measured, predicted, bound")
@@ -558,9 +437,9 @@ def print_table(
             _sec(m.time),
             _sec(p.time if p else None),
             ratio,
-            _mbps(m.rate),
-            _mbps(p.rate if p else None),
-            _mbps(b),
+            format_mbit(m.rate),
+            format_mbit(p.rate if p else None),
+            format_mbit(b),
             "ok" if m.completed else f"FAILED: {m.reason}",
         )
     t.add_row(
@@ -570,9 +449,9 @@ def print_table(
         f"{measured.makespan / predicted.makespan:.2f}"
         if predicted and math.isfinite(measured.makespan) and predicted.makespan > 0
         else "-",
-        _mbps(measured.aggregate_bandwidth),
-        _mbps(predicted.aggregate_bandwidth if predicted else None),
-        _mbps(bound.aggregate_bandwidth if bound else None),
+        format_mbit(measured.aggregate_bandwidth),
+        format_mbit(predicted.aggregate_bandwidth if predicted else None),
+        format_mbit(bound.aggregate_bandwidth if bound else None),
         f"{len(outcome.failed)} failed" if outcome.failed else "verified",
         end_section=True,
     )
@@ -585,7 +464,8 @@ def print_table(
         console.print(f"[yellow]note:[/] {w}")
     for r in outcome.replans:
         changed = ", ".join(
-            f"{c['link']} {c['old_bit_s'] / 1e6:.1f} -> {c['new_bit_s'] / 1e6:.1f} Mbit/s (confidence {c['confidence']:.0%})"
+            f"{c['link']} {format_mbit(c['old_bit_s'] / 8)} -> {format_mbit(c['new_bit_s'] / 8)} Mbit/s "
+            f"(confidence {c['confidence']:.0%})"
             for c in r["changed"]
         )
         console.print(f"adapt at t = {r['time']:.2f} s: {len(r['why'])} slow transfers; {changed or 'no link named'}")
@@ -600,10 +480,8 @@ def print_table(
             if want
             else f"resumed: {kept} bytes kept from an earlier run"
         )
-    if launcher_name == "local" and bound is not None:
-        console.print(
-            "note: launcher local runs over loopback: the topology's links are not emulated (use --launcher testbed)"
-        )
+    if launcher_note and bound is not None:
+        console.print(f"note: {launcher_note}")
     if outcome.cpu_busy is not None:
         niced = f" (plus {outcome.cpu_niced:.0%} niced background work, not counted)" if outcome.cpu_niced else ""
         if outcome.cpu_steal:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, TypedDict
 from ..errors import InputError, TopocastError
 from ..plan import Broadcast
 from ..planners import get_planner
-from ..units import format_size, format_time
+from ..units import format_mbit, format_size, format_time
 from .common import (
     PLOT_SUFFIXES,
     add_rate_tolerance_arg,
@@ -139,9 +139,7 @@ def sweep(
     from ..sim import simulate
 
     options = options or {}
-    source = source or topology.hosts[0]
-    if not topology.is_host(source):
-        raise InputError(f"{source!r} is not a host of {topology.name!r}", element="--source")
+    source = topology.require_host(source or topology.hosts[0], element="--source")
     hosts = len(topology.hosts)
     rows: list[SweepRow] = []
     for name in algorithms:
@@ -224,7 +222,7 @@ def _cells(row: SweepRow, n_sizes: int, throughput: bool) -> list[str]:
     if row["times"] is None or row["throughput"] is None:
         return ["-"] * n_sizes
     if throughput:
-        return [f"{x * 8 / 1e6:.1f}" for x in row["throughput"]]
+        return [format_mbit(x) for x in row["throughput"]]
     return [format_time(t) for t in row["times"]]
 
 

@@ -206,7 +206,7 @@ def _set_rate(args) -> int:
 def _traffic(args) -> int:
     from ..testbed import load_state
     from ..testbed.live import Traffic, wait_seconds
-    from ..units import parse_bandwidth
+    from ..units import format_mbit, parse_bandwidth
 
     rate = parse_bandwidth(args.rate, field="--rate") if args.rate else None
     st = load_state(args.name)
@@ -224,6 +224,6 @@ def _traffic(args) -> int:
         got = traffic.stop()
     wall = time.monotonic() - t0
     secs = traffic.seconds
-    mbps = f", {got * 8 / secs / 1e6:.1f} Mbit/s over {secs:.1f} s of data" if got and secs > 0 else ""
+    mbps = f", {format_mbit(got / secs)} Mbit/s over {secs:.1f} s of data" if got and secs > 0 else ""
     print(f"traffic {args.a} -> {args.b}: {got if got is not None else '?'} bytes in {wall:.1f} s{mbps}")
     return 0

@@ -149,10 +149,7 @@ def resolve_source(topology: Topology, source: str | None, option: str = "--sour
     """The source host: ``source``, or the first host; an unknown name lists the hosts."""
     if source is None:
         return topology.hosts[0]
-    if not topology.is_host(source):
-        shown = ", ".join(topology.hosts[:8]) + (", ..." if len(topology.hosts) > 8 else "")
-        raise InputError(f"{source!r} is not a host of {topology.name!r} (hosts: {shown})", element=option)
-    return source
+    return topology.require_host(source, element=option)
 
 
 def load_topology_arg(args: argparse.Namespace) -> Topology:

@@ -240,11 +240,7 @@ def _hosts(comm, descs: list[_Desc], topology, mapping, what: str) -> list[str]:
             )
         seen[h] = r
         if topology is not None and not topology.is_host(h):
-            raise MPIRunError(
-                f"{what}: rank {r} is {h!r}, which is not a host of topology {topology.name!r} "
-                f"(hosts: {', '.join(topology.hosts[:8])}{', ...' if len(topology.hosts) > 8 else ''}); "
-                "pass mapping=[host of rank 0, ...]"
-            )
+            raise MPIRunError(f"{what}: rank {r}: {topology.not_a_host(h)}; pass mapping=[host of rank 0, ...]")
     state_of(comm).hosts[descs[0].topology] = hosts
     return hosts
 

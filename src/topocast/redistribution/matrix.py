@@ -416,8 +416,7 @@ def resolve_platform(request: Redistribution, topology: Topology) -> Platform:
     """k and the NIC speed from the topology (``request.k`` wins over the topology's ratio)."""
     for what, names in (("senders", request.senders), ("receivers", request.receivers)):
         for h in names:
-            if not topology.is_host(h):
-                raise InputError(f"{h!r} is not a host of topology {topology.name!r}", element=what)
+            topology.require_host(h, element=what)
     m = request.matrix
     pairs = [(request.senders[i], request.receivers[j]) for i, j in zip(*np.nonzero(m))]
     if not pairs:

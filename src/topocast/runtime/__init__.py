@@ -12,11 +12,14 @@ _NAMES = {
     "RunOutcome": "coordinator",
     "RunError": "coordinator",
     "DEFAULT_CHUNK": "coordinator",
-    "make_launcher": "launchers",
+    "make_launcher": "launcher_registry",
+    "launcher_kind": "launcher_registry",
+    "LauncherOptions": "launcher_registry",
+    "LAUNCHERS": "launcher_registry",
     "LocalLauncher": "launchers",
     "TestbedLauncher": "launchers",
     "SSHLauncher": "launchers",
-    "LAUNCHERS": "launchers",
+    "load_ssh_hosts": "launchers",
 }
 
 __all__ = list(_NAMES)

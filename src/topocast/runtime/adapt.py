@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING
 from ..intervals import IntervalSet
 from ..plan import Plan, Transfer
 from .agents import RunInputError
+from .calibration import scale_topology
 from .estimate import Observation, estimate_links
 from .protocol import IncomingTransfer, OutgoingTransfer
 
@@ -140,17 +141,7 @@ class Adapter:
 
     # ------------------------------------------------------------------ predictions
     def _scaled(self, topology):
-        if self.goodput == 1.0:
-            return topology
-        links = [
-            dataclasses.replace(
-                pl,
-                bandwidth=pl.bandwidth * self.goodput,
-                bandwidth_ba=None if pl.bandwidth_ba is None else pl.bandwidth_ba * self.goodput,
-            )
-            for pl in topology.physical_links
-        ]
-        return topology.replace(links=links)
+        return scale_topology(topology, self.goodput)
 
     def _simulate(self, plan: Plan):
         return self.simulate(plan, self._scaled(self.topology), chunk_size=self.chunk)

@@ -7,7 +7,8 @@
 * ``ssh``: agents started over SSH (``ssh ... python -m topocast.runtime.agent``); control
   over TCP to an address the remote hosts can reach.
 
-The run secret goes to each agent on its stdin, never on a command line.
+The run secret goes to each agent on its stdin, never on a command line. The launchers are
+chosen by name in :mod:`topocast.runtime.launcher_registry`.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import socket
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,10 +28,9 @@ from ..errors import InputError
 
 if TYPE_CHECKING:
     from ..testbed.state import TestbedState
+    from ..topology import Topology
 
-__all__ = ["LocalLauncher", "TestbedLauncher", "SSHLauncher", "make_launcher", "LAUNCHERS"]
-
-LAUNCHERS = ("local", "testbed", "ssh")
+__all__ = ["Launcher", "LocalLauncher", "TestbedLauncher", "SSHLauncher", "load_ssh_hosts"]
 
 
 def _src_dir() -> str:
@@ -47,6 +47,7 @@ def _agent_env() -> dict:
 class Launcher:
     name = "base"
     shared_clock = True  # agents read the coordinator's monotonic clock (same machine)
+    hosts_option = "--launcher"  # the option an error about its hosts names
 
     def control_listen(self) -> tuple[socket.socket, str]:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -64,6 +65,33 @@ class Launcher:
     def where(self, host: str) -> str:
         """How ``host``'s agent is reached, for error messages ("" when on this machine)."""
         return ""
+
+    def known_hosts(self) -> Sequence[str] | None:
+        """The hosts this launcher can start agents on (None: any name, all on this machine)."""
+        return None
+
+    def hosts_origin(self) -> str:
+        """Where :meth:`known_hosts` comes from, for error messages."""
+        return "this launcher"
+
+    def require_hosts(self, hosts: Sequence[str], element: str | None = None) -> None:
+        """An :class:`InputError` naming ``element`` (default: :attr:`hosts_option`) unless
+        every one of ``hosts`` is known."""
+        known = self.known_hosts()
+        missing = [] if known is None else [h for h in hosts if h not in known]
+        if missing:
+            raise InputError(
+                f"hosts {', '.join(missing)} are not in {self.hosts_origin()}", element=element or self.hosts_option
+            )
+
+    @property
+    def warnings(self) -> list[str]:
+        """What the caller should tell the user before the run (e.g. a link not emulated)."""
+        return []
+
+    def topology(self) -> Topology | None:
+        """The topology of the network the agents run on, when the launcher knows it."""
+        return None
 
     def prepare(self, *, fork_this_process: bool = False) -> None:
         """Called as early as the caller knows it will start agents (before planning): a
@@ -134,6 +162,7 @@ class TestbedLauncher(Launcher):
     """Each agent in its host's namespace of a running testbed (``topocast testbed up``)."""
 
     name = "testbed"
+    hosts_option = "--testbed"
 
     def __init__(self, state: TestbedState) -> None:
         self.state = state
@@ -154,6 +183,21 @@ class TestbedLauncher(Launcher):
 
     def where(self, host: str) -> str:
         return f"in network namespace {self.state.namespace(host)}"
+
+    def known_hosts(self) -> Sequence[str]:
+        return list(self.state.hosts)
+
+    def hosts_origin(self) -> str:
+        return f"testbed {self.state.name!r}"
+
+    @property
+    def warnings(self) -> list[str]:
+        return list(self.state.warnings)
+
+    def topology(self) -> Topology:
+        from ..topology import load_topology
+
+        return load_topology(self.state.topology_spec)
 
     def command(self, host: str) -> list[str]:
         return ["ip", "netns", "exec", self.state.namespace(host), sys.executable, "-m", "topocast.runtime.agent"]
@@ -178,10 +222,11 @@ class SSHLauncher(Launcher):
     "address": data IP}``; ``identity`` is a private key file; ``control_host`` an address of
     this machine the remote agents can reach; ``python`` and ``pythonpath`` locate topocast
     on the remote hosts (default: this interpreter and this source tree, as on a shared
-    file system).
+    file system); ``source`` names where ``hosts`` was read from (error messages).
     """
 
     name = "ssh"
+    hosts_option = "--ssh-hosts"
     shared_clock = False  # remote clocks: each agent times from its receipt of "start"
 
     def __init__(
@@ -193,8 +238,10 @@ class SSHLauncher(Launcher):
         python: str | None = None,
         pythonpath: str | None = None,
         options: Sequence[str] = (),
+        source: str = "--ssh-hosts",
     ) -> None:
         self.hosts = hosts
+        self.source = source
         self.identity = identity
         self.control_host = control_host
         self.python = python or sys.executable
@@ -212,7 +259,13 @@ class SSHLauncher(Launcher):
         try:
             return self.hosts[host]
         except KeyError:
-            raise InputError(f"no SSH target for host {host!r}", element="--ssh-hosts") from None
+            raise InputError(f"no SSH target for host {host!r}", element=self.source) from None
+
+    def known_hosts(self) -> Sequence[str]:
+        return list(self.hosts)
+
+    def hosts_origin(self) -> str:
+        return f"the ssh hosts of {self.source}"
 
     def boot(self, host: str) -> dict:
         addr = self._entry(host).get("address", "127.0.0.1")
@@ -232,29 +285,26 @@ class SSHLauncher(Launcher):
         return cmd + [e["target"], remote]
 
 
-def make_launcher(
-    name: str,
-    *,
-    testbed_name: str | None = None,
-    ssh_hosts: dict | None = None,
-    ssh_identity: str | os.PathLike[str] | None = None,
-    ssh_options: Sequence[str] = (),
-    control_host: str | None = None,
-) -> Launcher:
-    if name == "local":
-        return LocalLauncher()
-    if name == "testbed":
-        from ..testbed.net import require_root
-        from ..testbed.state import load_state
+def load_ssh_hosts(path: str) -> dict[str, Mapping]:
+    """The ssh hosts file (YAML/JSON): host -> ``[user@]address[:port]`` or a mapping with
+    ``target``, ``port``, ``address``; as :class:`SSHLauncher` takes it."""
+    import yaml
 
-        require_root()
-        return TestbedLauncher(load_state(testbed_name))
-    if name == "ssh":
-        if not ssh_hosts:
-            raise InputError(
-                "the ssh launcher needs --ssh-hosts FILE (host: [user@]address[:port])", element="--launcher"
-            )
-        return SSHLauncher(
-            ssh_hosts, identity=ssh_identity, options=ssh_options, control_host=control_host or "127.0.0.1"
-        )
-    raise InputError(f"unknown launcher {name!r}; valid launchers: {', '.join(LAUNCHERS)}", element="--launcher")
+    try:
+        with open(path) as fh:
+            data = yaml.safe_load(fh)
+    except (OSError, yaml.YAMLError) as exc:
+        raise InputError(f"cannot read ssh hosts ({exc})", source=path) from None
+    if not isinstance(data, dict):
+        raise InputError("expected a mapping host -> '[user@]address[:port]'", source=path)
+    out: dict[str, Mapping] = {}
+    for h, v in data.items():
+        if isinstance(v, dict):
+            out[str(h)] = v
+            continue
+        target, port = str(v), 22
+        if target.rsplit(":", 1)[-1].isdigit() and ":" in target:
+            target, p = target.rsplit(":", 1)
+            port = int(p)
+        out[str(h)] = {"target": target, "port": port, "address": target.split("@")[-1]}
+    return out

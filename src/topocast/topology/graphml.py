@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import TypedDict
 
 from ..errors import TopologyError
+from ..units import prefix_factor
 from .model import PhysicalLink, Topology
 from .xmlfile import read_xml
 
@@ -50,7 +51,6 @@ __all__ = ["load_graphml", "graphml_summary", "speed_from_label", "geo_distance_
 
 _NS = "{http://graphml.graphdrawing.org/xmlns}"
 
-_UNIT = {"k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
 _NAMED = {"e1": 2.048e6, "e3": 34.368e6, "t1": 1.544e6, "t3": 44.736e6, "ds3": 44.736e6}
 
 
@@ -66,8 +66,9 @@ def speed_from_label(label: str | None) -> float | None:
     if m:
         return int(m.group(1)) * 155.52e6
     m = re.search(r"(\d+(?:\.\d+)?)\s*([kmgt])\s*(?:b/s|bps|bit/s|bits/s|b\b|bit\b|e\b)", s, re.I)
-    if m:
-        return float(m.group(1)) * _UNIT[m.group(2).lower()]
+    factor = prefix_factor(m.group(2).upper()) if m else None  # labels write m for mega
+    if m and factor is not None:
+        return float(m.group(1)) * factor
     m = re.fullmatch(r"\s*(e1|e3|t1|t3|ds3)\s*", s, re.I)
     if m:
         return _NAMED[m.group(1).lower()]

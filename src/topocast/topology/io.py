@@ -35,7 +35,6 @@ float, otherwise bare numbers (Python's shortest round-tripping repr), so
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import os
@@ -47,7 +46,7 @@ from typing import Any
 import yaml
 
 from ..errors import InputError, TopologyError
-from ..units import parse_bandwidth, parse_time
+from ..units import format_bandwidth_exact, format_time_exact, parse_bandwidth, parse_time
 from .fields import (
     bandwidth_value,
     cached_quantity,
@@ -61,7 +60,7 @@ from .fields import (
 from .measured import measured_notes, parse_measured
 from .model import SHARING_POLICIES, PhysicalLink, Topology
 
-__all__ = ["load_file", "save_file", "loads", "dumps", "format_bandwidth_exact", "format_time_exact"]
+__all__ = ["load_file", "save_file", "loads", "dumps"]
 
 TOP_KEYS = ("name", "hosts", "switches", "links", "routes", "injection", "reduction", "attrs", "measured")
 LINK_KEYS = ("a", "b", "bandwidth", "latency", "bandwidth_ba", "sharing", "name", "directed")
@@ -429,70 +428,6 @@ def load_file(path: str | os.PathLike[str]) -> Topology:
 
 
 # ---------------------------------------------------------------------- writing
-def _num(x: float) -> int | float:
-    """A float as the shortest exact YAML/JSON number (int when integral)."""
-    if float(x).is_integer() and abs(x) < 2**53:
-        return int(x)
-    return float(x)
-
-
-def _num_text(v: float) -> str | None:
-    r = repr(float(v))
-    if "e" in r or "inf" in r or "nan" in r:
-        return None
-    if r.endswith(".0"):
-        r = r[:-2]
-    return r
-
-
-_BW_UNITS = (("Tbps", 1e12), ("Gbps", 1e9), ("Mbps", 1e6), ("kbps", 1e3), ("bps", 1.0))
-_BW_BYTE_UNITS = (("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3))
-_TIME_UNITS = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9))
-
-
-def _key(text: str, bytes_first: bool = False) -> tuple[bool, bool, int]:
-    """Prefer integral values (100Mbps over 0.1Gbps), then the preferred unit kind, then shorter."""
-    return ("." in text, text.endswith("B/s") != bytes_first, len(text))
-
-
-@functools.lru_cache(maxsize=4096)
-def format_bandwidth_exact(bw: float, *, bytes_first: bool = False) -> str | int | float:
-    """``'1Gbps'``-style text when it parses back to exactly ``bw``, else the bare number.
-
-    ``bytes_first`` prefers ``GB/s``-style units when both read back exactly.
-    """
-    best = None
-
-    for unit, factor in _BW_UNITS:
-        t = _num_text(bw * 8.0 / factor)
-        if t is not None:
-            s = t + unit
-            if parse_bandwidth(s) == bw and (best is None or _key(s, bytes_first) < _key(best, bytes_first)):
-                best = s
-    for unit, factor in _BW_BYTE_UNITS:
-        t = _num_text(bw / factor)
-        if t is not None:
-            s = t + unit
-            if parse_bandwidth(s) == bw and (best is None or _key(s, bytes_first) < _key(best, bytes_first)):
-                best = s
-    return best if best is not None and len(best) <= 14 else _num(bw)
-
-
-@functools.lru_cache(maxsize=4096)
-def format_time_exact(t: float) -> str | int | float:
-    """``'50us'``-style text when it parses back to exactly ``t``, else the bare number."""
-    if t == 0:
-        return 0
-    best = None
-    for unit, factor in _TIME_UNITS:
-        v = _num_text(t / factor)
-        if v is not None:
-            s = v + unit
-            if parse_time(s) == t and (best is None or _key(s) < _key(best)):
-                best = s
-    return best if best is not None and len(best) <= 12 else _num(t)
-
-
 def _rate_for_gamma(g: float) -> str | int | float | dict[str, float]:
     """A reduction-speed value that reads back to exactly γ = ``g``."""
     if g == 0:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, TypedDict, Unpack
 
 import numpy as np
 
-from ..errors import TopologyError
+from ..errors import InputError, TopologyError
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -356,6 +356,18 @@ class Topology:
 
     def is_host(self, node: str) -> bool:
         return node in self._host_set
+
+    def not_a_host(self, name: object) -> str:
+        """The one wording of "``name`` is not a host of this topology", listing its first hosts."""
+        shown = ", ".join(self.hosts[:8]) + (", ..." if len(self.hosts) > 8 else "")
+        return f"{name!r} is not a host of topology {self.name!r} (hosts: {shown})"
+
+    def require_host(self, name: str, *, element: str | None = None, error: type[InputError] = InputError) -> str:
+        """``name`` when it is a host of this topology; otherwise ``error`` (:class:`InputError`
+        or a subclass, e.g. :class:`PlanError` for a request) naming ``element``."""
+        if name in self._host_set:
+            return name
+        raise error(self.not_a_host(name), element=element)
 
     def has_node(self, node: str) -> bool:
         return node in self._index

@@ -31,8 +31,7 @@ class Allreduce:
             return list(topology.hosts)
         members = []
         for h in self.hosts:
-            if not topology.is_host(h):
-                raise PlanError(f"{h!r} is not a host of topology {topology.name!r}", element="hosts")
+            topology.require_host(h, element="hosts", error=PlanError)
             if h not in members:
                 members.append(h)
         order = {h: i for i, h in enumerate(topology.hosts)}

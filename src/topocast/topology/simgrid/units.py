@@ -1,65 +1,21 @@
-"""SimGrid's units: bandwidths, times, sharing policies, radicals (as SimGrid reads them)."""
+"""SimGrid's units as a platform file uses them: bandwidths and times (parsed by
+:mod:`topocast.units`, which holds SimGrid's vocabulary), sharing policies, radicals."""
 
 from __future__ import annotations
 
 import math
 import re
 import xml.etree.ElementTree as ET
-from decimal import Decimal
 
-from ...errors import TopologyError
-
-_NUM = r"([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)"
-_BW_PREFIX = {
-    "": 1.0,
-    "k": 1e3,
-    "K": 1e3,
-    "M": 1e6,
-    "G": 1e9,
-    "T": 1e12,
-    "P": 1e15,
-    "E": 1e18,
-    "Ki": 2.0**10,
-    "Mi": 2.0**20,
-    "Gi": 2.0**30,
-    "Ti": 2.0**40,
-    "Pi": 2.0**50,
-    "Ei": 2.0**60,
-}
-_TIME_EXACT = {
-    "": Decimal(1),
-    "s": Decimal(1),
-    "ms": Decimal("1e-3"),
-    "us": Decimal("1e-6"),
-    "ns": Decimal("1e-9"),
-    "ps": Decimal("1e-12"),
-    "m": Decimal(60),
-    "h": Decimal(3600),
-    "d": Decimal(86400),
-    "w": Decimal(604800),
-}
+from ...errors import InputError, TopologyError
+from ...units import is_bare_number, parse_simgrid_bandwidth, parse_simgrid_time
 
 
 def _sg_bandwidth(text: str, where: str, source: str) -> float:
-    m = re.fullmatch(r"\s*" + _NUM + r"\s*([A-Za-z]*)\s*", text or "")
-    if not m:
-        raise TopologyError(
-            f"cannot read bandwidth {text!r} (expected e.g. 1.25E8, 125MBps, 1Gbps)", source=source, element=where
-        )
-    value, unit = m.group(1), m.group(2)
-    if unit == "":
-        bw = float(value)
-    else:
-        u = re.fullmatch(r"([kKMGTPE]i?)?(Bps|bps)", unit)
-        if not u or (u.group(1) or "") not in _BW_PREFIX:
-            raise TopologyError(
-                f"unknown bandwidth unit {unit!r} in {text!r} (SimGrid: Bps, MBps, Gbps, KiBps, ...)",
-                source=source,
-                element=where,
-            )
-        # exact decimal arithmetic: 8.158MBps is exactly 8158000 B/s
-        d = Decimal(value) * Decimal(_BW_PREFIX[u.group(1) or ""])
-        bw = float(d / 8 if u.group(2) == "bps" else d)
+    try:
+        bw = parse_simgrid_bandwidth(text, field=where)
+    except InputError as exc:
+        raise TopologyError(exc.message, source=source, element=where) from None
     if not (math.isfinite(bw) and bw > 0):
         raise TopologyError(f"bandwidth must be positive, got {text!r}", source=source, element=where)
     return bw
@@ -76,7 +32,7 @@ def _bit_rate_warning(root: ET.Element) -> str | None:
         float(v)
         for e in root.iter()
         for k, v in e.attrib.items()
-        if k in ("bandwidth", "bw", "bb_bw") and re.fullmatch(r"\s*" + _NUM + r"\s*", v)
+        if k in ("bandwidth", "bw", "bb_bw") and is_bare_number(v)
     ]
     suspects = sorted({b for b in bare if b in _LINE_RATES_BPS})
     if not suspects:
@@ -90,14 +46,10 @@ def _bit_rate_warning(root: ET.Element) -> str | None:
 
 
 def _sg_time(text: str, where: str, source: str) -> float:
-    m = re.fullmatch(r"\s*" + _NUM + r"\s*([a-z]*)\s*", text or "0")
-    if not m or m.group(2) not in _TIME_EXACT:
-        raise TopologyError(
-            f"cannot read latency {text!r} (SimGrid: s, ms, us, ns, or a bare number of seconds)",
-            source=source,
-            element=where,
-        )
-    t = float(Decimal(m.group(1)) * _TIME_EXACT[m.group(2)])
+    try:
+        t = parse_simgrid_time(text, field=where)
+    except InputError as exc:
+        raise TopologyError(exc.message, source=source, element=where) from None
     if not (math.isfinite(t) and t >= 0):
         raise TopologyError(f"latency must be >= 0, got {text!r}", source=source, element=where)
     return t
