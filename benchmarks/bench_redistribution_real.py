@@ -44,8 +44,8 @@ sys.path.insert(0, str(HERE.parent / "src"))
 
 import numpy as np  # noqa: E402
 
-from topocast.check import check_plan  # noqa: E402
 from topocast.cli.cmd_run import GOODPUT_TESTBED, scale_topology  # noqa: E402
+from topocast.plan.check import check_plan  # noqa: E402
 from topocast.planners.redistribute.brute_force import brute_force  # noqa: E402
 from topocast.planners.redistribute.ggp import ggp  # noqa: E402
 from topocast.planners.redistribute.oggp import oggp  # noqa: E402

@@ -21,7 +21,7 @@ __version__ = "0.1.0"
 _PUBLIC = {
     "Bound": "bounds",
     "broadcast_bounds": "bounds",
-    "check_plan": "check",
+    "check_plan": "plan.check",
     "InputError": "errors",
     "PlanError": "errors",
     "SimulationError": "errors",

@@ -297,7 +297,7 @@ def _planner_name(collective: str, algorithm: str, topology, make_request, nbyte
 
 
 def _broadcast_plan(topology, hosts, root: int, nbytes: int, algorithm: str, choices: dict | None = None) -> Plan:
-    from ..check import check_plan
+    from ..plan.check import check_plan
     from ..planners import get_planner
 
     if topology is None:
@@ -317,7 +317,7 @@ def _broadcast_plan(topology, hosts, root: int, nbytes: int, algorithm: str, cho
 def _allreduce_plan(topology, hosts, count: int, itemsize: int, algorithm: str, choices: dict | None = None) -> Plan:
     """An allreduce plan over ``count`` elements of ``itemsize`` bytes: planned in elements,
     then scaled to bytes, so that every range falls on whole elements."""
-    from ..check_allreduce import check_allreduce
+    from ..plan.check_allreduce import check_allreduce
     from ..planners import get_planner
     from ..planners.allreduce._common import Allreduce
 
@@ -725,7 +725,7 @@ def perform(
 def _check(plan: Plan, topology, what: str) -> None:
     """A plan that breaks the Plan contract would wait forever for bytes nobody sends: refuse
     it (every rank checks the same plan, so every rank raises the same error)."""
-    from ..check import check_plan
+    from ..plan.check import check_plan
 
     try:
         check_plan(plan, topology)

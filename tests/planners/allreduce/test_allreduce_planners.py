@@ -2,9 +2,9 @@
 
 import pytest
 
-from topocast.check import check_plan
 from topocast.errors import PlanError
 from topocast.plan import Broadcast
+from topocast.plan.check import check_plan
 from topocast.planners import available_planners, get_planner
 from topocast.planners.allreduce import Allreduce
 from topocast.sim import simulate

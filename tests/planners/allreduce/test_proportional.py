@@ -5,7 +5,7 @@ import itertools
 
 import pytest
 
-from topocast.check import check_plan
+from topocast.plan.check import check_plan
 from topocast.planners import get_planner
 from topocast.planners.allreduce import Allreduce
 from topocast.planners.allreduce.proportional import ownership_shares

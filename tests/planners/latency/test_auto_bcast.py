@@ -2,8 +2,8 @@
 
 import pytest
 
-from topocast.check import check_plan
 from topocast.plan import Broadcast
+from topocast.plan.check import check_plan
 from topocast.planners import available_planners, get_planner
 from topocast.planners.broadcast.auto import TIE
 from topocast.sim import simulate

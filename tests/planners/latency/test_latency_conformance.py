@@ -3,8 +3,8 @@ topologies, for power-of-two and other host counts."""
 
 import pytest
 
-from topocast.check import check_plan
 from topocast.plan import Broadcast
+from topocast.plan.check import check_plan
 from topocast.planners import get_planner
 from topocast.topology import Topology, load_topology
 from topocast.topology.generators import multi_cluster_tree, two_cluster_grid

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from topocast.check import check_plan
 from topocast.intervals import IntervalSet
+from topocast.plan.check import check_plan
 from topocast.planners.redistribute.brute_force import brute_force
 from topocast.planners.redistribute.ggp import ggp, peel_schedule, regular_graph
 from topocast.planners.redistribute.oggp import oggp

@@ -103,7 +103,7 @@ def choose(
 
 def _evaluate(info: PlannerInfo, topology: Topology, request: object, chunk_size: int | None) -> tuple[Plan, Result]:
     """(plan, simulated result) of one planner on ``request``, the plan checked first."""
-    from ...check import check_plan
+    from ...plan.check import check_plan
     from ...sim import simulate
 
     plan = info(topology, request)

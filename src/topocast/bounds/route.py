@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from .topology import Topology
+    from ..topology import Topology
 
 __all__ = ["RouteBound", "Reference", "route_bounds", "routes_are_fixed", "reference_bound"]
 

@@ -34,11 +34,11 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
-from .errors import PlanError
+from ..errors import PlanError
 
 if TYPE_CHECKING:
-    from .plan_graph import PlanArrays
-    from .topology import Topology
+    from ..topology import Topology
+    from .graph import PlanArrays
 
 __all__ = [
     "Ranges",
@@ -292,7 +292,7 @@ class Plan:
     def arrays(self) -> PlanArrays:
         """The transfers as arrays (``plan_graph.PlanArrays``), built on first use and kept:
         the checks and the simulator share them."""
-        from .plan_graph import PlanArrays
+        from .graph import PlanArrays
 
         return PlanArrays(self)
 

@@ -1,9 +1,12 @@
-"""How a plan's transfers depend on each other: the upstream of a pipelined transfer, and an
-order in which every transfer comes after the ones it waits for (Kahn's algorithm); and the
-transfers as arrays (``PlanArrays``, ``Plan.arrays``).
+"""How a plan's transfers depend on each other: the upstream of a pipelined transfer, the
+transfers each one waits for (``predecessors``), and an order in which every transfer comes
+after the ones it waits for (Kahn's algorithm); and the transfers as arrays (``PlanArrays``,
+``Plan.arrays``).
 
-Shared by the plan checks (``check``, ``check_allreduce``) and the simulator, so that a
-dependency means the same thing, and a cycle is reported in the same words, everywhere.
+Shared by the plan checks (``check``, ``check_allreduce``), the simulator and the MPI engine,
+so that a dependency means the same thing, and a cycle is reported in the same words,
+everywhere. The plan model (``model``) builds ``PlanArrays`` on first use; this module needs
+the model's types only, so the two do not import each other.
 """
 
 from __future__ import annotations
@@ -13,13 +16,16 @@ import math
 from collections import deque
 from collections.abc import Callable, Sequence
 from operator import attrgetter
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .intervals import IntervalSet
-from .plan import Plan, Ranges, Transfer
+from ..intervals import IntervalSet
 
-__all__ = ["PlanArrays", "contiguous_offset", "csr_rows", "find_upstream", "topological_order"]
+if TYPE_CHECKING:
+    from .model import Plan, Ranges, Transfer
+
+__all__ = ["PlanArrays", "contiguous_offset", "csr_rows", "find_upstream", "predecessors", "topological_order"]
 
 
 def contiguous_offset(outer: Ranges, inner: Ranges) -> int | None:
@@ -75,6 +81,20 @@ def find_upstream(plan: Plan, index: int) -> tuple[int | None, int]:
         return declared, 0 if off is None else off
     up, off = arrays.implicit_upstream(index)
     return (None if up < 0 else up), off
+
+
+def predecessors(plan: Plan) -> list[list[int]]:
+    """Per transfer, the transfers it waits for: its ``after``, then (when pipelined) its
+    upstream (``find_upstream``). An index may appear twice; callers that count take a set.
+    Assumes declared upstreams exist (``check_plan`` step 2)."""
+    arrays = plan.arrays
+    upstream = arrays.upstreams()[0]
+    ptr, after = arrays.after_ptr.tolist(), arrays.after_idx.tolist()
+    preds = [after[ptr[i] : ptr[i + 1]] for i in range(arrays.n)]
+    behind = upstream >= 0
+    for i, u in zip(np.flatnonzero(behind).tolist(), upstream[behind].tolist()):
+        preds[i].append(u)
+    return preds
 
 
 def topological_order(preds: Sequence[Sequence[int]], fail: Callable[[int, str], Exception]) -> list[int]:

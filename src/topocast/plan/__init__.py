@@ -1,0 +1,33 @@
+"""The plan and its checks: what every planner returns, and the rules every plan obeys.
+
+* :mod:`.model` — :class:`Plan`, :class:`Transfer`, byte ranges, the plan file format;
+* :mod:`.graph` — how transfers depend on each other (:func:`~.graph.predecessors`, the
+  upstream of a pipelined transfer, a topological order) and the plan as arrays;
+* :mod:`.check` — :func:`check_plan`, the invariants of every plan;
+* :mod:`.check_allreduce` — contribution tracking for allreduce plans.
+
+Layers, bottom up: ``model`` ← ``graph`` ← ``check_allreduce`` ← ``check``; ``model`` builds
+``graph.PlanArrays`` on first use (``Plan.arrays``) and ``graph`` uses the model's types only.
+"""
+
+from .model import Broadcast, Plan, Ranges, Request, Transfer, normalize_ranges, ranges_length
+
+__all__ = [
+    "Broadcast",
+    "Plan",
+    "Ranges",
+    "Request",
+    "Transfer",
+    "check_plan",
+    "normalize_ranges",
+    "ranges_length",
+]
+
+
+def __getattr__(name: str):
+    # check_plan on first use: importing the model (every planner does) stays light
+    if name == "check_plan":
+        from .check import check_plan
+
+        return check_plan
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
