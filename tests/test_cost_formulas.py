@@ -10,9 +10,8 @@
 import pytest
 
 from topocast.bounds import cost
-from topocast.plan import Broadcast
+from topocast.plan import Allreduce, Broadcast
 from topocast.planners import get_planner
-from topocast.planners.allreduce import Allreduce
 from topocast.sim import simulate
 from topocast.topology import Topology
 from topocast.topology.generators import two_cluster_grid

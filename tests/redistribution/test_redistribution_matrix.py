@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from topocast.errors import InputError
+from topocast.plan import Redistribution
 from topocast.redistribution import (
-    Redistribution,
     fig2_pattern,
     load_matrix,
     random_pattern,

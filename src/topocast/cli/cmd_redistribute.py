@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from .common import PLOT_SUFFIXES, bandwidth_arg, check_output, help_of, print_json, size_arg, time_arg
 
 if TYPE_CHECKING:
-    from ..redistribution import Redistribution
+    from ..plan import Redistribution
     from ..topology import Topology
 
 HELP = "redistribute data between two clusters (KPBS: brute force, GGP, OGGP)"

@@ -134,8 +134,8 @@ def sweep(
     a planner that fails gets ``None`` times and the error. ``on_step(label)`` is called after
     each simulation (a progress display)."""
     from ..bounds.cost import allreduce_throughput, bcast_throughput
+    from ..plan import Allreduce
     from ..plan.check import check_plan
-    from ..planners.allreduce import Allreduce
     from ..sim import simulate
 
     options = options or {}

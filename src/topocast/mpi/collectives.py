@@ -317,9 +317,9 @@ def _broadcast_plan(topology, hosts, root: int, nbytes: int, algorithm: str, cho
 def _allreduce_plan(topology, hosts, count: int, itemsize: int, algorithm: str, choices: dict | None = None) -> Plan:
     """An allreduce plan over ``count`` elements of ``itemsize`` bytes: planned in elements,
     then scaled to bytes, so that every range falls on whole elements."""
+    from ..plan import Allreduce
     from ..plan.check_allreduce import check_allreduce
     from ..planners import get_planner
-    from ..planners.allreduce._common import Allreduce
 
     if topology is None:
         topology = _star(hosts)
@@ -393,8 +393,8 @@ def _mpi_prediction(collective: str, topology, hosts, root: int, nbytes: int, co
     """Predicted seconds of what MPICH runs for this call: planner ``mpich`` for a broadcast;
     for an allreduce, recursive doubling up to ``MPICH_ALLREDUCE_SHORT`` bytes or below one
     element per rank of the largest power of two, else Rabenseifner's algorithm."""
+    from ..plan import Allreduce
     from ..planners import get_planner
-    from ..planners.allreduce._common import Allreduce
     from ..sim import simulate
 
     topo = _star(hosts) if topology is None else topology

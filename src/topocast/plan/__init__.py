@@ -1,6 +1,8 @@
 """The plan and its checks: what every planner returns, and the rules every plan obeys.
 
 * :mod:`.model` — :class:`Plan`, :class:`Transfer`, byte ranges, the plan file format;
+* :mod:`.requests` — the collective requests :class:`Broadcast`, :class:`Allreduce`,
+  :class:`Redistribution`;
 * :mod:`.graph` — how transfers depend on each other (:func:`~.graph.predecessors`, the
   upstream of a pipelined transfer, a topological order) and the plan as arrays;
 * :mod:`.check` — :func:`check_plan`, the invariants of every plan;
@@ -10,12 +12,15 @@ Layers, bottom up: ``model`` ← ``graph`` ← ``check_allreduce`` ← ``check``
 ``graph.PlanArrays`` on first use (``Plan.arrays``) and ``graph`` uses the model's types only.
 """
 
-from .model import Broadcast, Plan, Ranges, Request, Transfer, normalize_ranges, ranges_length
+from .model import Plan, Ranges, Transfer, normalize_ranges, ranges_length
+from .requests import Allreduce, Broadcast, Redistribution, Request
 
 __all__ = [
+    "Allreduce",
     "Broadcast",
     "Plan",
     "Ranges",
+    "Redistribution",
     "Request",
     "Transfer",
     "check_plan",

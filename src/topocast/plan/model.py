@@ -37,15 +37,12 @@ from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 from ..errors import PlanError
 
 if TYPE_CHECKING:
-    from ..topology import Topology
     from .graph import PlanArrays
 
 __all__ = [
     "Ranges",
     "Transfer",
     "Plan",
-    "Broadcast",
-    "Request",
     "normalize_ranges",
     "ranges_length",
 ]
@@ -168,39 +165,6 @@ class Transfer:
             )
         except (KeyError, TypeError, ValueError, IndexError) as exc:
             raise PlanError(f"expected src, dst and ranges [[offset, length], ...] ({exc})", element=where) from None
-
-
-@dataclass(frozen=True)
-class Broadcast:
-    """A broadcast request: ``size`` bytes from ``source`` to ``destinations``.
-
-    ``destinations=None`` means every other host of the topology.
-    """
-
-    source: str
-    size: int
-    destinations: tuple[str, ...] | None = None
-
-    def resolve(self, topology: Topology) -> tuple[str, ...]:
-        """Destinations, checked against the topology (source excluded, order kept)."""
-        if not topology.is_host(self.source):
-            raise PlanError(f"source {self.source!r} is not a host of topology {topology.name!r}", element="source")
-        if self.size <= 0:
-            raise PlanError(f"message size must be positive, got {self.size}", element="size")
-        if self.destinations is None:
-            return tuple(h for h in topology.hosts if h != self.source)
-        seen = []
-        for d in self.destinations:
-            if not topology.is_host(d):
-                raise PlanError(
-                    f"destination {d!r} is not a host of topology {topology.name!r}", element="destinations"
-                )
-            if d != self.source and d not in seen:
-                seen.append(d)
-        return tuple(seen)
-
-
-Request = Broadcast  # other collectives add their own request types
 
 
 @dataclass(frozen=True)

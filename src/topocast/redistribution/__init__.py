@@ -12,7 +12,6 @@ paper's experiments in :mod:`topocast.experiments.redistribution`.
 
 from .kpbs import Bounds, Schedule, brute_force_time, lower_bound, validate_schedule
 from .matrix import (
-    Redistribution,
     dense_pattern,
     fig2_pattern,
     load_matrix,
@@ -22,7 +21,6 @@ from .matrix import (
 )
 
 __all__ = [
-    "Redistribution",
     "load_matrix",
     "random_pattern",
     "dense_pattern",

@@ -3,10 +3,9 @@
 import pytest
 
 from topocast.errors import PlanError
-from topocast.plan import Broadcast
+from topocast.plan import Allreduce, Broadcast
 from topocast.plan.check import check_plan
 from topocast.planners import available_planners, get_planner
-from topocast.planners.allreduce import Allreduce
 from topocast.sim import simulate
 from topocast.topology import Topology, load_topology
 from topocast.topology.generators import multi_cluster_tree, two_cluster_grid

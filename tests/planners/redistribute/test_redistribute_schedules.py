@@ -9,11 +9,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from topocast.intervals import IntervalSet
+from topocast.plan import Redistribution
 from topocast.plan.check import check_plan
 from topocast.planners.redistribute.brute_force import brute_force
 from topocast.planners.redistribute.ggp import ggp, peel_schedule, regular_graph
 from topocast.planners.redistribute.oggp import oggp
-from topocast.redistribution import Redistribution, fig2_pattern, lower_bound, two_cluster_topology, validate_schedule
+from topocast.redistribution import fig2_pattern, lower_bound, two_cluster_topology, validate_schedule
 
 RATIO = 8 / 3  # Cohen, Jeannot, Padoy, Wagner (TPDS 2006): both are 8/3-approximations
 

@@ -31,9 +31,8 @@ from ..registry import register_planner
 from ._common import allreduce_hosts, allreduce_plan
 
 if TYPE_CHECKING:
-    from ...plan import Broadcast, Plan
+    from ...plan import Allreduce, Broadcast, Plan
     from ...topology import Topology
-    from ._common import Allreduce
 
 __all__ = ["plan_gridmpi_allreduce"]
 

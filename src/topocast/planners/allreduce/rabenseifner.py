@@ -21,9 +21,8 @@ from ._common import allreduce_hosts, allreduce_plan
 from .recursive_doubling import newrank_layout
 
 if TYPE_CHECKING:
-    from ...plan import Broadcast, Plan
+    from ...plan import Allreduce, Broadcast, Plan
     from ...topology import Topology
-    from ._common import Allreduce
 
 __all__ = ["plan_rabenseifner", "build_rabenseifner"]
 

@@ -1,6 +1,6 @@
 """Redistribution planners (collective ``redistribute``): brute force, GGP, OGGP.
 
-The request is a :class:`topocast.redistribution.Redistribution`.
+The request is a :class:`topocast.plan.Redistribution`.
 """
 
 # Register every built-in planner first, so that the registry order (``topocast planners``,

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ...plan import Redistribution
 from ...redistribution.kpbs import brute_force_plan, brute_force_time, fluid_lower_bound
-from ...redistribution.matrix import Redistribution, resolve_platform
+from ...redistribution.matrix import resolve_platform
 from ..registry import register_planner
 
 if TYPE_CHECKING:

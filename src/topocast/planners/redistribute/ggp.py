@@ -58,8 +58,9 @@ import numpy as np
 import numpy.typing as npt
 
 from ...errors import InputError
+from ...plan import Redistribution
 from ...redistribution.kpbs import Schedule, schedule_to_plan
-from ...redistribution.matrix import Platform, Redistribution, resolve_platform
+from ...redistribution.matrix import Platform, resolve_platform
 from ..registry import register_planner
 
 if TYPE_CHECKING:

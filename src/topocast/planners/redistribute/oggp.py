@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ...plan import Redistribution
 from ...redistribution.kpbs import schedule_to_plan
-from ...redistribution.matrix import Redistribution
 from ..registry import register_planner
 from .ggp import schedule_request
 
