@@ -6,7 +6,7 @@ import numpy as np
 
 from topocast.plan import Redistribution
 from topocast.planners.redistribute.ggp import ggp
-from topocast.redistribution import two_cluster_topology
+from topocast.redistribute import two_cluster_topology
 from topocast.runtime import TestbedLauncher, perform
 
 NIC = 100e6 / 8  # 100 Mbit/s

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...plan import Redistribution
-from ...redistribution.kpbs import brute_force_plan, brute_force_time, fluid_lower_bound, lower_bound, schedule_to_plan
-from ...redistribution.matrix import resolve_platform
+from ...redistribute.kpbs import brute_force_plan, brute_force_time, fluid_lower_bound, lower_bound, schedule_to_plan
+from ...redistribute.matrix import resolve_platform
 
 if TYPE_CHECKING:
     from ...plan import Plan

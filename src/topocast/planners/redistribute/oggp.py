@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...plan import Redistribution
-from ...redistribution.kpbs import schedule_to_plan
+from ...redistribute.kpbs import schedule_to_plan
 from ..registry import register_planner
 from .ggp import schedule_request
 
