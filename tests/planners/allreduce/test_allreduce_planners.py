@@ -113,7 +113,7 @@ def test_auto_allreduce_records_choice_runner_up_and_skips(monkeypatch):
         raise PlanError("cannot plan this", element="test")
 
     info = registry.PlannerInfo("allreduce", "broken_for_test", broken, "test", "test")
-    monkeypatch.setitem(registry._REGISTRY, ("allreduce", "broken_for_test"), info)
+    monkeypatch.setitem(registry.REGISTERED, ("allreduce", "broken_for_test"), info)
     topo = switch(8)
     plan = get_planner("allreduce", "auto")(topo, Allreduce(1 << 20))
     check_plan(plan, topo)

@@ -59,7 +59,7 @@ def test_auto_by_aggregate_bandwidth_and_skipped_reasons(monkeypatch):
         raise PlanError("needs two clusters (test)", element="test")
 
     monkeypatch.setitem(
-        registry._REGISTRY,
+        registry.REGISTERED,
         ("broadcast", "broken_for_test"),
         registry.PlannerInfo("broadcast", "broken_for_test", broken, "test", "test"),
     )

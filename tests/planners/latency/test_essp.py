@@ -4,7 +4,6 @@ import math
 
 import pytest
 
-import topocast.planners._load_all  # noqa: F401  (registration order = _load_all order)
 from topocast.plan import Broadcast
 from topocast.plan.check import check_plan
 from topocast.planners import get_planner

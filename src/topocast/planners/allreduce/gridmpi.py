@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from .._collective import GridLayout, MPISchedule, clusters_for, connections_for, ring_allgather, ring_reduce_scatter
-from ..registry import register_planner
+from ..registration import register_planner
 from ._common import allreduce_hosts, allreduce_plan
 
 if TYPE_CHECKING:

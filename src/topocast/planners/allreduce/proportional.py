@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 
 from ...plan import Transfer
 from .._collective import clusters_for, nic_bandwidth, switch_groups
-from ..registry import register_planner
+from ..registration import register_planner
 from ._common import allreduce_hosts, allreduce_plan
 
 if TYPE_CHECKING:

@@ -27,7 +27,7 @@ from .._collective import (
     ring_allgather,
     ring_reduce_scatter,
 )
-from ..registry import register_planner
+from ..registration import register_planner
 from ._common import allreduce_hosts, allreduce_plan
 
 if TYPE_CHECKING:

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING
 
 from ...errors import InputError, TopocastError
 from ...plan import Broadcast, Plan
-from ..registry import PlannerInfo, available_planners, register_planner
+from ..registration import PlannerInfo, register_planner
+from ..registry import available_planners
 
 if TYPE_CHECKING:
     from ...results import Result

@@ -56,7 +56,7 @@ import numpy as np
 
 from ...bounds import broadcast_bounds
 from ...plan import Broadcast, Plan, ranges_length
-from ..registry import register_planner
+from ..registration import register_planner
 from ._compact import DEFAULT_RATE_TOLERANCE, check_rate_tolerance
 from ._trees import (
     Arborescence,

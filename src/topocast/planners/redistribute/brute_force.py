@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from ...plan import Redistribution
 from ...redistribute.kpbs import brute_force_plan, brute_force_time, fluid_lower_bound
 from ...redistribute.matrix import resolve_platform
-from ..registry import register_planner
+from ..registration import register_planner
 
 if TYPE_CHECKING:
     from ...plan import Plan

@@ -61,7 +61,7 @@ from ...errors import InputError
 from ...plan import Redistribution
 from ...redistribute.kpbs import Schedule, schedule_to_plan
 from ...redistribute.matrix import Platform, resolve_platform
-from ..registry import register_planner
+from ..registration import register_planner
 
 if TYPE_CHECKING:
     from ...plan import Plan

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from ...plan import Redistribution
 from ...redistribute.kpbs import schedule_to_plan
-from ..registry import register_planner
+from ..registration import register_planner
 from .ggp import schedule_request
 
 if TYPE_CHECKING:
