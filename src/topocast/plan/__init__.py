@@ -1,6 +1,7 @@
 """The plan and its checks: what every planner returns, and the rules every plan obeys.
 
-* :mod:`.model` — :class:`Plan`, :class:`Transfer`, byte ranges, the plan file format;
+* :mod:`.transfer` — :class:`Transfer` and the byte ranges it moves;
+* :mod:`.model` — :class:`Plan` (what the transfers mean together) and the plan file format;
 * :mod:`.requests` — the collective requests :class:`Broadcast`, :class:`Allreduce`,
   :class:`Redistribution`;
 * :mod:`.graph` — how transfers depend on each other (:func:`~.graph.predecessors`, the
@@ -8,12 +9,14 @@
 * :mod:`.check` — :func:`check_plan`, the invariants of every plan;
 * :mod:`.check_allreduce` — contribution tracking for allreduce plans.
 
-Layers, bottom up: ``model`` ← ``graph`` ← ``check_allreduce`` ← ``check``; ``model`` builds
-``graph.PlanArrays`` on first use (``Plan.arrays``) and ``graph`` uses the model's types only.
+Layers, bottom up: ``transfer`` ← ``graph`` ← ``model`` ← ``check_allreduce`` ← ``check``
+(``requests`` stands apart): ``model`` builds ``graph.PlanArrays`` on first use
+(``Plan.arrays``), and ``graph`` reads a plan through ``graph.PlanLike``.
 """
 
-from .model import Plan, Ranges, Transfer, normalize_ranges, ranges_length
+from .model import Plan
 from .requests import Allreduce, Broadcast, Redistribution, Request
+from .transfer import Ranges, Transfer, normalize_ranges, ranges_length
 
 __all__ = [
     "Allreduce",

@@ -32,7 +32,8 @@ import numpy as np
 from ..errors import PlanError
 from ..intervals import Holdings, IntervalSet, inside_grouped, merge_grouped
 from .graph import PlanArrays, contiguous_offset, csr_rows, predecessors, topological_order
-from .model import Plan, Transfer
+from .model import Plan
+from .transfer import Transfer
 
 if TYPE_CHECKING:
     from collections.abc import Callable

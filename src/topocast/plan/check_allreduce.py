@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING
 
 from ..errors import PlanError
 from .graph import predecessors, topological_order
-from .model import Plan, Ranges
+from .model import Plan
+from .transfer import Ranges
 
 if TYPE_CHECKING:
     from ..topology import Topology
