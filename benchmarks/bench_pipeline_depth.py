@@ -13,7 +13,7 @@ Cases (1 GB from the first host, or g5k's ``bordeplage-1``, to every other host)
   bound;
 * ``fat-K``: ``fat_tree(K)`` (1 Gbit/s everywhere) with every link at 5 ms; target 0.9.
 
-The bound printed is the relay ceiling (:func:`topocast.relay_bound.relay_ceiling`), which is
+The bound printed is the relay ceiling (:func:`topocast.bounds.relay.relay_ceiling`), which is
 Σ max-flow when no host sits on a shared link. Prints one row per planner: fraction of the
 bound, makespan, planning and simulation seconds, and the machine load.
 
@@ -33,9 +33,9 @@ from pathlib import Path
 import numpy as np
 
 from topocast import Broadcast, broadcast_bounds, simulate
+from topocast.bounds.relay import relay_ceiling
 from topocast.planners import get_planner
 from topocast.planners.broadcast.optimal import _fill_time
-from topocast.relay_bound import relay_ceiling
 from topocast.topology import load_topology
 from topocast.topology.generators import fat_tree, multi_cluster_tree
 

@@ -20,11 +20,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from topocast.experiments.redistribution import agreement_experiment, ratio_experiment, stress_experiment  # noqa: E402
+from topocast.experiments.redistribute import agreement_experiment, ratio_experiment, stress_experiment  # noqa: E402
 from topocast.planners.redistribute.ggp import peel_schedule, unit_for  # noqa: E402
-from topocast.redistribution import dense_pattern, lower_bound, random_pattern, validate_schedule  # noqa: E402
-from topocast.redistribution.kpbs import brute_force_time  # noqa: E402
-from topocast.redistribution.matrix import MB  # noqa: E402
+from topocast.redistribute import dense_pattern, lower_bound, random_pattern, validate_schedule  # noqa: E402
+from topocast.redistribute.kpbs import brute_force_time  # noqa: E402
+from topocast.redistribute.matrix import MB  # noqa: E402
 
 NIC = 100e6 / 8
 

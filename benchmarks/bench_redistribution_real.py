@@ -44,12 +44,13 @@ sys.path.insert(0, str(HERE.parent / "src"))
 
 import numpy as np  # noqa: E402
 
-from topocast.check import check_plan  # noqa: E402
+from topocast.plan import Redistribution  # noqa: E402
+from topocast.plan.check import check_plan  # noqa: E402
 from topocast.planners.redistribute.brute_force import brute_force  # noqa: E402
 from topocast.planners.redistribute.ggp import ggp  # noqa: E402
 from topocast.planners.redistribute.oggp import oggp  # noqa: E402
-from topocast.redistribution.kpbs import Schedule, brute_force_time, lower_bound, schedule_to_plan, validate_schedule  # noqa: E402
-from topocast.redistribution.matrix import Redistribution, fig2_pattern, random_pattern, resolve_platform  # noqa: E402
+from topocast.redistribute.kpbs import Schedule, brute_force_time, lower_bound, schedule_to_plan, validate_schedule  # noqa: E402
+from topocast.redistribute.matrix import fig2_pattern, random_pattern, resolve_platform  # noqa: E402
 from topocast.runtime import DEFAULT_CHUNK, TestbedLauncher, perform  # noqa: E402
 from topocast.runtime.calibration import GOODPUT_TESTBED, scale_topology  # noqa: E402
 from topocast.sim import simulate  # noqa: E402

@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 from topocast.bounds import broadcast_bounds
-from topocast.relay_bound import relay_ceiling
-from topocast.route_bound import route_bounds, routes_are_fixed
+from topocast.bounds.relay import relay_ceiling
+from topocast.bounds.route import route_bounds, routes_are_fixed
 from topocast.topology import load_topology
 from topocast.topology.multisite import multi_site_platform
 

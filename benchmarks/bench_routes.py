@@ -4,7 +4,7 @@ seeds printed so a failure replays with ``--seeds``.
 
 Per platform and bandwidth planner: the simulated (fluid) aggregate bandwidth of a 1 GB
 broadcast from the first host, as a fraction of Σ max-flow and of the steady route-aware
-bound (:func:`topocast.route_bound.route_bounds`); the hosts served below half their own
+bound (:func:`topocast.bounds.route.route_bounds`); the hosts served below half their own
 max-flow, and below half their route-aware rate alone on their routes; the transfers whose explicit path differs from the declared route (must be 0); and
 the planning CPU time with the declared routes against the same platform with its routes
 removed (every pair on the tree path), ``explicit / tree`` (target <= 2).
@@ -39,8 +39,8 @@ SIZE = 10**9
 
 
 def _route_bound(topology, source, per_host_maxflow):
-    """The route-aware bounds (:func:`topocast.route_bound.route_bounds`)."""
-    from topocast.route_bound import route_bounds
+    """The route-aware bounds (:func:`topocast.bounds.route.route_bounds`)."""
+    from topocast.bounds.route import route_bounds
 
     return route_bounds(topology, source, per_host_maxflow)
 

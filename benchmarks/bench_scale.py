@@ -287,7 +287,7 @@ def part_simgrid(work: Path, repeat: int, report: dict) -> None:
 
 SCALING_CHILD = """
 import json, sys, time
-from topocast.check import check_plan
+from topocast.plan.check import check_plan
 from topocast.plan import Broadcast
 from topocast.planners import get_planner
 from topocast.sim import simulate
@@ -368,7 +368,7 @@ def part_plan1k(work: Path, repeat: int, report: dict, timeout: float = 120.0) -
 STEPS_CHILD = """
 import json, sys, time
 t0 = time.perf_counter()
-from topocast.check import check_plan
+from topocast.plan.check import check_plan
 from topocast.plan import Broadcast
 from topocast.planners import get_planner
 from topocast.sim import simulate

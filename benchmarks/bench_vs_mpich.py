@@ -35,8 +35,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "src"))
 
 from topocast.bounds import broadcast_bounds  # noqa: E402
-from topocast.check import check_plan  # noqa: E402
 from topocast.plan import Broadcast  # noqa: E402
+from topocast.plan.check import check_plan  # noqa: E402
 from topocast.planners import available_planners, get_planner  # noqa: E402
 from topocast.runtime import DEFAULT_CHUNK, TestbedLauncher, perform  # noqa: E402
 from topocast.runtime.calibration import GOODPUT_TESTBED, scale_caps, scale_topology  # noqa: E402

@@ -184,7 +184,7 @@ def test_causality_in_plan_order_agrees_with_the_replay(seed, monkeypatch):
     is the replay's, on valid plans and on plans broken or reordered at random."""
     import random
 
-    from topocast import check
+    from topocast.plan import check
 
     rng = random.Random(seed)
     plan, topo = _random_plan(seed)

@@ -1,4 +1,4 @@
-"""Closed forms (topocast.cost) against the simulator.
+"""Closed forms (topocast.bounds.cost) against the simulator.
 
 * MPICH Hockney formulas (docs/algorithms.md 5.2-5.4) on a homogeneous switch: within 1 %
   (alpha = 2 x link latency, beta = 1 / link bandwidth, gamma = the hosts' reduction cost);
@@ -9,10 +9,9 @@
 
 import pytest
 
-from topocast import cost
-from topocast.plan import Broadcast
+from topocast.bounds import cost
+from topocast.plan import Allreduce, Broadcast
 from topocast.planners import get_planner
-from topocast.planners.allreduce import Allreduce
 from topocast.sim import simulate
 from topocast.topology import Topology
 from topocast.topology.generators import two_cluster_grid

@@ -11,7 +11,7 @@ import pytest
 from scipy.optimize import linprog
 
 from topocast import Topology, broadcast_bounds
-from topocast.relay_bound import relay_ceiling
+from topocast.bounds.relay import relay_ceiling
 from topocast.topology.model import PhysicalLink
 
 

@@ -1,4 +1,4 @@
-"""The route-aware bounds (``topocast.route_bound``): no plan on the routes beats them.
+"""The route-aware bounds (``topocast.bounds.route``): no plan on the routes beats them.
 
 * On a tree whose routes are the tree's own, with the same bandwidth both ways, they equal
   Σ max-flow (Stable Broadcast reaches it).
@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 from scipy.optimize import linprog
 
 from topocast.bounds import broadcast_bounds
+from topocast.bounds.route import route_bounds, routes_are_fixed
 from topocast.plan import Broadcast, Plan, Transfer
 from topocast.planners.registry import get_planner
-from topocast.route_bound import route_bounds, routes_are_fixed
 from topocast.sim import simulate
 from topocast.topology.generators import random_tree
 from topocast.topology.model import PhysicalLink, Topology
@@ -220,7 +220,7 @@ def test_simulated_plans_on_multi_site_platforms_stay_below_the_aggregate_bound(
 def test_mandatory_links_match_every_route_on_a_multi_site_platform():
     """The tree walk plus the declared routes give, per host, exactly the links every route
     into it crosses (checked against all host pairs' routes)."""
-    from topocast.route_bound import _mandatory
+    from topocast.bounds.route import _mandatory
 
     topo = multi_site_platform(30, seed=5)
     into = _mandatory(topo, into=True)
@@ -259,7 +259,7 @@ def _with_detours(topo, seed: int, share: float):
 @quick
 @given(st.integers(2, 12), st.integers(0, 5), st.booleans(), st.integers(0, 10**6), st.sampled_from([0.0, 0.3, 1.0]))
 def test_mandatory_links_of_the_tree_walk_and_declared_routes_are_exact(n, s, leaves, seed, share):
-    from topocast.route_bound import _mandatory
+    from topocast.bounds.route import _mandatory
 
     topo = _with_detours(random_tree(n, s, hosts_as_leaves=leaves, seed=seed), seed, share)
     into, out_of = _mandatory(topo, into=True), _mandatory(topo, into=False)

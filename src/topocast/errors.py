@@ -58,7 +58,7 @@ class TopologyWarning(UserWarning):
 
 
 class PlanError(InputError):
-    """A plan violates the Plan contract (see ``topocast.check.check_plan``)."""
+    """A plan violates the Plan contract (see ``topocast.plan.check.check_plan``)."""
 
 
 class UnknownPlanner(InputError, KeyError):

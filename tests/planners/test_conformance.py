@@ -125,8 +125,8 @@ REDISTRIBUTE = [p.name for p in available_planners("redistribute")]
 def test_redistribute_planner_conforms(planner, seed):
     """Every registered redistribution planner delivers every block exactly as the check
     requires, and its simulated time is at least the KPBS lower bound."""
-    from topocast.redistribution import lower_bound, random_pattern, two_cluster_topology
-    from topocast.redistribution.matrix import resolve_platform
+    from topocast.redistribute import lower_bound, random_pattern, two_cluster_topology
+    from topocast.redistribute.matrix import resolve_platform
 
     request = random_pattern(4, 5, 9, x=4_000_000, low=500_000, seed=seed, k=3, beta=0.001)
     topo = two_cluster_topology(4, 5, nic=1e7, k=3, senders=request.senders, receivers=request.receivers)

@@ -5,10 +5,9 @@ from collections import defaultdict
 
 import pytest
 
-from topocast.plan import Broadcast, Transfer, normalize_ranges
+from topocast.plan import Allreduce, Broadcast, Transfer, normalize_ranges
 from topocast.planners import get_planner
 from topocast.planners._collective import MPISchedule
-from topocast.planners.allreduce import Allreduce
 from topocast.topology.generators import multi_cluster_tree, random_tree
 
 BROADCAST = ("mpich", "scatter_allgather_ring", "scatter_allgather_rdb", "gridmpi", "far_first", "topology_aware")

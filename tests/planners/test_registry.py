@@ -45,3 +45,31 @@ def test_names_that_are_not_a_planner_module_still_resolve_or_fail_clearly():
         "    print('unknown', 'valid planners' in str(exc))\n"
     )
     assert _python(code).split("\n") == ["gridmpi", "unknown True"]
+
+
+def test_a_new_planner_module_is_found_without_being_listed(tmp_path):
+    (tmp_path / "zz_new_planner.py").write_text(
+        "from topocast.planners.registration import register_planner\n"
+        "@register_planner('broadcast', 'zz_new', summary='test', reference='test')\n"
+        "def plan_zz(topology, request):\n"
+        "    raise NotImplementedError\n"
+    )
+    code = (
+        "import topocast.planners.broadcast as pkg\n"
+        f"pkg.__path__.append({str(tmp_path)!r})\n"
+        "from topocast.planners import available_planners\n"
+        "names = [i.name for i in available_planners('broadcast')]\n"
+        "print(names.index('zz_new') < names.index('auto') == len(names) - 1)\n"
+    )
+    assert _python(code) == "True"
+
+
+def test_every_registered_planner_comes_from_a_discovered_module():
+    code = (
+        "from topocast.planners import available_planners\n"
+        "from topocast.planners.registry import planner_modules\n"
+        "found = set(planner_modules())\n"
+        "print(sorted({i.func.__module__ for i in available_planners()} - found), len(available_planners()))\n"
+    )
+    missing, count = _python(code).rsplit(" ", 1)
+    assert missing == "[]" and int(count) >= 29

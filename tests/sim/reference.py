@@ -12,7 +12,7 @@ Semantics implemented
   - store-and-forward (or pipelined whose sender holds the bytes from the start): its sender
     holds every byte it sends, from ``initial`` or from *completed* transfers;
   - pipelined with an upstream ``u`` (explicit, else the first transfer into the sender whose
-    sequence contains ours contiguously, found by ``topocast.check.find_upstream``): ``u`` has
+    sequence contains ours contiguously, found by ``topocast.plan.graph.find_upstream``): ``u`` has
     finished, or is flowing and has delivered ``base + min(chunk, size)`` bytes of its
     sequence, where ``base`` is our offset in ``u``'s sequence.
 * A sender injects its ready transfers one at a time in plan order; each injection occupies
@@ -43,7 +43,7 @@ try:  # GMP rationals: the same exact arithmetic, several times faster on long r
 except ImportError:  # pragma: no cover - gmpy2 comes with the [test] extra
     F = Fraction
 
-from topocast.check import find_upstream
+from topocast.plan.graph import find_upstream
 
 INF = None  # "no bound" marker for caps
 

@@ -4,8 +4,9 @@ import math
 
 import numpy as np
 
+from topocast.plan import Redistribution
 from topocast.planners.redistribute.ggp import ggp
-from topocast.redistribution import Redistribution, two_cluster_topology
+from topocast.redistribute import two_cluster_topology
 from topocast.runtime import TestbedLauncher, perform
 
 NIC = 100e6 / 8  # 100 Mbit/s

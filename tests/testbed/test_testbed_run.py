@@ -168,7 +168,7 @@ def test_shallow_queues_still_carry_data(testbed_factory):
     """`--queue 0.002` (a 30 kB bfifo at 100 Mbit/s, smaller than one 64 KiB GSO packet):
     data must still flow near the link rate (it stalled every transfer before the links were
     set to one segment per packet)."""
-    from topocast.redistribution import two_cluster_topology
+    from topocast.redistribute import two_cluster_topology
 
     topo = two_cluster_topology(1, 1, nic=100e6 / 8, backbone=100e6 / 8)
     st = testbed_factory(topo, queue=0.002)

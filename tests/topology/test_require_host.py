@@ -8,9 +8,8 @@ import pytest
 
 from topocast import Broadcast, broadcast_bounds, check_plan, get_planner, load_topology
 from topocast.errors import InputError, PlanError
-from topocast.plan import Plan, Transfer
-from topocast.planners.allreduce import Allreduce
-from topocast.redistribution.matrix import Redistribution, resolve_platform
+from topocast.plan import Allreduce, Plan, Redistribution, Transfer
+from topocast.redistribute.matrix import resolve_platform
 
 TOPO = load_topology("builtin:two-clusters")
 MESSAGE = "'ghost' is not a host of topology 'two-clusters' (hosts: s, a1, a2, a3, b1, b2, b3, b4)"

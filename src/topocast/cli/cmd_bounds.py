@@ -1,5 +1,5 @@
 """``topocast bounds``: per-host max-flow bounds of a broadcast and their sum, and where the
-routes are fixed the route-aware bounds (``topocast.route_bound``)."""
+routes are fixed the route-aware bounds (``topocast.bounds.route``)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def run(args: argparse.Namespace) -> int:
     source = resolve_source(topology, args.source)
     dests = [d.strip() for d in args.destinations.split(",")] if args.destinations else None
     bound = broadcast_bounds(topology, source, dests)
-    from ..route_bound import reference_bound
+    from ..bounds.route import reference_bound
 
     ref = reference_bound(topology, source, bound.per_host_rate)
     if args.json:

@@ -11,9 +11,9 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ..bounds import broadcast_bounds
-from ..check import check_plan
 from ..errors import TopocastError
 from ..plan import Broadcast
+from ..plan.check import check_plan
 from ..planners import available_planners, get_planner
 from ..planners.broadcast._compact import DEFAULT_RATE_TOLERANCE
 from ..sim import simulate
@@ -246,8 +246,8 @@ def run(args: argparse.Namespace) -> int:
             time_limit=args.time_limit,
             on_progress=on_progress,
         )
-    from ..relay_bound import relay_ceiling
-    from ..route_bound import reference_bound
+    from ..bounds.relay import relay_ceiling
+    from ..bounds.route import reference_bound
 
     ceiling = relay_ceiling(topology, source, bound.per_host_rate)
     # the relay ceiling is shown only where it is tighter than the max-flow sum

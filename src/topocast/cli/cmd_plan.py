@@ -7,14 +7,14 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from ..check import check_plan
 from ..plan import Broadcast
+from ..plan.check import check_plan
 from ..planners import get_planner
 from .cmd_compare import plan_with
 from .common import add_rate_tolerance_arg, add_topology_args, check_output, load_topology_arg, resolve_source, size_arg
 
 if TYPE_CHECKING:
-    from ..planners.allreduce import Allreduce
+    from ..plan import Allreduce
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     info = get_planner(args.collective, args.algorithm)
     request: Allreduce | Broadcast
     if args.collective == "allreduce":
-        from ..planners.allreduce import Allreduce
+        from ..plan import Allreduce
 
         request = Allreduce(args.size, dests)
     else:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from .common import PLOT_SUFFIXES, bandwidth_arg, check_output, help_of, print_json, size_arg, time_arg
 
 if TYPE_CHECKING:
-    from ..redistribution import Redistribution
+    from ..plan import Redistribution
     from ..topology import Topology
 
 HELP = "redistribute data between two clusters (KPBS: brute force, GGP, OGGP)"
@@ -122,7 +122,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def load_request(args: argparse.Namespace) -> tuple[Redistribution, Topology]:
     """``(request, topology)`` from the arguments."""
     from ..errors import InputError
-    from ..redistribution import matrix as mx
+    from ..redistribute import matrix as mx
 
     if args.matrix and args.pattern:
         raise InputError("give either --matrix or --pattern, not both", element="--matrix")
@@ -194,8 +194,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from ..planners.redistribute.brute_force import brute_force
     from ..planners.redistribute.ggp import ggp
     from ..planners.redistribute.oggp import oggp
-    from ..redistribution.kpbs import lower_bound
-    from ..redistribution.matrix import resolve_platform
+    from ..redistribute.kpbs import lower_bound
+    from ..redistribute.matrix import resolve_platform
 
     req, topo = load_request(args)
     plat = resolve_platform(req, topo)
@@ -270,8 +270,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def _plot(args, req, plat, plan) -> None:
-    from ..redistribution.gantt import brute_force_bars, plot_gantt, schedule_bars
-    from ..redistribution.kpbs import Schedule
+    from ..redistribute.gantt import brute_force_bars, plot_gantt, schedule_bars
+    from ..redistribute.kpbs import Schedule
 
     if plan.planner == "brute_force":
         bars, steps = brute_force_bars(req.matrix, plat.ratio, plat.nic)

@@ -149,7 +149,7 @@ def _load_target(args, launcher: Launcher | None):
             topo = launcher.topology()
         if args.size is not None and args.size != plan.size:
             raise InputError(f"the plan moves {plan.size} bytes, not {args.size}", element="--size")
-        from ..check import check_plan
+        from ..plan.check import check_plan
 
         check_plan(plan, topo if topo is not None else _plan_hosts_star(plan, target))
         return plan, topo, plan.planner or "plan"
@@ -169,7 +169,7 @@ def _load_target(args, launcher: Launcher | None):
         size = int(args.size)
     else:
         raise InputError("give --file PATH or --size SIZE", element="message")
-    from ..check import check_plan
+    from ..plan.check import check_plan
     from ..planners import get_planner
     from .cmd_compare import plan_with
     from .common import resolve_source

@@ -6,9 +6,9 @@ import argparse
 from typing import TYPE_CHECKING
 
 from ..bounds import broadcast_bounds
-from ..check import check_plan
 from ..errors import PlanError
 from ..plan import Broadcast, Plan
+from ..plan.check import check_plan
 from ..planners import get_planner
 from ..sim import simulate
 from ..units import format_bandwidth, format_time
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         if plan.source is None:
             raise PlanError("a broadcast plan must name its source host", source=args.plan, element="source")
         bound = broadcast_bounds(topology, plan.source, plan.destinations)
-        from ..route_bound import reference_bound
+        from ..bounds.route import reference_bound
 
         ref = reference_bound(topology, plan.source, bound.per_host_rate)
     if args.json:

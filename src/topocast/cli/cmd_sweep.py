@@ -133,9 +133,9 @@ def sweep(
     """``{"sizes", "hosts", "results": [{"algorithm", "times", "throughput", "error"}]}``;
     a planner that fails gets ``None`` times and the error. ``on_step(label)`` is called after
     each simulation (a progress display)."""
-    from ..check import check_plan
-    from ..cost import allreduce_throughput, bcast_throughput
-    from ..planners.allreduce import Allreduce
+    from ..bounds.cost import allreduce_throughput, bcast_throughput
+    from ..plan import Allreduce
+    from ..plan.check import check_plan
     from ..sim import simulate
 
     options = options or {}

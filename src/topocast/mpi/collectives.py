@@ -293,7 +293,7 @@ def _planner_name(collective: str, algorithm: str, topology, make_request, nbyte
 
 
 def _broadcast_plan(topology, hosts, root: int, nbytes: int, algorithm: str, choices: dict | None = None) -> Plan:
-    from ..check import check_plan
+    from ..plan.check import check_plan
     from ..planners import get_planner
 
     if topology is None:
@@ -313,9 +313,9 @@ def _broadcast_plan(topology, hosts, root: int, nbytes: int, algorithm: str, cho
 def _allreduce_plan(topology, hosts, count: int, itemsize: int, algorithm: str, choices: dict | None = None) -> Plan:
     """An allreduce plan over ``count`` elements of ``itemsize`` bytes: planned in elements,
     then scaled to bytes, so that every range falls on whole elements."""
-    from ..check_allreduce import check_allreduce
+    from ..plan import Allreduce
+    from ..plan.check_allreduce import check_allreduce
     from ..planners import get_planner
-    from ..planners.allreduce._common import Allreduce
 
     if topology is None:
         topology = _star(hosts)
@@ -389,8 +389,8 @@ def _mpi_prediction(collective: str, topology, hosts, root: int, nbytes: int, co
     """Predicted seconds of what MPICH runs for this call: planner ``mpich`` for a broadcast;
     for an allreduce, recursive doubling up to ``MPICH_ALLREDUCE_SHORT`` bytes or below one
     element per rank of the largest power of two, else Rabenseifner's algorithm."""
+    from ..plan import Allreduce
     from ..planners import get_planner
-    from ..planners.allreduce._common import Allreduce
     from ..sim import simulate
 
     topo = _star(hosts) if topology is None else topology
@@ -721,7 +721,7 @@ def perform(
 def _check(plan: Plan, topology, what: str) -> None:
     """A plan that breaks the Plan contract would wait forever for bytes nobody sends: refuse
     it (every rank checks the same plan, so every rank raises the same error)."""
-    from ..check import check_plan
+    from ..plan.check import check_plan
 
     try:
         check_plan(plan, topology)

@@ -17,7 +17,7 @@ Every rank runs one single-threaded progress loop over its own transfers (docs/d
   own tag.
 
 Allreduce plans (``reduce=True`` transfers) follow the semantics of
-:mod:`topocast.check_allreduce`: a transfer reads its sender's bytes when it starts and writes
+:mod:`topocast.plan.check_allreduce`: a transfer reads its sender's bytes when it starts and writes
 into its receiver when it completes (a reduction combines ``receiver = receiver op received``,
 a plain transfer copies). Their ranges must fall on element boundaries.
 """
@@ -458,9 +458,9 @@ def _ancestors_of(plan: Plan) -> list[set[int]]:
 
 def _ancestors(plan: Plan) -> list[set[int]]:
     """Per transfer, every transfer it waits for directly or not (``after`` and upstream)."""
-    from ..check_allreduce import _preds
+    from ..plan.graph import predecessors
 
-    preds = _preds(plan)
+    preds = predecessors(plan)
     out: list[set[int] | None] = [None] * len(preds)
 
     def of(i: int) -> set[int]:

@@ -1,108 +1,78 @@
-"""The planner registry: one table keyed by (collective, name).
+"""The planner registry: look-ups and listings over the table of :mod:`.registration`.
 
-The CLI listing (``topocast planners``), the docs table and the conformance tests are all
-generated from this table, so the summary and reference live only here.
+The built-in planners are found, not listed: every public module (no leading ``_``) of every
+subpackage of :mod:`topocast.planners` (one per collective) is imported once a listing needs
+them all, and registers its planners with :func:`~.registration.register_planner`. A
+look-up by name first imports only the module of that name (``planners/broadcast/stable.py``
+for ``stable``), so a command that uses one planner does not import them all.
 
-A planner is a callable ``planner(topology, request, **params) -> Plan``; tuning parameters
-are keyword-only and any randomness goes through ``seed=``.
+Listings follow one order whatever was imported first: built-in planners by collective
+(``broadcast``, ``allreduce``, ``redistribute``), within a collective by module name, selectors
+(``auto``) last so that listings show the algorithms first; then planners registered by the
+caller, in registration order.
 """
 
 from __future__ import annotations
 
 import difflib
 import importlib
+import pkgutil
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from types import ModuleType
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 from ..errors import UnknownPlanner
+from ..plan.model import COLLECTIVES
+from .registration import ALIASES, REGISTERED, PlannerInfo, register_planner
 
 if TYPE_CHECKING:
     from ..plan import Plan
-    from ..topology import Topology
-
-#: A planner function: ``planner(topology, request, **params) -> Plan``.
-_Planner = TypeVar("_Planner", bound="Callable[..., Plan]")
 
 __all__ = ["PlannerInfo", "register_planner", "get_planner", "available_planners", "planner_info"]
 
-
-@dataclass(frozen=True)
-class PlannerInfo:
-    collective: str
-    name: str
-    func: Callable[..., Plan]
-    summary: str
-    reference: str
-    aliases: tuple[str, ...] = ()
-    tags: frozenset[str] = field(default_factory=frozenset)
-
-    def __call__(self, topology: Topology, request: object, **params: object) -> Plan:
-        return self.func(topology, request, **params)
+_all_loaded = False
 
 
-_REGISTRY: dict[tuple[str, str], PlannerInfo] = {}
-_ALIASES: dict[tuple[str, str], str] = {}
-
-
-def register_planner(
-    collective: str,
-    name: str,
-    *,
-    summary: str,
-    reference: str,
-    aliases: tuple[str, ...] = (),
-    tags: tuple[str, ...] = (),
-) -> Callable[[_Planner], _Planner]:
-    """Decorator: register ``func`` as planner ``name`` for ``collective``.
-
-    ``tags`` are free labels; ``"selector"`` marks planners such as ``auto`` that choose among
-    the others (so ``auto`` does not recurse into itself).
-    """
-
-    def deco(func):  # unannotated: it sets func.planner_info, which no Callable type declares
-        key = (collective, name)
-        if key in _REGISTRY or key in _ALIASES:
-            raise ValueError(f"planner {collective}/{name} registered twice")
-        info = PlannerInfo(collective, name, func, summary, reference, tuple(aliases), frozenset(tags))
-        _REGISTRY[key] = info
-        for a in aliases:
-            _ALIASES[(collective, a)] = name
-        func.planner_info = info
-        return func
-
-    return deco
-
-
-_LISTED_IN_ORDER = False  # the registry follows _load_all's order (set once)
+def planner_modules() -> list[str]:
+    """Every built-in planner module: the public modules of each collective's subpackage."""
+    package = importlib.import_module(__package__)
+    found = []
+    for sub in pkgutil.iter_modules(package.__path__):
+        if not sub.ispkg or sub.name.startswith("_"):
+            continue
+        subpackage = importlib.import_module(f"{__package__}.{sub.name}")
+        found += [
+            f"{subpackage.__name__}.{m.name}"
+            for m in pkgutil.iter_modules(subpackage.__path__)
+            if not m.ispkg and not m.name.startswith("_")
+        ]
+    return sorted(found)
 
 
 def _ensure_loaded() -> None:
-    """Register every built-in planner (``_load_all`` imports each module) and put the
-    registry in ``_load_all``'s order, whichever planner module a caller imported first."""
-    global _LISTED_IN_ORDER
-    from . import _load_all
+    """Import every built-in planner module (once), so that every planner is registered."""
+    global _all_loaded
+    if not _all_loaded:
+        for module in planner_modules():
+            importlib.import_module(module)
+        _all_loaded = True
 
-    if _LISTED_IN_ORDER:
-        return
-    modules = [m.__name__ for m in vars(_load_all).values() if isinstance(m, ModuleType)]
-    rank = {name: i for i, name in enumerate(modules)}
-    ordered = sorted(_REGISTRY.items(), key=lambda item: rank.get(item[1].func.__module__, len(rank)))
-    _REGISTRY.clear()
-    _REGISTRY.update(ordered)
-    _LISTED_IN_ORDER = True
+
+def _listing_key(entry: tuple[int, PlannerInfo]) -> tuple:
+    seq, info = entry
+    module = getattr(info.func, "__module__", "") or ""
+    if not module.startswith(f"{__package__}."):
+        return (1, seq)
+    collective = COLLECTIVES.index(info.collective) if info.collective in COLLECTIVES else len(COLLECTIVES)
+    return (0, collective, info.collective, "selector" in info.tags, module, seq)
 
 
 def _lookup(collective: str, name: str) -> PlannerInfo | None:
-    key = (collective, _ALIASES.get((collective, name), name))
-    return _REGISTRY.get(key)
+    key = (collective, ALIASES.get((collective, name), name))
+    return REGISTERED.get(key)
 
 
 def _import_own_module(collective: str, name: str) -> None:
-    """Import the module a built-in planner is named after, if there is one
-    (``planners/broadcast/stable.py`` for ``stable``): a command that uses one planner does
-    not import them all."""
+    """Import the module a built-in planner is named after, if there is one."""
     if not name.isidentifier():
         return
     module = f"{__package__}.{collective}.{name}"
@@ -114,11 +84,12 @@ def _import_own_module(collective: str, name: str) -> None:
 
 
 def available_planners(collective: str | None = None, *, include_selectors: bool = True) -> list[PlannerInfo]:
-    """Registered planners (optionally of one collective), in registration order."""
+    """Registered planners (optionally of one collective), in listing order (module doc)."""
     _ensure_loaded()
+    ordered = sorted(enumerate(REGISTERED.values()), key=_listing_key)
     return [
         info
-        for info in _REGISTRY.values()
+        for _, info in ordered
         if (collective is None or info.collective == collective) and (include_selectors or "selector" not in info.tags)
     ]
 
@@ -138,9 +109,9 @@ def get_planner(collective: str, name: str | Callable[..., Plan]) -> PlannerInfo
         _ensure_loaded()
         info = _lookup(collective, name)
     if info is None:
-        valid = sorted(n for (c, n) in _REGISTRY if c == collective)
+        valid = sorted(n for (c, n) in REGISTERED if c == collective)
         if not valid:
-            collectives = sorted({c for c, _ in _REGISTRY})
+            collectives = sorted({c for c, _ in REGISTERED})
             raise UnknownPlanner(
                 f"no planners for collective {collective!r}; known collectives: {', '.join(collectives)}",
                 element="collective",

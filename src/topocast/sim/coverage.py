@@ -21,7 +21,7 @@ import numpy as np
 
 from ..intervals import IntervalSet, inside_grouped, merge_grouped, overlaps_grouped
 from ..plan import Plan
-from ..plan_graph import csr_rows
+from ..plan.graph import csr_rows
 from .agenda import Agenda
 from .room import Room
 from .state import DONE, FLOWING, REL

@@ -25,7 +25,7 @@ from collections.abc import Collection
 
 import numpy as np
 
-from ..plan_graph import csr_rows
+from ..plan.graph import csr_rows
 from . import tuning
 from .maxmin import compact_ids, progressive_filling, progressive_filling_small
 from .room import Room

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from ..plan import Plan
-    from ..plan_graph import PlanArrays
+    from ..plan.graph import PlanArrays
 
     class Room:
         # the state machine (state.Transfers)

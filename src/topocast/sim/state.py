@@ -36,7 +36,7 @@ import numpy as np
 
 from ..memory import BYTES_PER_RANGE, BYTES_PER_TRANSFER, check_fits
 from ..plan import Plan, Transfer
-from ..plan_graph import csr_rows
+from ..plan.graph import csr_rows
 from . import tuning
 from .room import Room
 

@@ -2,11 +2,10 @@
 
 import pytest
 
-from topocast.check import check_plan
 from topocast.errors import PlanError
-from topocast.plan import Broadcast
+from topocast.plan import Allreduce, Broadcast
+from topocast.plan.check import check_plan
 from topocast.planners import available_planners, get_planner
-from topocast.planners.allreduce import Allreduce
 from topocast.sim import simulate
 from topocast.topology import Topology, load_topology
 from topocast.topology.generators import multi_cluster_tree, two_cluster_grid
@@ -114,7 +113,7 @@ def test_auto_allreduce_records_choice_runner_up_and_skips(monkeypatch):
         raise PlanError("cannot plan this", element="test")
 
     info = registry.PlannerInfo("allreduce", "broken_for_test", broken, "test", "test")
-    monkeypatch.setitem(registry._REGISTRY, ("allreduce", "broken_for_test"), info)
+    monkeypatch.setitem(registry.REGISTERED, ("allreduce", "broken_for_test"), info)
     topo = switch(8)
     plan = get_planner("allreduce", "auto")(topo, Allreduce(1 << 20))
     check_plan(plan, topo)

@@ -2,10 +2,10 @@
 
 import pytest
 
-from topocast.check import check_plan
-from topocast.check_allreduce import contribution_sets
 from topocast.errors import PlanError
 from topocast.plan import Plan, Transfer
+from topocast.plan.check import check_plan
+from topocast.plan.check_allreduce import contribution_sets
 from topocast.topology import Topology
 from topocast.topology.model import PhysicalLink
 

@@ -5,9 +5,9 @@ import itertools
 
 import pytest
 
-from topocast.check import check_plan
+from topocast.plan import Allreduce
+from topocast.plan.check import check_plan
 from topocast.planners import get_planner
-from topocast.planners.allreduce import Allreduce
 from topocast.planners.allreduce.proportional import ownership_shares
 from topocast.sim import simulate
 from topocast.topology import load_topology

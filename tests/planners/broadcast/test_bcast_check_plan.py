@@ -4,8 +4,8 @@ import pytest
 from bcast_helpers import ring_with_switches, triangle
 
 from topocast.bounds import broadcast_bounds
-from topocast.check import check_plan
 from topocast.plan import Broadcast
+from topocast.plan.check import check_plan
 from topocast.planners.registry import available_planners, get_planner
 from topocast.sim import simulate
 from topocast.topology import load_topology

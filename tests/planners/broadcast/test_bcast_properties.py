@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from topocast.bounds import broadcast_bounds
-from topocast.check import check_plan
 from topocast.plan import Broadcast
+from topocast.plan.check import check_plan
 from topocast.planners.registry import get_planner
 from topocast.sim import simulate
 from topocast.topology.generators import multi_cluster_tree, random_tree

@@ -6,8 +6,8 @@ import pytest
 from bcast_helpers import ring_with_switches, star, triangle
 
 from topocast.bounds import broadcast_bounds
-from topocast.check import check_plan
 from topocast.plan import Broadcast
+from topocast.plan.check import check_plan
 from topocast.planners.broadcast._trees import contiguous_layout, e2_rates, nested_layout
 from topocast.planners.broadcast.balanced_multicast import plan_balanced_multicast
 from topocast.planners.broadcast.dijkstra import dijkstra_tree, plan_dijkstra
@@ -230,7 +230,7 @@ def test_one_way_route_graph_gives_a_clear_plan_error():
     with pytest.raises(PlanError, match="cannot be reached"):
         plan_stable(topo, Broadcast("s", 10**6))
     # optimal falls back to the relay trees of its step 4, which follow the routes
-    from topocast.check import check_plan
+    from topocast.plan.check import check_plan
     from topocast.sim import simulate
 
     plan = plan_optimal(topo, Broadcast("s", 10**6))

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from topocast.bounds import broadcast_bounds
-from topocast.check import check_plan
 from topocast.cli.main import main
 from topocast.errors import InputError
 from topocast.plan import Broadcast
+from topocast.plan.check import check_plan
 from topocast.planners import get_planner
 from topocast.planners.broadcast._compact import compact_nested, compact_parallel
 from topocast.planners.broadcast._trees import Pipeline

@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from routed_helpers import hairpin_platform
 
-from topocast.check import check_plan
 from topocast.plan import Broadcast
+from topocast.plan.check import check_plan
 from topocast.planners.broadcast._trees import route_excess
 from topocast.planners.registry import get_planner
 from topocast.sim import simulate

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from topocast import Broadcast, Topology, broadcast_bounds, check_plan, simulate
+from topocast.bounds.relay import relay_ceiling
 from topocast.errors import InputError
 from topocast.planners import get_planner
 from topocast.planners.broadcast.two_tree import nested_two_tree, route_hierarchy, two_stream_layout
-from topocast.relay_bound import relay_ceiling
 from topocast.topology.generators import multi_cluster_tree
 from topocast.topology.model import PhysicalLink as L
 

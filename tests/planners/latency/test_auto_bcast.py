@@ -2,8 +2,8 @@
 
 import pytest
 
-from topocast.check import check_plan
 from topocast.plan import Broadcast
+from topocast.plan.check import check_plan
 from topocast.planners import available_planners, get_planner
 from topocast.planners.broadcast.auto import TIE
 from topocast.sim import simulate
@@ -59,7 +59,7 @@ def test_auto_by_aggregate_bandwidth_and_skipped_reasons(monkeypatch):
         raise PlanError("needs two clusters (test)", element="test")
 
     monkeypatch.setitem(
-        registry._REGISTRY,
+        registry.REGISTERED,
         ("broadcast", "broken_for_test"),
         registry.PlannerInfo("broadcast", "broken_for_test", broken, "test", "test"),
     )

@@ -4,9 +4,8 @@ import math
 
 import pytest
 
-import topocast.planners._load_all  # noqa: F401  (registration order = _load_all order)
-from topocast.check import check_plan
 from topocast.plan import Broadcast
+from topocast.plan.check import check_plan
 from topocast.planners import get_planner
 from topocast.planners.broadcast.essp import essp_tree, label_tree
 from topocast.sim import simulate

@@ -3,8 +3,8 @@ topologies, for power-of-two and other host counts."""
 
 import pytest
 
-from topocast.check import check_plan
 from topocast.plan import Broadcast
+from topocast.plan.check import check_plan
 from topocast.planners import get_planner
 from topocast.topology import Topology, load_topology
 from topocast.topology.generators import multi_cluster_tree, two_cluster_grid
@@ -188,7 +188,7 @@ def test_cluster_detection_ignores_slow_host_links():
 
 def test_all_latency_and_allreduce_planners_on_the_100_host_builtin():
     """check_plan only (no simulation), one size, the largest built-in (100 hosts, 10 clusters)."""
-    from topocast.planners.allreduce import Allreduce
+    from topocast.plan import Allreduce
 
     topo = load_topology("builtin:multi-cluster")
     for name in PLANNERS + TWO_CLUSTER:

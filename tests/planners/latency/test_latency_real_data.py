@@ -9,10 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from topocast.check import check_plan
-from topocast.plan import Broadcast
+from topocast.plan import Allreduce, Broadcast
+from topocast.plan.check import check_plan
 from topocast.planners import get_planner
-from topocast.planners.allreduce import Allreduce
 from topocast.topology import load_topology
 
 DATA = Path(__file__).resolve().parents[3] / ".." / "shared" / "data"

@@ -20,7 +20,7 @@ from scipy.sparse.csgraph import maximum_bipartite_matching
 
 import topocast.planners.redistribute.ggp as ggp_mod
 from topocast.planners.redistribute.ggp import _bottleneck, peel_schedule, regular_graph
-from topocast.redistribution import dense_pattern, random_pattern, validate_schedule
+from topocast.redistribute import dense_pattern, random_pattern, validate_schedule
 
 
 def _perfect_at(E, t) -> bool:

@@ -8,12 +8,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from topocast.check import check_plan
 from topocast.intervals import IntervalSet
+from topocast.plan import Redistribution
+from topocast.plan.check import check_plan
 from topocast.planners.redistribute.brute_force import brute_force
 from topocast.planners.redistribute.ggp import ggp, peel_schedule, regular_graph
 from topocast.planners.redistribute.oggp import oggp
-from topocast.redistribution import Redistribution, fig2_pattern, lower_bound, two_cluster_topology, validate_schedule
+from topocast.redistribute import fig2_pattern, lower_bound, two_cluster_topology, validate_schedule
 
 RATIO = 8 / 3  # Cohen, Jeannot, Padoy, Wagner (TPDS 2006): both are 8/3-approximations
 
@@ -184,7 +185,7 @@ def test_complete_matrix_k_equals_n(n, beta):
 
 
 def test_auto_barrier_falls_back_to_longest(monkeypatch):
-    import topocast.redistribution.kpbs as kpbs
+    import topocast.redistribute.kpbs as kpbs
 
     r = fig2_pattern(unit=10)
     topo = two_cluster_topology(3, 3, nic=10, k=2, senders=r.senders, receivers=r.receivers)

@@ -1,41 +1,18 @@
-"""Shared pieces of the allreduce planners: the request and the plan constructor."""
+"""Shared pieces of the allreduce planners: the participants of a request and the plan constructor."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...errors import PlanError
-from ...plan import Plan, Transfer
+from ...plan import Allreduce, Plan, Transfer
 
 if TYPE_CHECKING:
     from ...plan import Broadcast
     from ...topology import Topology
 
-__all__ = ["Allreduce", "allreduce_plan", "allreduce_hosts"]
-
-
-@dataclass(frozen=True)
-class Allreduce:
-    """An allreduce request: every host of ``hosts`` (default: all hosts of the topology, in
-    topology order = rank order) contributes ``size`` bytes."""
-
-    size: int
-    hosts: tuple[str, ...] | None = None
-
-    def resolve(self, topology: Topology) -> list[str]:
-        if self.size <= 0:
-            raise PlanError(f"message size must be positive, got {self.size}", element="size")
-        if self.hosts is None:
-            return list(topology.hosts)
-        members = []
-        for h in self.hosts:
-            topology.require_host(h, element="hosts", error=PlanError)
-            if h not in members:
-                members.append(h)
-        order = {h: i for i, h in enumerate(topology.hosts)}
-        return sorted(members, key=order.__getitem__)
+__all__ = ["allreduce_plan", "allreduce_hosts"]
 
 
 def allreduce_hosts(topology: Topology, request: Allreduce | Broadcast) -> list[str]:

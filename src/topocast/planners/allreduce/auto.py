@@ -9,12 +9,11 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..broadcast.auto import choose
-from ..registry import register_planner
+from ..registration import register_planner
 
 if TYPE_CHECKING:
-    from ...plan import Broadcast, Plan
+    from ...plan import Allreduce, Broadcast, Plan
     from ...topology import Topology
-    from ._common import Allreduce
 
 __all__ = ["plan_auto_allreduce"]
 

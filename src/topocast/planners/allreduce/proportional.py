@@ -39,13 +39,12 @@ from typing import TYPE_CHECKING
 
 from ...plan import Transfer
 from .._collective import clusters_for, nic_bandwidth, switch_groups
-from ..registry import register_planner
+from ..registration import register_planner
 from ._common import allreduce_hosts, allreduce_plan
 
 if TYPE_CHECKING:
-    from ...plan import Broadcast, Plan
+    from ...plan import Allreduce, Broadcast, Plan
     from ...topology import Topology
-    from ._common import Allreduce
 
 __all__ = ["plan_proportional", "ownership_shares", "reduction_groups", "segment_count"]
 

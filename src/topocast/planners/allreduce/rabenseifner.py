@@ -16,14 +16,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from .._collective import MPISchedule, balanced_counts, counts_to_ranges, merge_ranges
-from ..registry import register_planner
+from ..registration import register_planner
 from ._common import allreduce_hosts, allreduce_plan
 from .recursive_doubling import newrank_layout
 
 if TYPE_CHECKING:
-    from ...plan import Broadcast, Plan
+    from ...plan import Allreduce, Broadcast, Plan
     from ...topology import Topology
-    from ._common import Allreduce
 
 __all__ = ["plan_rabenseifner", "build_rabenseifner"]
 

@@ -13,13 +13,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .._collective import MPISchedule
-from ..registry import register_planner
+from ..registration import register_planner
 from ._common import allreduce_hosts, allreduce_plan
 
 if TYPE_CHECKING:
-    from ...plan import Broadcast, Plan
+    from ...plan import Allreduce, Broadcast, Plan
     from ...topology import Topology
-    from ._common import Allreduce
 
 __all__ = ["plan_recursive_doubling", "newrank_layout"]
 

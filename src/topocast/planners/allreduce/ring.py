@@ -14,13 +14,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from .._collective import MPISchedule, balanced_counts, counts_to_ranges, ring_allgather, ring_reduce_scatter
-from ..registry import register_planner
+from ..registration import register_planner
 from ._common import allreduce_hosts, allreduce_plan
 
 if TYPE_CHECKING:
-    from ...plan import Broadcast, Plan
+    from ...plan import Allreduce, Broadcast, Plan
     from ...topology import Topology
-    from ._common import Allreduce
 
 __all__ = ["plan_ring", "build_ring_allreduce"]
 

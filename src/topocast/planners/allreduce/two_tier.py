@@ -27,13 +27,12 @@ from .._collective import (
     ring_allgather,
     ring_reduce_scatter,
 )
-from ..registry import register_planner
+from ..registration import register_planner
 from ._common import allreduce_hosts, allreduce_plan
 
 if TYPE_CHECKING:
-    from ...plan import Broadcast, Plan
+    from ...plan import Allreduce, Broadcast, Plan
     from ...topology import Topology
-    from ._common import Allreduce
 
 __all__ = ["plan_two_tier", "intra_reduce"]
 

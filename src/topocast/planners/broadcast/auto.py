@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING
 
 from ...errors import InputError, TopocastError
 from ...plan import Broadcast, Plan
-from ..registry import PlannerInfo, available_planners, register_planner
+from ..registration import PlannerInfo, register_planner
+from ..registry import available_planners
 
 if TYPE_CHECKING:
     from ...results import Result
@@ -103,7 +104,7 @@ def choose(
 
 def _evaluate(info: PlannerInfo, topology: Topology, request: object, chunk_size: int | None) -> tuple[Plan, Result]:
     """(plan, simulated result) of one planner on ``request``, the plan checked first."""
-    from ...check import check_plan
+    from ...plan.check import check_plan
     from ...sim import simulate
 
     plan = info(topology, request)

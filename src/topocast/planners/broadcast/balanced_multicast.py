@@ -27,7 +27,7 @@ import numpy as np
 from ...errors import PlanError
 from ...lp import capacity_scale, limited_rows, solve
 from ...plan import Broadcast, Plan
-from ..registry import register_planner
+from ..registration import register_planner
 from ._compact import DEFAULT_RATE_TOLERANCE, check_rate_tolerance, compact_parallel
 from ._trees import (
     Arborescence,

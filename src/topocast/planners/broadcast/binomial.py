@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from ...plan import Broadcast, Plan
 from .._collective import MPISchedule, binomial_bcast, participants
-from ..registry import register_planner
+from ..registration import register_planner
 
 if TYPE_CHECKING:
     from ...topology import Topology

@@ -30,7 +30,7 @@ import numpy as np
 
 from ...errors import InputError
 from ...plan import Broadcast, Plan, Transfer
-from ..registry import register_planner
+from ..registration import register_planner
 from ._trees import resource_arrays
 
 if TYPE_CHECKING:

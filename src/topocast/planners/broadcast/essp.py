@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from ...plan import Broadcast, Plan, Transfer
 from .._collective import participants
-from ..registry import register_planner
+from ..registration import register_planner
 
 if TYPE_CHECKING:
     from ...topology import Topology

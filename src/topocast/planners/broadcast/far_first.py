@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from ...errors import InputError
 from ...plan import Broadcast, Plan
 from .._collective import MPISchedule, binomial_bcast, clusters_for, participants
-from ..registry import register_planner
+from ..registration import register_planner
 from .scatter_allgather import build_scatter_allgather
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...plan import Broadcast, Plan, Transfer
-from ..registry import register_planner
+from ..registration import register_planner
 
 if TYPE_CHECKING:
     from ...topology import Topology

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ...plan import Broadcast, Plan
-from ..registry import register_planner
+from ..registration import register_planner
 from ._compact import DEFAULT_RATE_TOLERANCE, check_rate_tolerance, compact_parallel
 from ._trees import contiguous_layout, e1_rates, pipeline_transfers, residual_pipelines, unreachable_error
 

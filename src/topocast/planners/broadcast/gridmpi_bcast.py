@@ -38,7 +38,7 @@ from .._collective import (
     participants,
     ring_allgather,
 )
-from ..registry import register_planner
+from ..registration import register_planner
 
 if TYPE_CHECKING:
     from ...topology import Topology

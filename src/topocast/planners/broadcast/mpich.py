@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from ...plan import Broadcast, Plan
 from .._collective import is_pof2, participants
-from ..registry import register_planner
+from ..registration import register_planner
 from .binomial import plan_binomial
 from .scatter_allgather import plan_scatter_rdb, plan_scatter_ring
 

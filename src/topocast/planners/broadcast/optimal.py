@@ -57,7 +57,7 @@ import numpy as np
 from ...bounds import broadcast_bounds
 from ...lp import capacity_scale, limited_rows, solve
 from ...plan import Broadcast, Plan, ranges_length
-from ..registry import register_planner
+from ..registration import register_planner
 from ._compact import DEFAULT_RATE_TOLERANCE, check_rate_tolerance
 from ._trees import (
     Arborescence,

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...plan import Broadcast, Plan, Transfer
-from ..registry import register_planner
+from ..registration import register_planner
 from ._trees import e2_rates
 
 if TYPE_CHECKING:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from ...plan import Broadcast, Plan
 from .._collective import MPISchedule, binomial_scatter, mpich_chunks, participants, rdb_allgather, ring_allgather
-from ..registry import register_planner
+from ..registration import register_planner
 
 if TYPE_CHECKING:
     from ...topology import Topology

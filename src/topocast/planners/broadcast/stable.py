@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from ...plan import Broadcast, Plan
-from ..registry import register_planner
+from ..registration import register_planner
 from ._compact import DEFAULT_RATE_TOLERANCE, check_rate_tolerance, compact_nested
 from ._trees import e1_rates, nested_layout, pipeline_transfers, residual_pipelines
 

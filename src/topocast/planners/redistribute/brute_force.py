@@ -2,7 +2,7 @@
 
 Every block is one transfer and all start at once; the transport layer (TCP, or the fluid
 simulator's max-min sharing) manages the contention on the NICs and the backbone. The paper's
-prediction of its time is :func:`topocast.redistribution.kpbs.brute_force_time` (recorded in
+prediction of its time is :func:`topocast.redistribute.kpbs.brute_force_time` (recorded in
 ``plan.notes["predicted_time"]``).
 """
 
@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...redistribution.kpbs import brute_force_plan, brute_force_time, fluid_lower_bound
-from ...redistribution.matrix import Redistribution, resolve_platform
-from ..registry import register_planner
+from ...plan import Redistribution
+from ...redistribute.kpbs import brute_force_plan, brute_force_time, fluid_lower_bound
+from ...redistribute.matrix import resolve_platform
+from ..registration import register_planner
 
 if TYPE_CHECKING:
     from ...plan import Plan

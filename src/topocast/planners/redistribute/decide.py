@@ -27,8 +27,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...redistribution.kpbs import brute_force_plan, brute_force_time, fluid_lower_bound, lower_bound, schedule_to_plan
-from ...redistribution.matrix import Redistribution, resolve_platform
+from ...plan import Redistribution
+from ...redistribute.kpbs import brute_force_plan, brute_force_time, fluid_lower_bound, lower_bound, schedule_to_plan
+from ...redistribute.matrix import resolve_platform
 
 if TYPE_CHECKING:
     from ...plan import Plan

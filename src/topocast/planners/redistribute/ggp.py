@@ -2,7 +2,7 @@
 Padoy & Wagner, IEEE TPDS 2006), as used by Jeannot & Wagner, AINA 2006.
 
 Schedules a redistribution as KPBS steps: each step a matching of at most ``k`` transfers,
-preemption allowed, a barrier between steps (see :mod:`topocast.redistribution.kpbs`).
+preemption allowed, a barrier between steps (see :mod:`topocast.redistribute.kpbs`).
 
 Which reading we implemented
 ----------------------------
@@ -54,9 +54,10 @@ import numpy as np
 import numpy.typing as npt
 
 from ...errors import InputError
-from ...redistribution.kpbs import Schedule, schedule_to_plan
-from ...redistribution.matrix import Platform, Redistribution, resolve_platform
-from ..registry import register_planner
+from ...plan import Redistribution
+from ...redistribute.kpbs import Schedule, schedule_to_plan
+from ...redistribute.matrix import Platform, resolve_platform
+from ..registration import register_planner
 
 if TYPE_CHECKING:
     from ...plan import Plan

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...redistribution.kpbs import schedule_to_plan
-from ...redistribution.matrix import Redistribution
-from ..registry import register_planner
+from ...plan import Redistribution
+from ...redistribute.kpbs import schedule_to_plan
+from ..registration import register_planner
 from .ggp import schedule_request
 
 if TYPE_CHECKING:

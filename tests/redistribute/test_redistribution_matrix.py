@@ -4,15 +4,15 @@ import numpy as np
 import pytest
 
 from topocast.errors import InputError
-from topocast.redistribution import (
-    Redistribution,
+from topocast.plan import Redistribution
+from topocast.redistribute import (
     fig2_pattern,
     load_matrix,
     random_pattern,
     resolve_platform,
     two_cluster_topology,
 )
-from topocast.redistribution.matrix import block_offsets, holdings, save_matrix
+from topocast.redistribute.matrix import block_offsets, holdings, save_matrix
 
 MB = 10**6
 

@@ -1,4 +1,4 @@
-"""Redistribution requests: the matrix of bytes from cluster A to cluster B.
+"""The matrix of a redistribution: files, generators, the two-cluster platform, the block layout.
 
 A redistribution sends ``matrix[i, j]`` bytes from sender ``senders[i]`` to receiver
 ``receivers[j]`` (Jeannot & Wagner, AINA 2006, section 2.1). This module reads matrices
@@ -16,18 +16,16 @@ import json
 import math
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TypedDict, Unpack
 
 import numpy as np
 
 from ..errors import InputError
-from ..plan import Plan, Ranges, Transfer
+from ..plan import Plan, Ranges, Redistribution, Transfer
 from ..topology.model import PhysicalLink, Topology
 
 __all__ = [
-    "Redistribution",
     "load_matrix",
     "random_pattern",
     "fig2_pattern",
@@ -38,99 +36,6 @@ __all__ = [
 ]
 
 MB = 10**6
-
-
-class RedistributionFields(TypedDict, total=False):
-    """The fields of a :class:`Redistribution`, for :meth:`Redistribution.with_`."""
-
-    matrix: np.ndarray
-    senders: tuple[str, ...]
-    receivers: tuple[str, ...]
-    k: int | None
-    beta: float
-    source: str | None
-
-
-@dataclass(frozen=True, eq=False)
-class Redistribution:
-    """A redistribution request.
-
-    Parameters
-    ----------
-    matrix : array (n1, n2) of int
-        Bytes from sender ``i`` to receiver ``j`` (0 = no message).
-    senders, receivers : sequence of str
-        Host names of cluster A (rows) and cluster B (columns); disjoint.
-    k : int or None
-        Number of simultaneous transfers the backbone carries without contention. ``None``:
-        backbone rate / NIC rate, read from the topology.
-    beta : float
-        Set-up time of one step of a schedule (seconds).
-    """
-
-    matrix: np.ndarray
-    senders: tuple[str, ...]
-    receivers: tuple[str, ...]
-    k: int | None = None
-    beta: float = 0.0
-    source: str | None = field(default=None, compare=False)
-
-    def __post_init__(self) -> None:
-        m = np.asarray(self.matrix)
-        where = self.source
-        if m.ndim != 2:
-            raise InputError(f"the matrix must be 2-dimensional, got shape {m.shape}", source=where, element="matrix")
-        if m.size and (not np.all(np.isfinite(m.astype(float))) or (m < 0).any()):
-            raise InputError("matrix entries must be finite byte counts >= 0", source=where, element="matrix")
-        if m.size and np.any(m != np.round(m)):
-            raise InputError("matrix entries must be whole numbers of bytes", source=where, element="matrix")
-        m = m.astype(np.int64)
-        senders = tuple(str(s) for s in self.senders)
-        receivers = tuple(str(r) for r in self.receivers)
-        if m.shape != (len(senders), len(receivers)):
-            raise InputError(
-                f"matrix shape {m.shape} does not match {len(senders)} senders x {len(receivers)} receivers",
-                source=where,
-                element="matrix",
-            )
-        for what, names in (("senders", senders), ("receivers", receivers)):
-            if len(set(names)) != len(names):
-                raise InputError("host names must be unique", source=where, element=what)
-        both = set(senders) & set(receivers)
-        if both:
-            raise InputError(
-                f"a host cannot be both sender and receiver (the two clusters are disjoint): {sorted(both)[0]!r}",
-                source=where,
-                element="receivers",
-            )
-        if self.k is not None and (int(self.k) != self.k or self.k < 1):
-            raise InputError(f"k must be a whole number >= 1, got {self.k!r}", source=where, element="k")
-        if not (math.isfinite(self.beta) and self.beta >= 0):
-            raise InputError(f"beta must be a time >= 0 seconds, got {self.beta!r}", source=where, element="beta")
-        m.setflags(write=False)
-        object.__setattr__(self, "matrix", m)
-        object.__setattr__(self, "senders", senders)
-        object.__setattr__(self, "receivers", receivers)
-        object.__setattr__(self, "k", None if self.k is None else int(self.k))
-        object.__setattr__(self, "beta", float(self.beta))
-
-    @property
-    def total(self) -> int:
-        """Total bytes of all blocks."""
-        return int(self.matrix.sum())
-
-    def with_(self, **changes: Unpack[RedistributionFields]) -> Redistribution:
-        """A copy with ``changes`` applied, checked as a new request is."""
-        return replace(self, **changes)
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "senders": list(self.senders),
-            "receivers": list(self.receivers),
-            "matrix": self.matrix.tolist(),
-            "k": self.k,
-            "beta": self.beta,
-        }
 
 
 # ---------------------------------------------------------------------------- layout

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from .topology import Topology
+    from ..topology import Topology
 
 __all__ = ["RouteBound", "Reference", "route_bounds", "routes_are_fixed", "reference_bound"]
 
@@ -177,7 +177,7 @@ def route_bounds(topology: Topology, source: str, per_host_maxflow: Mapping[str,
     gives it). Meaningful where :func:`routes_are_fixed`; never above Σ max-flow."""
     from scipy.sparse import coo_matrix
 
-    from .lp import solve
+    from ..lp import solve
 
     dests = list(per_host_maxflow)
     hosts = list(topology.hosts)

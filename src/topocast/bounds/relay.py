@@ -2,7 +2,7 @@
 every byte a destination receives was sent by some host, and that a host on a half-duplex
 (``shared``) link sends and receives through one capacity.
 
-Σ max-flow (:mod:`topocast.bounds`) bounds each destination alone. It cannot see that relays
+Σ max-flow (:mod:`topocast.bounds.maxflow`) bounds each destination alone. It cannot see that relays
 pay twice on a shared access link: a host with capacity ``C`` that receives at ``r`` can send
 at most ``C - r``. With every host on one shared link this gives the cut of docs/algorithms.md
 section 8 (ours, [I]): ``Σ_i r_i <= (C_s + Σ_i C_i) / 2``. The linear programme below is the
@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from .topology import Topology
+    from ..topology import Topology
 
 __all__ = ["relay_ceiling"]
 
@@ -53,7 +53,7 @@ def relay_ceiling(topology: Topology, source: str, per_host_maxflow: Mapping[str
     """The relay ceiling (bytes/s) for a broadcast from ``source`` to the hosts of
     ``per_host_maxflow`` (each host's max-flow bound, as :func:`topocast.bounds.broadcast_bounds`
     gives it). Never above Σ max-flow."""
-    from .lp import solve
+    from ..lp import solve
 
     dests = list(per_host_maxflow)
     senders = list(topology.hosts)

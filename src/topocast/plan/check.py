@@ -13,7 +13,7 @@ Every planner's tests run it (like networkx's ``validate_flows``):
 4. completeness: every receiving host ends with every byte it wants.
 
 For ``allreduce`` plans step 3 and 4 track contributions instead of bytes (see
-``topocast.check_allreduce`` when present); here only steps 1-2 apply to them.
+``topocast.plan.check_allreduce``); here only steps 1-2 apply to them.
 
 A plan of millions of transfers is checked on its arrays (``Plan.arrays``): each rule picks
 the transfers that may break it at once, and only those are looked at one by one, in plan
@@ -29,17 +29,18 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .errors import PlanError
-from .intervals import Holdings, IntervalSet, inside_grouped, merge_grouped
-from .plan import Plan, Transfer
-from .plan_graph import PlanArrays, contiguous_offset, csr_rows, find_upstream, topological_order
+from ..errors import PlanError
+from ..intervals import Holdings, IntervalSet, inside_grouped, merge_grouped
+from .graph import PlanArrays, contiguous_offset, csr_rows, predecessors, topological_order
+from .model import Plan
+from .transfer import Transfer
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from .topology import Topology
+    from ..topology import Topology
 
-__all__ = ["check_plan", "find_upstream", "contiguous_offset"]
+__all__ = ["check_plan"]
 
 
 def check_plan(plan: Plan, topology: Topology) -> None:
@@ -65,7 +66,7 @@ def check_plan(plan: Plan, topology: Topology) -> None:
     upstream = arrays.upstreams()[0]
     in_order = _waits_only_for_earlier(arrays, upstream)
     if not in_order:
-        topological_order(_preds(arrays, upstream), fail)
+        topological_order(predecessors(plan), fail)
 
     if plan.collective == "allreduce":
         from .check_allreduce import check_allreduce
@@ -74,7 +75,7 @@ def check_plan(plan: Plan, topology: Topology) -> None:
         return
     # Step 3: causality.
     if not _senders_hold_from_start(arrays, upstream) and not (in_order and _fed_in_plan_order(plan, arrays, upstream)):
-        _replay(plan, _preds(arrays, upstream), upstream, fail)
+        _replay(plan, predecessors(plan), upstream, fail)
     # Step 4: completeness.
     for h in _incomplete_hosts(plan, arrays):
         gap = _first_gap(plan, arrays, h)
@@ -201,15 +202,6 @@ def _waits_only_for_earlier(arrays: PlanArrays, upstream: np.ndarray) -> bool:
     """Every transfer waits only for transfers before it in the plan: no cycle possible."""
     owner = np.repeat(np.arange(arrays.n), np.diff(arrays.after_ptr))
     return bool((arrays.after_idx < owner).all() and (upstream < np.arange(arrays.n)).all())
-
-
-def _preds(arrays: PlanArrays, upstream: np.ndarray) -> list[list[int]]:
-    """Per transfer: the transfers it waits for (its ``after``, then its upstream)."""
-    ptr, after = arrays.after_ptr.tolist(), arrays.after_idx.tolist()
-    preds = [after[ptr[i] : ptr[i + 1]] for i in range(arrays.n)]
-    for i, u in zip(np.flatnonzero(upstream >= 0).tolist(), upstream[upstream >= 0].tolist()):
-        preds[i].append(u)
-    return preds
 
 
 # ------------------------------------------------------------------ step 3

@@ -33,12 +33,13 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from .errors import PlanError
-from .plan import Plan, Ranges
-from .plan_graph import find_upstream, topological_order
+from ..errors import PlanError
+from .graph import predecessors, topological_order
+from .model import Plan
+from .transfer import Ranges
 
 if TYPE_CHECKING:
-    from .topology import Topology
+    from ..topology import Topology
 
 #: (host, index of an elementary byte segment); the values kept per key are bit masks over
 #: ``plan.hosts`` (bit k set: host k's contribution is in the host's value of those bytes).
@@ -54,18 +55,6 @@ def _fail(plan: Plan, i: int | None, msg: str) -> PlanError:
     return PlanError(
         msg, source=f"plan of {plan.planner or 'unnamed planner'}", element=f"transfers[{i}] ({t.src}->{t.dst})"
     )
-
-
-def _preds(plan: Plan) -> list[tuple[int, ...]]:
-    out: list[tuple[int, ...]] = []
-    for i, t in enumerate(plan.transfers):
-        p = set(t.after)
-        if t.pipelined:
-            up, _ = find_upstream(plan, i)
-            if up is not None:
-                p.add(up)
-        out.append(tuple(sorted(p)))
-    return out
 
 
 def _topo_order(preds: Sequence[Sequence[int]], plan: Plan) -> list[int]:
@@ -107,7 +96,7 @@ def _replay(plan: Plan) -> tuple[list[int], list[str], dict[_Segment, int], dict
             out.extend(range(a, b))
         return out
 
-    preds = _preds(plan)
+    preds = predecessors(plan)
     order = _topo_order(preds, plan)
     anc = [0] * n
     for i in order:

@@ -46,9 +46,9 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import InputError, PlanError
-from ..plan import Plan, Transfer
+from ..plan import Plan, Redistribution, Transfer
 from ..sim.maxmin import progressive_filling
-from .matrix import Redistribution, block_offsets, make_plan
+from .matrix import block_offsets, make_plan
 
 __all__ = [
     "Bounds",

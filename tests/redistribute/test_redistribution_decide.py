@@ -3,10 +3,11 @@
 import numpy as np
 import pytest
 
-from topocast.check import check_plan
-from topocast.experiments.redistribution import agreement_experiment, ratio_experiment
+from topocast.experiments.redistribute import agreement_experiment, ratio_experiment
+from topocast.plan import Redistribution
+from topocast.plan.check import check_plan
 from topocast.planners.redistribute.decide import decide, predict
-from topocast.redistribution import Redistribution, fig2_pattern, random_pattern, two_cluster_topology
+from topocast.redistribute import fig2_pattern, random_pattern, two_cluster_topology
 from topocast.topology.generators import two_cluster_grid
 
 NIC = 12.5e6

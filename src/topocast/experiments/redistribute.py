@@ -16,8 +16,9 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from ..redistribution.kpbs import brute_force_plan, brute_force_time, lower_bound, schedule_to_plan
-from ..redistribution.matrix import MB, Redistribution, random_pattern, two_cluster_topology
+from ..plan import Redistribution
+from ..redistribute.kpbs import brute_force_plan, brute_force_time, lower_bound, schedule_to_plan
+from ..redistribute.matrix import MB, random_pattern, two_cluster_topology
 
 __all__ = ["ratio_experiment", "agreement_experiment", "summarize"]
 

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from topocast.errors import PlanError
-from topocast.redistribution import Schedule, brute_force_time, fig2_pattern, lower_bound, validate_schedule
+from topocast.redistribute import Schedule, brute_force_time, fig2_pattern, lower_bound, validate_schedule
 
 
 def test_fig2_bound_and_brute_force():

@@ -23,10 +23,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .errors import PlanError
+from ..errors import PlanError
 
 if TYPE_CHECKING:
-    from .topology import Topology
+    from ..topology import Topology
 
 __all__ = ["Bound", "broadcast_bounds", "maxflow_from"]
 

@@ -1,9 +1,13 @@
-"""How a plan's transfers depend on each other: the upstream of a pipelined transfer, and an
-order in which every transfer comes after the ones it waits for (Kahn's algorithm); and the
-transfers as arrays (``PlanArrays``, ``Plan.arrays``).
+"""How a plan's transfers depend on each other: the upstream of a pipelined transfer, the
+transfers each one waits for (``predecessors``), and an order in which every transfer comes
+after the ones it waits for (Kahn's algorithm); and the transfers as arrays (``PlanArrays``,
+``Plan.arrays``).
 
-Shared by the plan checks (``check``, ``check_allreduce``) and the simulator, so that a
-dependency means the same thing, and a cycle is reported in the same words, everywhere.
+Shared by the plan checks (``check``, ``check_allreduce``), the simulator and the MPI engine,
+so that a dependency means the same thing, and a cycle is reported in the same words,
+everywhere. The plan model (``model``) builds ``PlanArrays`` on first use (``Plan.arrays``);
+this module reads a plan through :class:`PlanLike` and imports only :mod:`.transfer`, so the
+model and the graph do not import each other.
 """
 
 from __future__ import annotations
@@ -11,15 +15,40 @@ from __future__ import annotations
 import itertools
 import math
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from operator import attrgetter
+from typing import Protocol
 
 import numpy as np
 
-from .intervals import IntervalSet
-from .plan import Plan, Ranges, Transfer
+from ..intervals import IntervalSet
+from .transfer import Ranges, Transfer
 
-__all__ = ["PlanArrays", "contiguous_offset", "csr_rows", "find_upstream", "topological_order"]
+__all__ = [
+    "PlanArrays",
+    "PlanLike",
+    "contiguous_offset",
+    "csr_rows",
+    "find_upstream",
+    "predecessors",
+    "topological_order",
+]
+
+
+class PlanLike(Protocol):
+    """What this module reads of a plan (:class:`~topocast.plan.model.Plan` has it)."""
+
+    @property
+    def transfers(self) -> Sequence[Transfer]: ...
+
+    @property
+    def initial(self) -> Mapping[str, Ranges]: ...
+
+    @property
+    def wanted(self) -> Mapping[str, Ranges]: ...
+
+    @property
+    def arrays(self) -> PlanArrays: ...
 
 
 def contiguous_offset(outer: Ranges, inner: Ranges) -> int | None:
@@ -60,7 +89,7 @@ def contiguous_offset(outer: Ranges, inner: Ranges) -> int | None:
     return None
 
 
-def find_upstream(plan: Plan, index: int) -> tuple[int | None, int]:
+def find_upstream(plan: PlanLike, index: int) -> tuple[int | None, int]:
     """The upstream of pipelined transfer ``index`` and our offset in its sequence.
 
     A declared ``upstream`` is taken as it is (offset 0 when it does not carry our sequence,
@@ -75,6 +104,20 @@ def find_upstream(plan: Plan, index: int) -> tuple[int | None, int]:
         return declared, 0 if off is None else off
     up, off = arrays.implicit_upstream(index)
     return (None if up < 0 else up), off
+
+
+def predecessors(plan: PlanLike) -> list[list[int]]:
+    """Per transfer, the transfers it waits for: its ``after``, then (when pipelined) its
+    upstream (``find_upstream``). An index may appear twice; callers that count take a set.
+    Assumes declared upstreams exist (``check_plan`` step 2)."""
+    arrays = plan.arrays
+    upstream = arrays.upstreams()[0]
+    ptr, after = arrays.after_ptr.tolist(), arrays.after_idx.tolist()
+    preds = [after[ptr[i] : ptr[i + 1]] for i in range(arrays.n)]
+    behind = upstream >= 0
+    for i, u in zip(np.flatnonzero(behind).tolist(), upstream[behind].tolist()):
+        preds[i].append(u)
+    return preds
 
 
 def topological_order(preds: Sequence[Sequence[int]], fail: Callable[[int, str], Exception]) -> list[int]:
@@ -121,7 +164,7 @@ class PlanArrays:
     receiver, initial holder and wanting host.
     """
 
-    def __init__(self, plan: Plan) -> None:
+    def __init__(self, plan: PlanLike) -> None:
         tr = plan.transfers
         self.n = n = len(tr)
         self._initial = plan.initial

@@ -1,0 +1,128 @@
+"""One transfer of a plan and the byte ranges it moves (the semantics of its fields are in
+:mod:`.model`). The bottom of the plan package: it imports nothing of it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypedDict, Unpack
+
+from ..errors import PlanError
+
+__all__ = ["Ranges", "Transfer", "TransferOptions", "normalize_ranges", "ranges_length"]
+
+Ranges = tuple[tuple[int, int], ...]
+"""An ordered sequence of ``(offset, length)`` byte ranges."""
+
+
+def normalize_ranges(ranges: Iterable[Sequence[int]]) -> Ranges:
+    """Return ``ranges`` as a tuple of ``(offset, length)`` int pairs, dropping empty ones."""
+    out = []
+    for r in ranges:
+        off, length = int(r[0]), int(r[1])
+        if length > 0:
+            out.append((off, length))
+    return tuple(out)
+
+
+def ranges_length(ranges: Ranges) -> int:
+    """Total number of bytes in ``ranges`` (duplicates counted)."""
+    return sum(length for _, length in ranges)
+
+
+class TransferOptions(TypedDict, total=False):
+    """The optional fields of a :class:`Transfer`, for :meth:`Transfer.of`."""
+
+    pipelined: bool
+    upstream: int | None
+    after: tuple[int, ...]
+    rate_cap: float | None
+    path: tuple[str, ...] | None
+    reduce: bool
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class Transfer:
+    """Move ``ranges`` (in this order) from host ``src`` to host ``dst``.
+
+    Attributes
+    ----------
+    src, dst : str
+        Sending and receiving host.
+    ranges : tuple of (offset, length)
+        Byte ranges of the message, sent in this order (bytes).
+    pipelined : bool
+        Forward bytes as they arrive at ``src`` instead of waiting for the whole sequence.
+    upstream : int or None
+        For a pipelined transfer out of a relay: index of the transfer that brings these bytes
+        to ``src`` (its sequence must contain ours as a contiguous run). ``None``: the
+        simulator picks the first transfer into ``src`` that does, or none if ``src`` holds the
+        bytes from the start.
+    after : tuple of int
+        Indices of transfers that must complete before this one starts.
+    rate_cap : float or None
+        Pacing rate in bytes/s (the sender never sends faster).
+    path : tuple of str or None
+        Explicit node path for this transfer (default: the topology's route).
+    reduce : bool
+        Allreduce: the receiver combines the bytes with what it holds.
+    label : str
+        Free text for humans (for example ``"tree 2"``).
+    """
+
+    src: str
+    dst: str
+    ranges: Ranges
+    pipelined: bool = False
+    upstream: int | None = None
+    after: tuple[int, ...] = ()
+    rate_cap: float | None = None
+    path: tuple[str, ...] | None = None
+    reduce: bool = False
+    label: str = ""
+
+    @classmethod
+    def of(cls, src: str, dst: str, offset: int, length: int, **kw: Unpack[TransferOptions]) -> Transfer:
+        """A transfer of one contiguous range ``[offset, offset + length)``."""
+        return cls(src, dst, ((int(offset), int(length)),), **kw)
+
+    @property
+    def nbytes(self) -> int:
+        return ranges_length(self.ranges)
+
+    def to_json(self) -> dict:
+        d: dict[str, Any] = {"src": self.src, "dst": self.dst, "ranges": [list(r) for r in self.ranges]}
+        if self.pipelined:
+            d["pipelined"] = True
+        if self.upstream is not None:
+            d["upstream"] = self.upstream
+        if self.after:
+            d["after"] = list(self.after)
+        if self.rate_cap is not None:
+            d["rate_cap"] = self.rate_cap
+        if self.path is not None:
+            d["path"] = list(self.path)
+        if self.reduce:
+            d["reduce"] = True
+        if self.label:
+            d["label"] = self.label
+        return d
+
+    @classmethod
+    def from_json(cls, d: Mapping, where: str = "transfer") -> Transfer:
+        try:
+            return cls(
+                src=str(d["src"]),
+                dst=str(d["dst"]),
+                ranges=normalize_ranges(d["ranges"]),
+                pipelined=bool(d.get("pipelined", False)),
+                upstream=None if d.get("upstream") is None else int(d["upstream"]),
+                after=tuple(int(x) for x in d.get("after", ())),
+                rate_cap=None if d.get("rate_cap") is None else float(d["rate_cap"]),
+                path=None if d.get("path") is None else tuple(str(x) for x in d["path"]),
+                reduce=bool(d.get("reduce", False)),
+                label=str(d.get("label", "")),
+            )
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise PlanError(f"expected src, dst and ranges [[offset, length], ...] ({exc})", element=where) from None
