@@ -14,11 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
-from topocast import cost
+from topocast.bounds import cost
 from topocast.cli.cmd_sweep import plot_sweep, sweep
-from topocast.plan import Broadcast
+from topocast.plan import Allreduce, Broadcast
 from topocast.planners import get_planner
-from topocast.planners.allreduce import Allreduce
 from topocast.sim import simulate
 from topocast.topology import Topology, load_topology
 from topocast.topology.generators import two_cluster_grid
