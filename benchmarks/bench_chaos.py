@@ -10,24 +10,27 @@ among:
 * ``term-coordinator``: SIGTERM to ``topocast run`` itself;
 * ``disk-full``: the destination folder is a tmpfs (mounted here, as root) with room for
   about half of the copies;
-* ``truncate-source``: the message file cut short while it is sent;
+* ``truncate-source``: the message file cut short while it is sent (once the source's agent
+  has it open);
 * ``ssh-unreachable``: ``--launcher ssh`` through a loopback sshd started here, one host's
   ssh port closed;
 * ``none``: a control run.
 
 A fault aimed at an agent waits until the agent has opened its store (its files under the
-destination folder), then a uniform delay of 0-0.8 s; the coordinator's SIGTERM and the
-truncation come 0-2.5 s after the launch. For each run it records the exit status, the
-JSON's per-host outcome, the sha256 of every copy, and checks:
+destination folder; the source: the message file), then a uniform delay of 0-0.8 s; so does the
+truncation (on the source); the coordinator's SIGTERM comes 0-2.5 s after the launch (the
+start-up included). For each run it records the exit status, the JSON's per-host outcome,
+the sha256 of every copy, and checks:
 
 * **wrong success**: a host reported complete whose copy is missing or differs, or exit 0
   with any destination missing or wrong;
 * **hang**: the run still going ``--hang-after`` seconds after its launch (then killed);
 * **report latency**: exit time minus the moment the failure was knowable: the later of the
   fault (a full disk: the first ``.part`` allocated; an unreachable host: the first ``ssh``
-  started) and the last completion (a copy renamed from ``.part``, watched every 20 ms), plus
-  the run's ``--idle-timeout`` for a stopped agent (alive and silent, it is only known dead
-  by that timeout); failures reported later than 5 s after that are counted;
+  started; a truncation: the cut; a stopped agent: the stop plus topocast's silence threshold
+  ``SILENT_AFTER``, since alive and silent it is known stopped once it has sent no heartbeat
+  for that long, design.md) and the last completion (a copy renamed from ``.part``, watched
+  every 20 ms); failures reported later than 5 s after that are counted;
 * **unexplained**: a non-zero exit whose failed hosts have no reason and whose stderr has no
   message, or any Python traceback on stderr;
 * **leftovers**: processes still there 5 s after the run's exit (this script is the child
@@ -70,6 +73,7 @@ TOPOLOGY = "builtin:two-clusters"
 ALGORITHM = "stable"
 SOURCE = "s"
 IDLE_TIMEOUT = 5.0
+SILENT_AFTER = 5.0  # topocast's threshold for a silent (stopped, hung) agent: runtime.coordinator.SILENT_AFTER
 REPORT_TARGET = 5.0
 LEFTOVER_PATIENCE = 5.0  # seconds after the run's exit that its processes have to be gone
 AGENT_DELAY = 0.8  # seconds, at most, between an agent's store opening and its fault
@@ -315,7 +319,7 @@ class _Fault:
         self.pid: int | None = None
         self.fire_at: float | None = None
         self.fired_at: float | None = None
-        if kind in ("term-coordinator", "truncate-source"):
+        if kind == "term-coordinator":
             self.fire_at = rng.uniform(0.0, 2.5)
         self.started = kind in ("disk-full", "ssh-unreachable")  # fires when the run gets there
 
@@ -331,7 +335,7 @@ class _Fault:
             if hit:
                 self.fired_at = now
             return
-        if self.kind in AGENT_FAULTS and self.pid is None:
+        if (self.kind in AGENT_FAULTS or self.kind == "truncate-source") and self.pid is None:
             self.pid = find_agent(proc.pid, self.target, dest, message)
             if self.pid is not None:
                 self.fire_at = now + self.rng.uniform(0.0, AGENT_DELAY)
@@ -453,9 +457,8 @@ def _judge(rec: RunRecord, bench: Bench, run_dir: Path, dest: Path, message: Pat
         if not any(rec.failed.values()) and not stderr.strip():
             rec.unexplained = "non-zero exit with no cause given"
         if rec.fault_at is not None or rec.fault in ("none", "disk-full", "ssh-unreachable"):
-            knowable = max([rec.fault_at or 0.0, *done_at.values()])
-            if rec.fault.startswith("stop"):
-                knowable += IDLE_TIMEOUT
+            fault_known = (rec.fault_at or 0.0) + (SILENT_AFTER if rec.fault.startswith("stop") else 0.0)
+            knowable = max([fault_known, *done_at.values()])
             rec.report_latency = rec.duration - knowable
 
 
