@@ -56,7 +56,7 @@ from .protocol import T_DATA, T_END, T_HEARTBEAT, T_JSON, Conn, Msg, ProtocolErr
 from .repair import Repair, serve_fetch
 from .store import MEMORY_MARGIN, SourceChanged, Store, StoreError, peak_rss
 
-HEARTBEAT_EVERY = 1.0  # s: an idle sender (to its receiver) and every agent (to the coordinator) proves it is alive this often
+HEARTBEAT_EVERY = 1.0  # s: an idle sender (to its receiver), every agent (to the coordinator) is heard this often
 MAX_FRAME = 1 << 20  # bytes per frame when nothing paces the sender
 
 
