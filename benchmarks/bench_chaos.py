@@ -32,7 +32,8 @@ the sha256 of every copy, and checks:
   for that long, design.md) and the last completion (a copy renamed from ``.part``, watched
   every 20 ms); failures reported later than 5 s after that are counted;
 * **unexplained**: a non-zero exit whose failed hosts have no reason and whose stderr has no
-  message, or any Python traceback on stderr;
+  message (except a SIGTERM sent before the run had a handler for it, i.e. while the
+  interpreter itself still started: counted apart), or any Python traceback on stderr;
 * **leftovers**: processes still there 5 s after the run's exit (this script is the child
   subreaper, so every process a run leaves behind becomes its child), entries in the run's private ``TMPDIR``, new
   ``/dev/shm`` entries, namespaces beyond the testbed's, and files in the destination folder
@@ -105,6 +106,7 @@ class RunRecord:
     leftovers: list[str] = field(default_factory=list)
     part_files: list[str] = field(default_factory=list)
     remote_leftovers: list[str] = field(default_factory=list)  # ssh hosts' processes (under our sshd)
+    before_handler: bool = False  # the SIGTERM came while the interpreter still started (no handler yet)
     stderr_tail: str = ""
 
 
@@ -319,6 +321,7 @@ class _Fault:
         self.pid: int | None = None
         self.fire_at: float | None = None
         self.fired_at: float | None = None
+        self.handled: bool | None = None  # term-coordinator: had the run a SIGTERM handler then?
         if kind == "term-coordinator":
             self.fire_at = rng.uniform(0.0, 2.5)
         self.started = kind in ("disk-full", "ssh-unreachable")  # fires when the run gets there
@@ -343,6 +346,7 @@ class _Fault:
         if self.fire_at is None or now < self.fire_at:
             return
         if self.kind == "term-coordinator":
+            self.handled = _catches(proc.pid, signal.SIGTERM)
             proc.send_signal(signal.SIGTERM)
         elif self.kind == "truncate-source":
             os.truncate(message, self.rng.randrange(self.size))
@@ -352,6 +356,15 @@ class _Fault:
             except ProcessLookupError:
                 return  # the agent had already finished: no fault
         self.fired_at = now
+
+
+def _catches(pid: int, sig: int) -> bool:
+    """Whether process ``pid`` has a handler for ``sig`` now (``SigCgt`` in its status)."""
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("SigCgt:"):
+                return bool(int(line.split()[1], 16) >> (sig - 1) & 1)
+    return False
 
 
 def _target(kind: str, bench: Bench, rng: random.Random) -> str:
@@ -410,6 +423,7 @@ def one_run(bench: Bench, index: int, seed: int, launcher: str, kind: str, hang_
         rec.duration = time.monotonic() - t0
     rec.exit_code = proc.returncode
     rec.fault_at = fault.fired_at
+    rec.before_handler = fault.handled is False
     rec.done_at = {h: round(t, 3) for h, t in done_at.items()}
     time.sleep(0.5)  # the run's own clean-up after its exit is not a leftover
     _judge(rec, bench, run_dir, dest, message, done_at)
@@ -454,7 +468,7 @@ def _judge(rec: RunRecord, bench: Bench, run_dir: Path, dest: Path, message: Pat
     if "Traceback" in stderr:
         rec.unexplained = "traceback on stderr"
     elif rec.exit_code not in (0, None) and not rec.hang:
-        if not any(rec.failed.values()) and not stderr.strip():
+        if not any(rec.failed.values()) and not stderr.strip() and not rec.before_handler:
             rec.unexplained = "non-zero exit with no cause given"
         if rec.fault_at is not None or rec.fault in ("none", "disk-full", "ssh-unreachable"):
             fault_known = (rec.fault_at or 0.0) + (SILENT_AFTER if rec.fault.startswith("stop") else 0.0)
@@ -525,6 +539,7 @@ def summarise(records: list[RunRecord]) -> dict:
             "runs_with_leftovers": sum(bool(r.leftovers) for r in rs),
             "runs_with_part_files": sum(bool(r.part_files) for r in rs),
             "runs_with_remote_leftovers": sum(bool(r.remote_leftovers) for r in rs),
+            "sigterm_before_handler": sum(r.before_handler for r in rs),
         }
     return rows
 
@@ -578,6 +593,12 @@ def print_summary(rows: dict, records: list[RunRecord], seed: int) -> None:
         )
     console = Console(width=max(Console().width, 170))
     console.print(t)
+    early = rows["all"]["sigterm_before_handler"]
+    if early:
+        console.print(
+            f"{early} SIGTERM(s) came while the interpreter still started, before topocast's first line "
+            "installed its handler: the default action (exit -15, no message; design.md), not counted unexplained"
+        )
     for r in records:
         problems = list(r.wrong_success)
         problems += ["hang"] if r.hang else []
