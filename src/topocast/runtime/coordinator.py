@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 from ..intervals import IntervalSet
 from ..plan import Plan
 from ..results import Result, aggregate_from_times
-from .absent import go_without
+from .absent import fail_unheld, go_without
 from .adapt import make_adapter
 from .agents import (
     RunError,
@@ -98,25 +98,6 @@ class RunOutcome:
 
 def _wanted_total(ranges) -> int:
     return sum(length for _, length in ranges)
-
-
-def _fail_unheld(plan: Plan) -> Callable[[dict], None]:
-    """A check for ``connect_agents``: once the absent hosts were the only ones to hold some
-    bytes at the start, no destination can get them, and the run stops at once."""
-
-    def check(absent: dict) -> None:
-        held = IntervalSet()
-        for h, ranges in plan.initial.items():
-            if h not in absent:
-                held.add_ranges(ranges)
-        unheld = [
-            h for h, ranges in plan.wanted.items() if h not in absent and any(held.missing(o, o + n) for o, n in ranges)
-        ]
-        if unheld:
-            why = "; ".join(f"agent for {h} {r}" for h, r in sorted(absent.items()))
-            raise RunError(f"no host that came holds the bytes {', '.join(sorted(unheld))} want ({why})")
-
-    return check
 
 
 def perform(
@@ -225,7 +206,7 @@ def perform(
         # the plan is made again for the hosts that are there
         lenient = None if all_or_nothing else absent
         hello = connect_agents(
-            launcher, hosts, procs, conns, listener, control_addr, secret, dest_dir, lenient, _fail_unheld(plan)
+            launcher, hosts, procs, conns, listener, control_addr, secret, dest_dir, lenient, fail_unheld(plan)
         )
         peers = {h: [m["address"], int(m["port"])] for h, m in hello.items()}
         if absent:
