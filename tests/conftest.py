@@ -30,9 +30,9 @@ def pytest_sessionfinish(session, exitstatus):
         sys.modules["topocast.runtime.forkserver"]._close_client()
     left = sorted(p.name for p in _session_tmp.glob("topocast-*"))
     if left:
-        session.config.get_terminal_writer().line(
-            f"topocast left temporary entries behind in {_session_tmp}: {', '.join(left)}", red=True
-        )
+        writer = session.config.get_terminal_writer()
+        writer.line()
+        writer.line(f"topocast left temporary entries behind in {_session_tmp}: {', '.join(left)}", red=True)
         session.exitstatus = 1
         return
     shutil.rmtree(_session_tmp, ignore_errors=True)
