@@ -275,7 +275,7 @@ def perform(
         for c in conns.values():
             c.close()
         listener.close()
-        _stop_all(procs, watch)
+        _stop_all(procs, watch, set(conns))
         launcher.close()
 
     # step 6: the result, in the shape of a prediction
@@ -400,16 +400,17 @@ def _steal(a, b):
     return _share(a, b, 3)
 
 
-def _stop_all(procs: dict, watch: _Watch | None) -> None:
+def _stop_all(procs: dict, watch: _Watch | None, connected: set) -> None:
     """Stop every agent, all at once. One that reported its statistics is exiting: it is not
     waited for. One that did not answer the shutdown within its wait is stuck (stopped,
-    hung): killed after half a second. Any other (a failed start) gets ``stop_agent``'s
-    grace. All in parallel: a failed start is not reported one grace per agent later."""
+    hung): killed after half a second, as is one that never connected (it holds nothing to
+    clean up). Any other (a failed start) gets ``stop_agent``'s grace. All in parallel: a
+    failed start is not reported one grace per agent later."""
     stopped = set(watch.cpu) if watch is not None else set()
     asked = watch is not None and watch.shutdown_sent
     waits = []
     for h, p in procs.items():
-        grace = 10.0 if h in stopped else 0.5 if asked else 2.0
+        grace = 10.0 if h in stopped else 0.5 if asked or h not in connected else 2.0
         t = threading.Thread(target=stop_agent, args=(p, grace), daemon=True)
         t.start()
         if h not in stopped:
