@@ -10,26 +10,30 @@ among:
 * ``term-coordinator``: SIGTERM to ``topocast run`` itself;
 * ``disk-full``: the destination folder is a tmpfs (mounted here, as root) with room for
   about half of the copies;
-* ``truncate-source``: the message file cut short while it is sent;
+* ``truncate-source``: the message file cut short while it is sent (once the source's agent
+  has it open);
 * ``ssh-unreachable``: ``--launcher ssh`` through a loopback sshd started here, one host's
   ssh port closed;
 * ``none``: a control run.
 
 A fault aimed at an agent waits until the agent has opened its store (its files under the
-destination folder), then a uniform delay of 0-0.8 s; the coordinator's SIGTERM and the
-truncation come 0-2.5 s after the launch. For each run it records the exit status, the
-JSON's per-host outcome, the sha256 of every copy, and checks:
+destination folder; the source: the message file), then a uniform delay of 0-0.8 s; so does the
+truncation (on the source); the coordinator's SIGTERM comes 0-2.5 s after the launch (the
+start-up included). For each run it records the exit status, the JSON's per-host outcome,
+the sha256 of every copy, and checks:
 
 * **wrong success**: a host reported complete whose copy is missing or differs, or exit 0
   with any destination missing or wrong;
 * **hang**: the run still going ``--hang-after`` seconds after its launch (then killed);
 * **report latency**: exit time minus the moment the failure was knowable: the later of the
   fault (a full disk: the first ``.part`` allocated; an unreachable host: the first ``ssh``
-  started) and the last completion (a copy renamed from ``.part``, watched every 20 ms), plus
-  the run's ``--idle-timeout`` for a stopped agent (alive and silent, it is only known dead
-  by that timeout); failures reported later than 5 s after that are counted;
+  started; a truncation: the cut; a stopped agent: the stop plus topocast's silence threshold
+  ``SILENT_AFTER``, since alive and silent it is known stopped once it has sent no heartbeat
+  for that long, design.md) and the last completion (a copy renamed from ``.part``, watched
+  every 20 ms); failures reported later than 5 s after that are counted;
 * **unexplained**: a non-zero exit whose failed hosts have no reason and whose stderr has no
-  message, or any Python traceback on stderr;
+  message (except a SIGTERM sent before the run had a handler for it, i.e. while the
+  interpreter itself still started: counted apart), or any Python traceback on stderr;
 * **leftovers**: processes still there 5 s after the run's exit (this script is the child
   subreaper, so every process a run leaves behind becomes its child), entries in the run's private ``TMPDIR``, new
   ``/dev/shm`` entries, namespaces beyond the testbed's, and files in the destination folder
@@ -70,6 +74,7 @@ TOPOLOGY = "builtin:two-clusters"
 ALGORITHM = "stable"
 SOURCE = "s"
 IDLE_TIMEOUT = 5.0
+SILENT_AFTER = 5.0  # topocast's threshold for a silent (stopped, hung) agent: runtime.coordinator.SILENT_AFTER
 REPORT_TARGET = 5.0
 LEFTOVER_PATIENCE = 5.0  # seconds after the run's exit that its processes have to be gone
 AGENT_DELAY = 0.8  # seconds, at most, between an agent's store opening and its fault
@@ -101,6 +106,7 @@ class RunRecord:
     leftovers: list[str] = field(default_factory=list)
     part_files: list[str] = field(default_factory=list)
     remote_leftovers: list[str] = field(default_factory=list)  # ssh hosts' processes (under our sshd)
+    before_handler: bool = False  # the SIGTERM came while the interpreter still started (no handler yet)
     stderr_tail: str = ""
 
 
@@ -315,7 +321,8 @@ class _Fault:
         self.pid: int | None = None
         self.fire_at: float | None = None
         self.fired_at: float | None = None
-        if kind in ("term-coordinator", "truncate-source"):
+        self.handled: bool | None = None  # term-coordinator: had the run a SIGTERM handler then?
+        if kind == "term-coordinator":
             self.fire_at = rng.uniform(0.0, 2.5)
         self.started = kind in ("disk-full", "ssh-unreachable")  # fires when the run gets there
 
@@ -331,7 +338,7 @@ class _Fault:
             if hit:
                 self.fired_at = now
             return
-        if self.kind in AGENT_FAULTS and self.pid is None:
+        if (self.kind in AGENT_FAULTS or self.kind == "truncate-source") and self.pid is None:
             self.pid = find_agent(proc.pid, self.target, dest, message)
             if self.pid is not None:
                 self.fire_at = now + self.rng.uniform(0.0, AGENT_DELAY)
@@ -339,6 +346,7 @@ class _Fault:
         if self.fire_at is None or now < self.fire_at:
             return
         if self.kind == "term-coordinator":
+            self.handled = _catches(proc.pid, signal.SIGTERM)
             proc.send_signal(signal.SIGTERM)
         elif self.kind == "truncate-source":
             os.truncate(message, self.rng.randrange(self.size))
@@ -348,6 +356,15 @@ class _Fault:
             except ProcessLookupError:
                 return  # the agent had already finished: no fault
         self.fired_at = now
+
+
+def _catches(pid: int, sig: int) -> bool:
+    """Whether process ``pid`` has a handler for ``sig`` now (``SigCgt`` in its status)."""
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("SigCgt:"):
+                return bool(int(line.split()[1], 16) >> (sig - 1) & 1)
+    return False
 
 
 def _target(kind: str, bench: Bench, rng: random.Random) -> str:
@@ -406,6 +423,7 @@ def one_run(bench: Bench, index: int, seed: int, launcher: str, kind: str, hang_
         rec.duration = time.monotonic() - t0
     rec.exit_code = proc.returncode
     rec.fault_at = fault.fired_at
+    rec.before_handler = fault.handled is False
     rec.done_at = {h: round(t, 3) for h, t in done_at.items()}
     time.sleep(0.5)  # the run's own clean-up after its exit is not a leftover
     _judge(rec, bench, run_dir, dest, message, done_at)
@@ -450,12 +468,11 @@ def _judge(rec: RunRecord, bench: Bench, run_dir: Path, dest: Path, message: Pat
     if "Traceback" in stderr:
         rec.unexplained = "traceback on stderr"
     elif rec.exit_code not in (0, None) and not rec.hang:
-        if not any(rec.failed.values()) and not stderr.strip():
+        if not any(rec.failed.values()) and not stderr.strip() and not rec.before_handler:
             rec.unexplained = "non-zero exit with no cause given"
         if rec.fault_at is not None or rec.fault in ("none", "disk-full", "ssh-unreachable"):
-            knowable = max([rec.fault_at or 0.0, *done_at.values()])
-            if rec.fault.startswith("stop"):
-                knowable += IDLE_TIMEOUT
+            fault_known = (rec.fault_at or 0.0) + (SILENT_AFTER if rec.fault.startswith("stop") else 0.0)
+            knowable = max([fault_known, *done_at.values()])
             rec.report_latency = rec.duration - knowable
 
 
@@ -522,6 +539,7 @@ def summarise(records: list[RunRecord]) -> dict:
             "runs_with_leftovers": sum(bool(r.leftovers) for r in rs),
             "runs_with_part_files": sum(bool(r.part_files) for r in rs),
             "runs_with_remote_leftovers": sum(bool(r.remote_leftovers) for r in rs),
+            "sigterm_before_handler": sum(r.before_handler for r in rs),
         }
     return rows
 
@@ -575,6 +593,12 @@ def print_summary(rows: dict, records: list[RunRecord], seed: int) -> None:
         )
     console = Console(width=max(Console().width, 170))
     console.print(t)
+    early = rows["all"]["sigterm_before_handler"]
+    if early:
+        console.print(
+            f"{early} SIGTERM(s) came while the interpreter still started, before topocast's first line "
+            "installed its handler: the default action (exit -15, no message; design.md), not counted unexplained"
+        )
     for r in records:
         problems = list(r.wrong_success)
         problems += ["hang"] if r.hang else []

@@ -175,3 +175,29 @@ def test_a_server_whose_client_is_gone_exits_without_a_traceback(tmp_path):
         err = server.stderr.read()
         server.stderr.close()
         assert b"Traceback" not in err and b"BrokenPipeError" not in err, err.decode(errors="replace")
+
+
+@pytest.mark.parametrize("fork_this_process", [True, False])
+def test_a_killed_client_leaves_no_agents_folder(tmp_path, fork_this_process):
+    """A coordinator killed outright (SIGKILL) cannot remove its agents' stderr folder: its
+    server, which exits when the coordinator is gone, removes it."""
+    script = (
+        "import os, signal\n"
+        "from topocast.runtime.forkserver import fork_server\n"
+        "from topocast.runtime.launchers import _agent_env\n"
+        f"client = fork_server(_agent_env(), fork_this_process={fork_this_process})\n"
+        f"agent = client.start({_boot('tcp:127.0.0.1:1')!r})\n"  # nobody listens: it exits at once
+        "agent.wait(timeout=30)\n"
+        "print(client._dir, flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    folder = done.stdout.strip()
+    assert os.path.basename(folder).startswith("topocast-agents-") and folder.startswith(str(tmp_path))
+    deadline = time.monotonic() + 10
+    while os.path.exists(folder) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not os.path.exists(folder)

@@ -238,3 +238,26 @@ def test_ssh_to_a_silent_listener_times_out_naming_the_hosts(tmp_path, capsys, p
         assert f"q (via ssh 127.0.0.1 port {port})" in err, err
     finally:
         silent.close()
+
+
+class _SourceFailsOthersSlow(LocalLauncher):
+    """The source's agent cannot start (its bind fails at once); the others are processes
+    that never connect (agents still starting, say over a slow ssh)."""
+
+    def start_all(self, boots):
+        procs = super().start_all({"s": {**boots["s"], "bind": "192.0.2.1", "advertise": "192.0.2.1"}})
+        for h in boots:
+            if h != "s":
+                procs[h] = subprocess.Popen(["sleep", "60"], stdin=subprocess.DEVNULL)
+        return procs
+
+
+def test_a_source_that_cannot_start_stops_the_run_at_once():
+    """Without the only host that holds the message no destination can complete: the run
+    stops when the source's agent fails, not when the others have connected (or timed out)."""
+    import time
+
+    t0 = time.monotonic()
+    with pytest.raises(RunError, match=r"no host that came holds the bytes .* want \(agent for s exited before"):
+        perform(chain_plan(1 << 16), launcher=_SourceFailsOthersSlow())
+    assert time.monotonic() - t0 < 10

@@ -79,7 +79,11 @@ class Terminated(KeyboardInterrupt):
     clean-up runs (agents stopped, temporary directories removed)."""
 
 
+_sigterm = threading.Event()  # a SIGTERM came: whatever error follows is its consequence
+
+
 def _on_sigterm(signum, frame) -> None:
+    _sigterm.set()
     raise Terminated()
 
 
@@ -118,6 +122,13 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_STDOUT_CLOSED
         print(f"topocast: error: a connection or pipe closed unexpectedly ({exc})", file=sys.stderr)
         return EXIT_FAILED
+    except Exception:
+        # Terminated raised inside a C extension's import comes back as another error
+        # (numpy: "PyCapsule_Import could not import module ..."): still a SIGTERM
+        if not _sigterm.is_set():
+            raise
+        print("topocast: terminated (SIGTERM)", file=sys.stderr)
+        return EXIT_TERMINATED
     finally:
         if in_main_thread:
             signal.signal(signal.SIGTERM, previous)

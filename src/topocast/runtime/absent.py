@@ -27,7 +27,7 @@ from ..intervals import IntervalSet
 from ..plan import Plan, Transfer
 from .agents import RunError
 
-__all__ = ["without_hosts", "plan_without", "go_without", "Replan"]
+__all__ = ["without_hosts", "plan_without", "go_without", "fail_unheld", "Replan"]
 
 Replan = Callable[[frozenset[str]], Plan]
 
@@ -135,3 +135,22 @@ def go_without(asked: Plan, absent: dict, replan, warnings: list, pacing_of):
         warnings.append(f"{h} never came (its agent {why}); the run goes on without it")
     warnings.append(f"without {', '.join(sorted(absent))}: {how}")
     return plan, list(plan.hosts), pacing_of(plan)
+
+
+def fail_unheld(plan: Plan) -> Callable[[dict], None]:
+    """A check for ``connect_agents``: once the absent hosts were the only ones to hold some
+    bytes at the start, no destination can get them, and the run stops at once."""
+
+    def check(absent: dict) -> None:
+        held = IntervalSet()
+        for h, ranges in plan.initial.items():
+            if h not in absent:
+                held.add_ranges(ranges)
+        unheld = [
+            h for h, ranges in plan.wanted.items() if h not in absent and any(held.missing(o, o + n) for o, n in ranges)
+        ]
+        if unheld:
+            why = "; ".join(f"agent for {h} {r}" for h, r in sorted(absent.items()))
+            raise RunError(f"no host that came holds the bytes {', '.join(sorted(unheld))} want ({why})")
+
+    return check

@@ -71,7 +71,7 @@ from .protocol import (
 from .repair import Repair, serve_fetch
 from .store import MEMORY_MARGIN, SourceChanged, Store, StoreError, peak_rss
 
-HEARTBEAT_EVERY = 1.0  # s: an idle sender proves it is alive this often
+HEARTBEAT_EVERY = 1.0  # s: an idle sender (to its receiver), every agent (to the coordinator) is heard this often
 MAX_FRAME = 1 << 20  # bytes per frame when nothing paces the sender
 
 
@@ -683,11 +683,13 @@ class Agent:
 
     # ------------------------------------------------------------------ progress
     def progress_loop(self) -> None:
-        seen = (-1, -1)
+        """Report the held intervals when they change, and at least every ``HEARTBEAT_EVERY``
+        seconds: the coordinator takes a longer silence for a stopped or hung agent."""
+        seen, sent = (-1, -1), time.monotonic()
         while not self.stop.wait(0.1):
             v = (self.store.version, self.received)  # bytes that were not new count for the rates too
-            if v != seen:
-                seen = v
+            if v != seen or time.monotonic() - sent >= HEARTBEAT_EVERY:
+                seen, sent = v, time.monotonic()
                 with self.received_lock:
                     per = {str(i): n for i, n in self.per_transfer.items()}
                 self.send(

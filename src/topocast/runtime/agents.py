@@ -15,7 +15,7 @@ import queue
 import signal
 import socket
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Protocol
 
 from ..errors import InputError, RunFailure
@@ -79,11 +79,13 @@ def connect_agents(
     secret: bytes,
     dest_dir: str | None,
     absent: dict[str, str] | None = None,
+    fatal: Callable[[dict[str, str]], None] | None = None,
 ) -> dict[str, dict]:
     """Start one agent per host (``procs[host]``) and wait (30 s at most) until each has
     connected back (``conns[host]``) and proved it knows ``secret``; returns each host's hello
     (address, data port). With ``absent``, an agent that exits or does not connect in time is
-    recorded there (host -> why) instead of failing the call."""
+    recorded there (host -> why) instead of failing the call, and ``fatal(absent)`` raises
+    once the run cannot go on without those hosts (the wait for the others is then moot)."""
     boots = {
         h: dict(launcher.boot(h), host=h, secret=secret.hex(), control=control_addr, dest_dir=dest_dir) for h in hosts
     }
@@ -116,6 +118,8 @@ def connect_agents(
                             f"exited before connecting ({where + '; ' if where else ''}"
                             f"{describe_exit(p.returncode)}){stderr_tail(procs, [h])}"
                         )
+                        if fatal is not None:
+                            fatal(absent)
                     continue
                 raise RunError(
                     f"agent for {h} exited before connecting ({where + '; ' if where else ''}"

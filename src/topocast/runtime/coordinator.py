@@ -186,7 +186,7 @@ def perform(
         for c in run.conns.values():
             c.close()
         listener.close()
-        stop_all(run.procs, run.watch)
+        stop_all(run.procs, run.watch, set(run.conns))
         launcher.close()
     # step 6: the result, in the shape of a prediction
     return _outcome(run, run.watch, adapter, wall, stats)

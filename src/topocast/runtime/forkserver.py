@@ -26,8 +26,9 @@ server's stdin and stdout.
 * when an agent exits: ``{"exit": PID, "code": C}`` (``C`` as ``Popen.returncode``: the exit
   status, or minus the signal number).
 
-The server exits when its stdin closes (the coordinator process is gone); agents run in their
-own sessions, so a Ctrl-C at the terminal reaches the coordinator only, which stops them.
+The server exits when its stdin closes (the coordinator process is gone), removing the
+folder of its agents' stderr files (the client removes it too, unless it was killed); agents
+run in their own sessions, so a Ctrl-C at the terminal reaches the coordinator only, which stops them.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ import traceback
 from typing import IO, Any
 
 START_TIMEOUT = 30.0  # seconds a fork request may take before the launcher gives up
+AGENTS_DIR_PREFIX = "topocast-agents-"  # the client's folder of its agents' stderr files
 
 
 # --- the server (python -m topocast.runtime.forkserver) ---------------------------------
@@ -67,6 +69,7 @@ def serve(requests: IO[bytes], replies: IO[bytes]) -> int:
             except (OSError, ValueError):  # the client is gone (its run is over): no one to tell
                 pass
 
+    folders = set()
     for line in requests:
         request = json.loads(line)
         pid = os.fork()
@@ -74,6 +77,12 @@ def serve(requests: IO[bytes], replies: IO[bytes]) -> int:
             _run_child(request, agent.run_boot)
         reply({"id": request["id"], "pid": pid})
         threading.Thread(target=_reap, args=(pid, reply), daemon=True).start()
+        folders.add(os.path.dirname(request["stderr"]))
+    # the client is gone: its folder goes too, also when the client could not remove it
+    # (killed); agents still running keep writing to their open, now unnamed, files
+    for folder in folders:
+        if os.path.basename(folder).startswith(AGENTS_DIR_PREFIX):
+            shutil.rmtree(folder, ignore_errors=True)
     return 0
 
 
@@ -175,7 +184,7 @@ class ForkServerClient:
                 env=env,
                 start_new_session=True,
             )
-        self._dir = tempfile.mkdtemp(prefix="topocast-agents-")
+        self._dir = tempfile.mkdtemp(prefix=AGENTS_DIR_PREFIX)
         self._ids = itertools.count()
         self._lock = threading.Lock()
         self._replies: dict[int, Any] = {}

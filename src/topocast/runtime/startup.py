@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from ..intervals import IntervalSet
 from ..plan import Plan
-from .absent import go_without
+from .absent import fail_unheld, go_without
 from .agents import RunError, connect_agents, describe_exit, read_messages, stderr_tail, wait_exit
 from .protocol import AgentConfig, Conn, IncomingTransfer, Msg, OutgoingTransfer
 from .resume import send_trims
@@ -68,7 +68,18 @@ def start_agents(
     data address, ``(address, port)``."""
     secret = secrets.token_bytes(32)
     absent = run.absent if lenient else None
-    hello = connect_agents(launcher, run.hosts, run.procs, run.conns, listener, control_addr, secret, dest_dir, absent)
+    hello = connect_agents(
+        launcher,
+        run.hosts,
+        run.procs,
+        run.conns,
+        listener,
+        control_addr,
+        secret,
+        dest_dir,
+        absent,
+        fail_unheld(run.plan),
+    )
     if run.absent:
         run.go_without_absent()
     return {h: (m["address"], int(m["port"])) for h, m in hello.items()}

@@ -4,6 +4,7 @@ repairs, tells the live agents of a death, and at the end stops every agent (``s
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 import time
@@ -19,10 +20,11 @@ from .protocol import Msg
 if TYPE_CHECKING:
     from .adapt import Adapter
 
-__all__ = ["Watch", "holders", "stop_all", "wanted_total", "ProgressCallback", "LOST_SETTLE"]
+__all__ = ["Watch", "holders", "stop_all", "wanted_total", "ProgressCallback", "LOST_SETTLE", "SILENT_AFTER"]
 
 ProgressCallback = Callable[[dict[str, float], float], object]  # (bytes held per host, seconds)
 
+SILENT_AFTER = 5.0  # s without a word from a live agent (its progress heartbeat comes every second): stopped or hung
 LOST_SETTLE = 1.0  # s after a death before bytes no live host holds count as lost (progress reports arrive every 0.1 s)
 
 
@@ -53,6 +55,7 @@ class Watch:
         self.adapter: Adapter | None = None  # the watch of an adaptive run
         self.transfer_bytes: dict[int, int] = {}  # incoming transfer -> bytes its receiver got on it
         self.last_moved = t0
+        self.last_heard = dict.fromkeys(hosts, t0)
         self.lost_check_at: float | None = None  # when to look for bytes no live host holds
         self.shutdown_sent = False  # every live agent was asked to stop (and waited for)
         self._handlers = {
@@ -77,13 +80,15 @@ class Watch:
                 h, msg = self.events.get(timeout=0.1)
             except queue.Empty:
                 h, msg = None, None
+            now = time.monotonic()
             if h is not None and msg is None:  # control connection closed: the agent is gone
                 self._on_gone(h)
             elif h is not None:
+                self.last_heard[h] = now
                 handler = self._handlers.get(msg.get("type"))
                 if handler is not None:
                     handler(h, msg)
-            now = time.monotonic()
+            self._kill_silent(now)
             if self.lost_check_at is not None and now >= self.lost_check_at:
                 self.lost_check_at = None
                 self._fail_unobtainable()
@@ -109,8 +114,11 @@ class Watch:
             if h not in self.dead:
                 send_quietly(self.conns[h], {"type": Msg.SHUTDOWN})
         self.shutdown_sent = True
-        end = time.monotonic() + 3
-        while time.monotonic() < end and len(set(self.cpu) | self.dead) < len(self.hosts):
+        now = time.monotonic()
+        end = now + 3
+        # an agent already silent for two heartbeats (stopped, hung) will not answer: not waited for
+        quiet = {h for h, t in self.last_heard.items() if now - t > 2.0}
+        while time.monotonic() < end and len(set(self.cpu) | self.dead | quiet) < len(self.hosts):
             try:
                 h, msg = self.events.get(timeout=0.1)
             except queue.Empty:
@@ -140,11 +148,20 @@ class Watch:
             if o not in self.dead and o != skip:
                 send_quietly(self.conns[o], msg)
 
-    def _on_gone(self, h: str) -> None:
-        if h not in self.hosts:  # an agent that failed before the start: already reported
+    def _kill_silent(self, now: float) -> None:
+        """An agent silent for ``SILENT_AFTER`` seconds is stopped or hung: killed, and
+        reported dead like one that exited (its peers repair from other holders)."""
+        for h in self.hosts:
+            if h not in self.dead and now - self.last_heard[h] > SILENT_AFTER:
+                with contextlib.suppress(OSError):
+                    self.procs[h].kill()
+                self._on_gone(h, f"agent silent for {SILENT_AFTER:g} s (stopped or hung): killed")
+
+    def _on_gone(self, h: str, reason: str | None = None) -> None:
+        if h not in self.hosts or h in self.dead:  # failed before the start, or killed: already reported
             return
         self.dead.add(h)
-        reason = describe_exit(self.procs[h].returncode if wait_exit(self.procs[h]) else None)
+        reason = reason or describe_exit(self.procs[h].returncode if wait_exit(self.procs[h]) else None)
         if h in self.wanted and h not in self.done and h not in self.failed:
             self.failed[h] = reason
         self.warnings.append(f"{h}: {reason} at t={time.monotonic() - self.t0:.2f} s")
@@ -251,16 +268,17 @@ def holders(msg: dict, holdings: dict, dead: set, me: str) -> list[str]:
     return sorted(score, key=lambda h: (-score[h], h))
 
 
-def stop_all(procs: dict, watch: Watch | None) -> None:
+def stop_all(procs: dict, watch: Watch | None, connected: set) -> None:
     """Stop every agent, all at once. One that reported its statistics is exiting: it is not
     waited for. One that did not answer the shutdown within its wait is stuck (stopped,
-    hung): killed after half a second. Any other (a failed start) gets ``stop_agent``'s
-    grace. All in parallel: a failed start is not reported one grace per agent later."""
+    hung): killed after half a second, as is one that never connected (it holds nothing to
+    clean up). Any other (a failed start) gets ``stop_agent``'s grace. All in parallel: a
+    failed start is not reported one grace per agent later."""
     stopped = set(watch.cpu) if watch is not None else set()
     asked = watch is not None and watch.shutdown_sent
     waits = []
     for h, p in procs.items():
-        grace = 10.0 if h in stopped else 0.5 if asked else 2.0
+        grace = 10.0 if h in stopped else 0.5 if asked or h not in connected else 2.0
         t = threading.Thread(target=stop_agent, args=(p, grace), daemon=True)
         t.start()
         if h not in stopped:
