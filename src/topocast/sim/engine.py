@@ -29,6 +29,7 @@ from ..memory import paused_gc
 from ..plan import Plan
 from ..results import Result, aggregate_from_times
 from .agenda import Events
+from .compiled import CompiledRates
 from .coverage import Coverage
 from .rates import Rates, SmallRates
 from .state import DONE, EV_ACTIVATE, EV_CATCH, EV_DONE, EV_FREE, FLOWING, LATENCY, REDUCING, REL, Transfers
@@ -39,12 +40,12 @@ if TYPE_CHECKING:
 __all__ = ["simulate"]
 
 
-CORES = ("fast", "reference")
+CORES = ("fast", "reference", "compiled")
 # events between two calls of simulate's on_progress
 PROGRESS_EVERY = 256
 
 
-class _Sim(Transfers, Coverage, Rates, SmallRates, Events):
+class _Sim(Transfers, Coverage, Rates, SmallRates, CompiledRates, Events):
     def __init__(
         self,
         plan: Plan,

@@ -40,6 +40,10 @@ class Rates(Room):
         # groups of up to this many flows are solved on Python scalars (SmallRates); the
         # reference core solves every group on arrays
         self.small_solve = tuning.SMALL_SOLVE if core == "fast" else 0
+        # the compiled core solves every group with sim.kernels (CompiledRates)
+        self.compiled = core == "compiled"
+        if self.compiled:
+            self._init_compiled()
         self.n_users = np.zeros(len(self.capacity), dtype=np.int64)  # flowing transfers per resource
         self.usage = np.zeros(len(self.capacity))  # their summed rates
         self.freed: set[int] = set()  # saturated resources that flows have left
@@ -239,7 +243,7 @@ class Rates(Room):
         while True:
             if len(group) > limit or solved > budget:
                 comp = np.array(sorted(self.flowing), dtype=np.int64)
-                rates = self._solve(comp, residual=False)[0]
+                rates, incidence = self._solve(comp, residual=False)
                 break
             solved += len(group)
             comp = np.array(sorted(group), dtype=np.int64)
@@ -248,6 +252,8 @@ class Rates(Room):
             if not more:
                 break
             group |= self._close(more)
+        if self.compiled:
+            return self._apply_compiled(comp, rates, incidence)
         return self._apply(comp, rates)
 
     def _rebalance_one(self, f: int) -> np.ndarray | None:
@@ -288,6 +294,8 @@ class Rates(Room):
         Returns the rates (aligned with ``comp``) and the incidence of ``comp`` on the
         resources, for ``_unsettled``. Up to ``small_solve`` flows, on Python scalars (the
         same operations in the same order: the same rates to the last bit)."""
+        if self.compiled:
+            return self._solve_compiled(comp, residual)
         if len(comp) <= self.small_solve:
             return self._solve_small(comp, residual)
         pos, lengths = csr_rows(self.res_ptr, self.route_of[comp])
@@ -314,6 +322,8 @@ class Rates(Room):
 
     def _unsettled(self, group: set[int], comp: np.ndarray, rates, incidence: tuple) -> set[int]:
         """Flows outside ``group`` that may lose their bottleneck with ``comp`` at ``rates``."""
+        if self.compiled:
+            return self._unsettled_compiled(group, comp, rates, incidence)
         if isinstance(rates, list):
             return self._unsettled_small(group, comp, rates, *incidence)
         used, local, pair_flow = incidence
