@@ -45,7 +45,17 @@ class CompiledRates(Room):
     def _unsettled_compiled(self, group: set[int], comp: np.ndarray, rates: np.ndarray, incidence: tuple) -> set[int]:
         route_ptr, route_loc, used, parent = incidence
         crowded, lows = self.kernels.crowded_resources(
-            comp, rates, route_ptr, route_loc, used, parent, self.capacity, self.usage, self.n_users, self.rate, self.cap_now
+            comp,
+            rates,
+            route_ptr,
+            route_loc,
+            used,
+            parent,
+            self.capacity,
+            self.usage,
+            self.n_users,
+            self.rate,
+            self.cap_now,
         )
         more: set[int] = set()
         rate = self.rate
