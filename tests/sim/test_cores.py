@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import subprocess
 import sys
 from pathlib import Path
 
@@ -156,3 +157,42 @@ def test_compiled_filling_is_the_array_filling_to_the_bit(inst):
         return
     got = kernels.progressive_filling(route_ptr, pr[order], capacity.astype(float), caps, parent)
     assert np.array_equal(got, want)
+
+
+@pytest.mark.skipif(not HAS_NUMBA, reason="numba is not installed")
+def test_fast_core_moves_to_compiled_kernels_after_many_groups(monkeypatch):
+    from topocast.sim.engine import _Sim
+
+    monkeypatch.setattr(tuning, "COMPILE_AFTER", 200)
+    topo = random_tree(24, 6, min_mbit=100, max_mbit=1000, seed=4)
+    plan = get_planner("broadcast", "scatter_allgather_ring")(topo, Broadcast(topo.hosts[0], 1 << 24))
+    sim = _Sim(plan, topo, None, "fast")
+    fast = sim.run()
+    assert sim.compiled
+    ref = simulate(plan, topo, core="reference")
+    assert np.allclose(fast.transfer_times, ref.transfer_times, rtol=REL, atol=0)
+
+
+def test_compiled_core_without_numba_is_a_clear_error(monkeypatch):
+    import topocast.sim
+
+    monkeypatch.setitem(sys.modules, "topocast.sim.kernels", None)  # import fails as without numba
+    monkeypatch.delattr(topocast.sim, "kernels", raising=False)
+    topo = random_tree(4, 1, seed=1)
+    plan = get_planner("broadcast", "flat")(topo, Broadcast(topo.hosts[0], 1000))
+    with pytest.raises(ValueError, match=r"core='compiled' needs numba \(pip install 'topocast\[fast\]'\)"):
+        simulate(plan, topo, core="compiled")
+    # the fast core stays on scalars when the kernels cannot be imported
+    monkeypatch.setattr(tuning, "COMPILE_AFTER", 0)
+    assert simulate(plan, topo).makespan == simulate(plan, topo, core="reference").makespan
+
+
+def test_small_simulations_do_not_import_numba():
+    code = (
+        "import sys; from topocast import Broadcast, simulate; from topocast.planners import get_planner;"
+        "from topocast.topology.generators import random_tree;"
+        "topo = random_tree(16, 4, seed=2);"
+        "plan = get_planner('broadcast', 'scatter_allgather_ring')(topo, Broadcast(topo.hosts[0], 1 << 20));"
+        "simulate(plan, topo); assert 'numba' not in sys.modules, 'numba imported'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

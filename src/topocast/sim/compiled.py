@@ -9,19 +9,32 @@ kernels module (and numba) is imported when a simulation asks for this core, nev
 
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 
 from .room import Room
 
 
+def compiled_available() -> bool:
+    """numba is installed (looked up without importing it)."""
+    return importlib.util.find_spec("numba") is not None
+
+
 class CompiledRates(Room):
     """Group solves on compiled kernels (a mixin of ``_Sim``)."""
 
-    def _init_compiled(self) -> None:
-        from . import kernels  # numba: paid only by simulations on this core
-
+    def _init_compiled(self) -> bool:
+        """Import the kernels (numba); False, with the reason in ``compile_error``, when
+        numba cannot be imported or has nowhere to cache its machine code."""
+        try:
+            from . import kernels  # numba: paid only by simulations on compiled kernels
+        except (ImportError, RuntimeError, OSError) as e:
+            self.compile_error = f"{type(e).__name__}: {e}"
+            return False
         self.kernels = kernels
         self.local_of = np.full(len(self.capacity), -1, dtype=np.int64)
+        return True
 
     def _solve_compiled(self, comp: np.ndarray, residual: bool) -> tuple[np.ndarray, tuple]:
         rates, route_ptr, route_loc, used, parent, behind = self.kernels.solve_group(

@@ -220,9 +220,11 @@ def simulate(
     topology : Topology
     chunk_size : int, optional
         Pipelining granularity in bytes (overrides ``plan.chunk_size``; 0 = ideal fluid).
-    core : {"fast", "reference"}
+    core : {"fast", "reference", "compiled"}
         How rates are solved: "reference" solves every group of flows on numpy arrays;
-        "fast" (default) solves small groups on Python scalars. Both give the same
+        "fast" (default) solves small groups on Python scalars, and moves to compiled
+        kernels once a simulation has solved many groups, when numba is installed;
+        "compiled" solves every group on compiled kernels (needs numba). All give the same
         predictions (tests/sim/test_cores.py compares them).
     on_progress : callable, optional
         ``on_progress(done, total)``: transfers done so far and in all, called every few

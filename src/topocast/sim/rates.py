@@ -27,6 +27,7 @@ import numpy as np
 
 from ..plan_graph import csr_rows
 from . import tuning
+from .compiled import compiled_available
 from .maxmin import compact_ids, progressive_filling, progressive_filling_small
 from .room import Room
 from .state import FLOWING, PENDING, REL
@@ -40,10 +41,14 @@ class Rates(Room):
         # groups of up to this many flows are solved on Python scalars (SmallRates); the
         # reference core solves every group on arrays
         self.small_solve = tuning.SMALL_SOLVE if core == "fast" else 0
-        # the compiled core solves every group with sim.kernels (CompiledRates)
-        self.compiled = core == "compiled"
-        if self.compiled:
-            self._init_compiled()
+        # the compiled core solves every group with sim.kernels (CompiledRates); the fast
+        # core moves to them once its groups have held tuning.COMPILE_AFTER flows in all
+        # (numba installed), so that runs with few events never import numba
+        self.compiled = core == "compiled" and self._init_compiled()
+        if core == "compiled" and not self.compiled:
+            raise ValueError(f"core='compiled' needs numba (pip install 'topocast[fast]'): {self.compile_error}")
+        self.group_flows = 0  # flows solved in groups so far
+        self.compile_after = tuning.COMPILE_AFTER if core == "fast" and compiled_available() else math.inf
         self.n_users = np.zeros(len(self.capacity), dtype=np.int64)  # flowing transfers per resource
         self.usage = np.zeros(len(self.capacity))  # their summed rates
         self.freed: set[int] = set()  # saturated resources that flows have left
@@ -56,6 +61,9 @@ class Rates(Room):
     def _update_rates(self) -> None:
         """Max-min rates after the changes since the last call, recomputed only where they can
         change, and the next events of every flow whose rate or constraints changed."""
+        if self.group_flows > self.compile_after:
+            self.compile_after = math.inf
+            self.compiled = self._init_compiled()
         started = self._still_flowing(self.started)
         self.started = []
         dirty = set(self._still_flowing(self.dirty))
@@ -294,6 +302,7 @@ class Rates(Room):
         Returns the rates (aligned with ``comp``) and the incidence of ``comp`` on the
         resources, for ``_unsettled``. Up to ``small_solve`` flows, on Python scalars (the
         same operations in the same order: the same rates to the last bit)."""
+        self.group_flows += len(comp)
         if self.compiled:
             return self._solve_compiled(comp, residual)
         if len(comp) <= self.small_solve:

@@ -14,3 +14,7 @@ SMALL = 8
 BUSY = 64
 # groups of up to this many flows are solved on Python scalars (rates.SmallRates)
 SMALL_SOLVE = 48
+# the fast core solves groups on compiled kernels (sim.kernels, numba installed) once its
+# groups have held this many flows in all: numba's import and cache load cost about what
+# the scalar solves of this many flows do
+COMPILE_AFTER = 250_000
