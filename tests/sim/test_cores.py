@@ -164,6 +164,7 @@ def test_fast_core_moves_to_compiled_kernels_after_many_groups(monkeypatch):
     from topocast.sim.engine import _Sim
 
     monkeypatch.setattr(tuning, "COMPILE_AFTER", 200)
+    monkeypatch.setattr(tuning, "COMPILE_PER_TRANSFER", 0)
     topo = random_tree(24, 6, min_mbit=100, max_mbit=1000, seed=4)
     plan = get_planner("broadcast", "scatter_allgather_ring")(topo, Broadcast(topo.hosts[0], 1 << 24))
     sim = _Sim(plan, topo, None, "fast")
@@ -184,6 +185,7 @@ def test_compiled_core_without_numba_is_a_clear_error(monkeypatch):
         simulate(plan, topo, core="compiled")
     # the fast core stays on scalars when the kernels cannot be imported
     monkeypatch.setattr(tuning, "COMPILE_AFTER", 0)
+    monkeypatch.setattr(tuning, "COMPILE_PER_TRANSFER", 0)
     assert simulate(plan, topo).makespan == simulate(plan, topo, core="reference").makespan
 
 
@@ -196,3 +198,16 @@ def test_small_simulations_do_not_import_numba():
         "simulate(plan, topo); assert 'numba' not in sys.modules, 'numba imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.skipif(not HAS_NUMBA, reason="numba is not installed")
+def test_fast_core_stays_on_scalars_when_flows_are_solved_about_once(monkeypatch):
+    from topocast.sim.engine import _Sim
+
+    monkeypatch.setattr(tuning, "COMPILE_AFTER", 0)
+    topo = random_tree(24, 6, min_mbit=100, max_mbit=1000, seed=4)
+    plan = get_planner("broadcast", "flat")(topo, Broadcast(topo.hosts[0], 1 << 24))
+    sim = _Sim(plan, topo, None, "fast")
+    sim.run()
+    assert 0 < sim.group_flows <= tuning.COMPILE_PER_TRANSFER * len(plan.transfers)
+    assert not sim.compiled

@@ -48,7 +48,9 @@ class Rates(Room):
         if core == "compiled" and not self.compiled:
             raise ValueError(f"core='compiled' needs numba (pip install 'topocast[fast]'): {self.compile_error}")
         self.group_flows = 0  # flows solved in groups so far
-        self.compile_after = tuning.COMPILE_AFTER if core == "fast" and compiled_available() else math.inf
+        self.compile_after = math.inf
+        if core == "fast" and compiled_available():
+            self.compile_after = max(tuning.COMPILE_AFTER, tuning.COMPILE_PER_TRANSFER * n)
         self.n_users = np.zeros(len(self.capacity), dtype=np.int64)  # flowing transfers per resource
         self.usage = np.zeros(len(self.capacity))  # their summed rates
         self.freed: set[int] = set()  # saturated resources that flows have left
