@@ -77,6 +77,27 @@ def _csr_by(keys_ptr, keys, n_keys, n_rows):
 
 
 @njit(cache=True)
+def _children(parent):
+    """The coupling forest top-down: the flows coupled to each flow (ascending), as CSR."""
+    n = len(parent)
+    kids_ptr = np.zeros(n + 1, dtype=np.int64)
+    n_kids = 0
+    for c in range(n):
+        if parent[c] >= 0:
+            kids_ptr[parent[c] + 1] += 1
+            n_kids += 1
+    for k in range(n):
+        kids_ptr[k + 1] += kids_ptr[k]
+    fill = kids_ptr[:-1].copy()
+    kids = np.empty(n_kids, dtype=np.int64)
+    for c in range(n):
+        if parent[c] >= 0:
+            kids[fill[parent[c]]] = c
+            fill[parent[c]] += 1
+    return kids_ptr, kids
+
+
+@njit(cache=True)
 def progressive_filling(route_ptr, route_loc, capacity, flow_cap, parent):
     """``maxmin.progressive_filling_small`` on arrays (the same rounds and operations):
     max-min rates of flows with routes over local resources, caps, and coupling ``parent``
@@ -89,25 +110,8 @@ def progressive_filling(route_ptr, route_loc, capacity, flow_cap, parent):
     remaining = capacity.copy()
     users_ptr, users = _csr_by(route_ptr, route_loc, n_res, n)
     count = np.diff(users_ptr)
-    coupled = False
-    for k in range(n):
-        if parent[k] >= 0:
-            coupled = True
-    kids_ptr = np.zeros(1, dtype=np.int64)
-    kids = np.zeros(0, dtype=np.int64)
-    if coupled:
-        has = np.flatnonzero(parent >= 0)
-        kid_ptr = np.zeros(n + 1, dtype=np.int64)
-        for c in has:
-            kid_ptr[parent[c] + 1] += 1
-        for k in range(n):
-            kid_ptr[k + 1] += kid_ptr[k]
-        fill = kid_ptr[:-1].copy()
-        kids = np.empty(len(has), dtype=np.int64)
-        for c in has:
-            kids[fill[parent[c]]] = c
-            fill[parent[c]] += 1
-        kids_ptr = kid_ptr
+    kids_ptr, kids = _children(parent)
+    coupled = len(kids) > 0
     active = np.ones(n, dtype=np.bool_)
     act = np.arange(n)
     n_act = n
