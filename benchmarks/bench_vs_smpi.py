@@ -27,7 +27,8 @@ a line saying so, when ``smpirun``/``smpicc`` are missing (Debian: ``apt-get ins
 libsimgrid-dev``).
 
     PYTHONPATH=src python benchmarks/bench_vs_smpi.py [--hosts 128,256,512] [--size 16MiB]
-        [--algorithms ring,binomial,...] [--seed S] [--repeat 2] [--timeout 900] [--json out.json]
+        [--algorithms ring,binomial,...] [--seed S] [--repeat 2] [--timeout 900] [--core fast]
+        [--json out.json]
 """
 
 from __future__ import annotations
@@ -95,12 +96,12 @@ import json, sys
 from topocast import Allreduce, Broadcast, simulate
 from topocast.planners import get_planner
 from topocast.topology import load_topology
-path, collective, planner, size = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+path, collective, planner, size, core = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
 topo = load_topology(path)
 request = Broadcast(topo.hosts[0], size) if collective == "broadcast" else Allreduce(size)
 plan = get_planner(collective, planner)(topo, request)
-result = simulate(plan, topo)
-print(json.dumps({"makespan": result.makespan, "transfers": len(plan.transfers)}))
+result = simulate(plan, topo, core=core)
+print(json.dumps({"makespan": result.makespan, "transfers": len(plan.transfers), "numba": "numba" in sys.modules}))
 """
 
 
@@ -175,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=None, help="tree seed (default: a fresh one, printed)")
     ap.add_argument("--repeat", type=int, default=2, help="runs per measurement; the lowest CPU time is kept")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds before a run is stopped")
+    ap.add_argument("--core", default="fast", help="simulate's core: fast (default), compiled or reference")
     ap.add_argument("--json", help="also write the figures to this file")
     args = ap.parse_args(argv)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 10**6)
@@ -182,8 +184,8 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(names) - set(PAIRS))
     if unknown:
         ap.error(f"unknown algorithms {unknown}; known: {', '.join(PAIRS)}")
-    print(f"seed {seed}, size {args.size} bytes, python {sys.version.split()[0]}, {load()}")
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    print(f"seed {seed}, size {args.size} bytes, core {args.core}, python {sys.version.split()[0]}, {load()}")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")])))
     report = []
     with tempfile.TemporaryDirectory(prefix="topocast-smpi-") as tmp:
         work = Path(tmp)
@@ -214,13 +216,18 @@ def run_pair(name, hosts, yaml, xml, hostfile, binary, child, env, args) -> dict
     row: dict = {"hosts": hosts, "algorithm": name, "load": load()}
     try:
         runs = [
-            measured([sys.executable, str(child), str(yaml), collective, planner, str(args.size)], args.timeout, env)
+            measured(
+                [sys.executable, str(child), str(yaml), collective, planner, str(args.size), args.core],
+                args.timeout,
+                env,
+            )
             for _ in range(args.repeat)
         ]
         cpu, wall, rss, out = best(runs)
         got = json.loads(out)
         row.update(topocast_cpu=cpu, topocast_wall=wall, topocast_mib=rss, topocast_s=got["makespan"])
         row["transfers"] = got["transfers"]
+        row["numba"] = got["numba"]
     except subprocess.TimeoutExpired:
         row["topocast_error"] = f"over {args.timeout:.0f} s"
     if binary is not None:
@@ -249,7 +256,7 @@ def format_row(row: dict) -> str:
         f" {num('topocast_cpu', '.2f'):>12} {num('topocast_wall', '.2f'):>7} {num('topocast_mib', '.0f'):>6} |"
         f" {num('smpi_cpu', '.2f'):>8} {num('smpi_wall', '.2f'):>7} {num('smpi_mib', '.0f'):>6} |"
         f" {cpu_ratio:>9} | {num('topocast_s', '.6f'):>12} {num('smpi_s', '.6f'):>12} {pred_ratio:>11}"
-        f"  [{row['load']}]" + (f" {errors}" if errors else "")
+        f"  [{row['load']}]" + (" numba" if row.get("numba") else "") + (f" {errors}" if errors else "")
     )
 
 

@@ -1,11 +1,14 @@
-"""The fast core against the reference core (``simulate(..., core=...)``): the same
-predictions to 1e-12 relative on random plans (hypothesis), the MPI ring and pipelines of the
-broadcast planners, and allreduce plans; the scalar progressive filling against the array one
-on random max-min instances, to the last bit."""
+"""The fast and compiled cores against the reference core (``simulate(..., core=...)``): the
+same predictions to 1e-12 relative on random plans (hypothesis), the MPI ring and pipelines of
+the broadcast planners, and allreduce plans; the scalar and compiled progressive fillings
+against the array one on random max-min instances, to the last bit. The compiled core's tests
+skip when numba is not installed (its first use compiles the kernels, a few seconds)."""
 
 from __future__ import annotations
 
+import importlib.util
 import math
+import subprocess
 import sys
 from pathlib import Path
 
@@ -25,10 +28,14 @@ from test_large_plans import random_plan  # noqa: E402
 from test_properties import SCALE, SETTINGS, dag_plans, maxmin_instances, topologies  # noqa: E402
 
 REL = 1e-12
+HAS_NUMBA = importlib.util.find_spec("numba") is not None
 
 
-def assert_cores_agree(plan, topo, chunk_size=None):
-    fast = simulate(plan, topo, chunk_size=chunk_size, core="fast")
+CORES = ["fast", pytest.param("compiled", marks=pytest.mark.skipif(not HAS_NUMBA, reason="numba is not installed"))]
+
+
+def assert_cores_agree(plan, topo, chunk_size=None, core="fast"):
+    fast = simulate(plan, topo, chunk_size=chunk_size, core=core)
     ref = simulate(plan, topo, chunk_size=chunk_size, core="reference")
     for h, r in ref.per_host.items():
         assert math.isclose(fast.per_host[h].time, r.time, rel_tol=REL, abs_tol=0), h
@@ -62,11 +69,12 @@ def test_scalar_filling_is_the_array_filling_to_the_bit(inst):
 
 @settings(max_examples=int(150 * SCALE), **SETTINGS)
 @given(st.data())
-def test_cores_agree_on_random_plans(data):
+@pytest.mark.parametrize("core", CORES)
+def test_cores_agree_on_random_plans(core, data):
     topo = data.draw(topologies())
     plan = data.draw(dag_plans(topo))
     chunk = data.draw(st.sampled_from([0, plan.size // 20, plan.size]))
-    assert_cores_agree(plan, topo, chunk)
+    assert_cores_agree(plan, topo, chunk, core)
 
 
 @pytest.mark.parametrize("small_solve", [tuning.SMALL_SOLVE, 10**9], ids=["default", "every-group-scalar"])
@@ -78,6 +86,16 @@ def test_cores_agree_on_a_large_random_plan(monkeypatch, small_solve):
     assert_cores_agree(plan, topo)
 
 
+@pytest.mark.skipif(not HAS_NUMBA, reason="numba is not installed")
+@pytest.mark.parametrize("seed", [11, 12])
+def test_compiled_core_agrees_on_a_large_random_plan(seed):
+    topo = random_tree(40, 10, min_mbit=100, max_mbit=1000, asymmetric=True, seed=seed)
+    plan = random_plan(topo, 400, seed)
+    check_plan(plan, topo)
+    assert_cores_agree(plan, topo, core="compiled")
+
+
+@pytest.mark.parametrize("core", CORES)
 @pytest.mark.parametrize(
     "planner, chunk",
     [
@@ -89,21 +107,107 @@ def test_cores_agree_on_a_large_random_plan(monkeypatch, small_solve):
         ("fpfr", 0),
     ],
 )
-def test_cores_agree_on_broadcast_plans(planner, chunk):
+def test_cores_agree_on_broadcast_plans(planner, chunk, core):
     topo = random_tree(24, 6, min_mbit=100, max_mbit=1000, seed=4)
     plan = get_planner("broadcast", planner)(topo, Broadcast(topo.hosts[0], 1 << 24))
-    assert_cores_agree(plan, topo, chunk)
+    assert_cores_agree(plan, topo, chunk, core)
 
 
+@pytest.mark.parametrize("core", CORES)
 @pytest.mark.parametrize("planner", ["ring", "rabenseifner", "recursive_doubling"])
-def test_cores_agree_on_allreduce_plans(planner):
+def test_cores_agree_on_allreduce_plans(planner, core):
     topo = random_tree(16, 4, min_mbit=100, max_mbit=1000, seed=9)
     plan = get_planner("allreduce", planner)(topo, Allreduce(1 << 22))
-    assert_cores_agree(plan, topo)
+    assert_cores_agree(plan, topo, core=core)
+
+
+@pytest.mark.skipif(not HAS_NUMBA, reason="numba is not installed")
+def test_compiled_core_agrees_on_the_ring_past_the_scalar_groups():
+    """A ring allgather on 64 hosts: groups of more flows than the fast core solves on
+    scalars, so the compiled solve meets the array one of the reference."""
+    topo = random_tree(64, 16, min_mbit=100, max_mbit=1000, seed=5)
+    plan = get_planner("broadcast", "scatter_allgather_ring")(topo, Broadcast(topo.hosts[0], 1 << 24))
+    assert_cores_agree(plan, topo, core="compiled")
 
 
 def test_unknown_core_is_refused():
     topo = random_tree(4, 1, seed=1)
     plan = get_planner("broadcast", "flat")(topo, Broadcast(topo.hosts[0], 1000))
-    with pytest.raises(ValueError, match="core must be one of fast, reference"):
+    with pytest.raises(ValueError, match="core must be one of fast, reference, compiled"):
         simulate(plan, topo, core="numba")
+
+
+@pytest.mark.skipif(not HAS_NUMBA, reason="numba is not installed")
+@settings(max_examples=int(200 * SCALE), **SETTINGS)
+@given(maxmin_instances())
+def test_compiled_filling_is_the_array_filling_to_the_bit(inst):
+    from topocast.sim import kernels
+
+    pf, pr, capacity, caps, children = inst
+    order = np.argsort(pf, kind="stable")
+    route_ptr = np.searchsorted(pf[order], np.arange(len(caps) + 1))
+    parent = np.full(len(caps), -1, dtype=np.int64)
+    for p, kids in enumerate(children):
+        parent[kids] = p
+    try:
+        want = progressive_filling(pf, pr, capacity, caps, children=children)
+    except ValueError:
+        with pytest.raises(ValueError):
+            kernels.progressive_filling(route_ptr, pr[order], capacity.astype(float), caps, parent)
+        return
+    got = kernels.progressive_filling(route_ptr, pr[order], capacity.astype(float), caps, parent)
+    assert np.array_equal(got, want)
+
+
+@pytest.mark.skipif(not HAS_NUMBA, reason="numba is not installed")
+def test_fast_core_moves_to_compiled_kernels_after_many_groups(monkeypatch):
+    from topocast.sim.engine import _Sim
+
+    monkeypatch.setattr(tuning, "COMPILE_AFTER", 200)
+    monkeypatch.setattr(tuning, "COMPILE_PER_TRANSFER", 0)
+    topo = random_tree(24, 6, min_mbit=100, max_mbit=1000, seed=4)
+    plan = get_planner("broadcast", "scatter_allgather_ring")(topo, Broadcast(topo.hosts[0], 1 << 24))
+    sim = _Sim(plan, topo, None, "fast")
+    fast = sim.run()
+    assert sim.compiled
+    ref = simulate(plan, topo, core="reference")
+    assert np.allclose(fast.transfer_times, ref.transfer_times, rtol=REL, atol=0)
+
+
+def test_compiled_core_without_numba_is_a_clear_error(monkeypatch):
+    import topocast.sim
+
+    monkeypatch.setitem(sys.modules, "topocast.sim.kernels", None)  # import fails as without numba
+    monkeypatch.delattr(topocast.sim, "kernels", raising=False)
+    topo = random_tree(4, 1, seed=1)
+    plan = get_planner("broadcast", "flat")(topo, Broadcast(topo.hosts[0], 1000))
+    with pytest.raises(ValueError, match=r"core='compiled' needs numba \(pip install 'topocast\[fast\]'\)"):
+        simulate(plan, topo, core="compiled")
+    # the fast core stays on scalars when the kernels cannot be imported
+    monkeypatch.setattr(tuning, "COMPILE_AFTER", 0)
+    monkeypatch.setattr(tuning, "COMPILE_PER_TRANSFER", 0)
+    assert simulate(plan, topo).makespan == simulate(plan, topo, core="reference").makespan
+
+
+def test_small_simulations_do_not_import_numba():
+    code = (
+        "import sys; from topocast import Broadcast, simulate; from topocast.planners import get_planner;"
+        "from topocast.topology.generators import random_tree;"
+        "topo = random_tree(16, 4, seed=2);"
+        "plan = get_planner('broadcast', 'scatter_allgather_ring')(topo, Broadcast(topo.hosts[0], 1 << 20));"
+        "simulate(plan, topo); assert 'numba' not in sys.modules, 'numba imported'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.skipif(not HAS_NUMBA, reason="numba is not installed")
+def test_fast_core_stays_on_scalars_when_flows_are_solved_about_once(monkeypatch):
+    from topocast.sim.engine import _Sim
+
+    monkeypatch.setattr(tuning, "COMPILE_AFTER", 0)
+    topo = random_tree(24, 6, min_mbit=100, max_mbit=1000, seed=4)
+    plan = get_planner("broadcast", "flat")(topo, Broadcast(topo.hosts[0], 1 << 24))
+    sim = _Sim(plan, topo, None, "fast")
+    sim.run()
+    assert 0 < sim.group_flows <= tuning.COMPILE_PER_TRANSFER * len(plan.transfers)
+    assert not sim.compiled

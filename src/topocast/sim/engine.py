@@ -29,6 +29,7 @@ from ..memory import paused_gc
 from ..plan import Plan
 from ..results import Result, aggregate_from_times
 from .agenda import Events
+from .compiled import CompiledRates
 from .coverage import Coverage
 from .rates import Rates, SmallRates
 from .state import DONE, EV_ACTIVATE, EV_CATCH, EV_DONE, EV_FREE, FLOWING, LATENCY, REDUCING, REL, Transfers
@@ -39,12 +40,12 @@ if TYPE_CHECKING:
 __all__ = ["simulate"]
 
 
-CORES = ("fast", "reference")
+CORES = ("fast", "reference", "compiled")
 # events between two calls of simulate's on_progress
 PROGRESS_EVERY = 256
 
 
-class _Sim(Transfers, Coverage, Rates, SmallRates, Events):
+class _Sim(Transfers, Coverage, Rates, SmallRates, CompiledRates, Events):
     def __init__(
         self,
         plan: Plan,
@@ -219,9 +220,11 @@ def simulate(
     topology : Topology
     chunk_size : int, optional
         Pipelining granularity in bytes (overrides ``plan.chunk_size``; 0 = ideal fluid).
-    core : {"fast", "reference"}
+    core : {"fast", "reference", "compiled"}
         How rates are solved: "reference" solves every group of flows on numpy arrays;
-        "fast" (default) solves small groups on Python scalars. Both give the same
+        "fast" (default) solves small groups on Python scalars, and moves to compiled
+        kernels once a simulation has solved many groups, when numba is installed;
+        "compiled" solves every group on compiled kernels (needs numba). All give the same
         predictions (tests/sim/test_cores.py compares them).
     on_progress : callable, optional
         ``on_progress(done, total)``: transfers done so far and in all, called every few

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..plan.graph import csr_rows
 from . import tuning
+from .compiled import compiled_available
 from .maxmin import compact_ids, progressive_filling, progressive_filling_small
 from .room import Room
 from .state import FLOWING, PENDING, REL
@@ -40,6 +41,16 @@ class Rates(Room):
         # groups of up to this many flows are solved on Python scalars (SmallRates); the
         # reference core solves every group on arrays
         self.small_solve = tuning.SMALL_SOLVE if core == "fast" else 0
+        # the compiled core solves every group with sim.kernels (CompiledRates); the fast
+        # core moves to them once its groups have held tuning.COMPILE_AFTER flows in all
+        # (numba installed), so that runs with few events never import numba
+        self.compiled = core == "compiled" and self._init_compiled()
+        if core == "compiled" and not self.compiled:
+            raise ValueError(f"core='compiled' needs numba (pip install 'topocast[fast]'): {self.compile_error}")
+        self.group_flows = 0  # flows solved in groups so far
+        self.compile_after = math.inf
+        if core == "fast" and compiled_available():
+            self.compile_after = max(tuning.COMPILE_AFTER, tuning.COMPILE_PER_TRANSFER * n)
         self.n_users = np.zeros(len(self.capacity), dtype=np.int64)  # flowing transfers per resource
         self.usage = np.zeros(len(self.capacity))  # their summed rates
         self.freed: set[int] = set()  # saturated resources that flows have left
@@ -52,6 +63,9 @@ class Rates(Room):
     def _update_rates(self) -> None:
         """Max-min rates after the changes since the last call, recomputed only where they can
         change, and the next events of every flow whose rate or constraints changed."""
+        if self.group_flows > self.compile_after:
+            self.compile_after = math.inf
+            self.compiled = self._init_compiled()
         started = self._still_flowing(self.started)
         self.started = []
         dirty = set(self._still_flowing(self.dirty))
@@ -239,7 +253,7 @@ class Rates(Room):
         while True:
             if len(group) > limit or solved > budget:
                 comp = np.array(sorted(self.flowing), dtype=np.int64)
-                rates = self._solve(comp, residual=False)[0]
+                rates, incidence = self._solve(comp, residual=False)
                 break
             solved += len(group)
             comp = np.array(sorted(group), dtype=np.int64)
@@ -248,6 +262,8 @@ class Rates(Room):
             if not more:
                 break
             group |= self._close(more)
+        if self.compiled:
+            return self._apply_compiled(comp, rates, incidence)
         return self._apply(comp, rates)
 
     def _rebalance_one(self, f: int) -> np.ndarray | None:
@@ -288,6 +304,9 @@ class Rates(Room):
         Returns the rates (aligned with ``comp``) and the incidence of ``comp`` on the
         resources, for ``_unsettled``. Up to ``small_solve`` flows, on Python scalars (the
         same operations in the same order: the same rates to the last bit)."""
+        self.group_flows += len(comp)
+        if self.compiled:
+            return self._solve_compiled(comp, residual)
         if len(comp) <= self.small_solve:
             return self._solve_small(comp, residual)
         pos, lengths = csr_rows(self.res_ptr, self.route_of[comp])
@@ -314,6 +333,8 @@ class Rates(Room):
 
     def _unsettled(self, group: set[int], comp: np.ndarray, rates, incidence: tuple) -> set[int]:
         """Flows outside ``group`` that may lose their bottleneck with ``comp`` at ``rates``."""
+        if self.compiled:
+            return self._unsettled_compiled(group, comp, rates, incidence)
         if isinstance(rates, list):
             return self._unsettled_small(group, comp, rates, *incidence)
         used, local, pair_flow = incidence

@@ -1,6 +1,6 @@
 """What the simulator's rooms read of one another, for the type checker: each room
 (``state.Transfers``, ``coverage.Coverage``, ``rates.Rates``/``SmallRates``,
-``agenda.Events``) is a mixin of ``engine._Sim`` and derives from ``Room``, which names the
+``compiled.CompiledRates``, ``agenda.Events``) is a mixin of ``engine._Sim`` and derives from ``Room``, which names the
 attributes and methods the others own (docs/design.md, "Inside the simulator"). At run time
 ``Room`` is ``object``."""
 
@@ -76,6 +76,12 @@ if TYPE_CHECKING:
         _solve_small: Callable[..., tuple[list[float], tuple]]
         _unsettled_small: Callable[..., set[int]]
         _apply_small: Callable[..., np.ndarray]
+        # group solves on compiled kernels (compiled.CompiledRates)
+        compile_error: str
+        _init_compiled: Callable[..., bool]
+        _solve_compiled: Callable[..., tuple]
+        _unsettled_compiled: Callable[..., set[int]]
+        _apply_compiled: Callable[..., np.ndarray]
         # the agenda (agenda.Events)
         ver: np.ndarray
         _seq: Any

@@ -14,3 +14,10 @@ SMALL = 8
 BUSY = 64
 # groups of up to this many flows are solved on Python scalars (rates.SmallRates)
 SMALL_SOLVE = 48
+# the fast core solves groups on compiled kernels (sim.kernels, numba installed) once its
+# groups have held this many flows in all, and COMPILE_PER_TRANSFER times as many as the
+# plan has transfers: numba's import and cache load cost about what the scalar solves of
+# that many flows do, and pay back only where flows are solved again and again (a plan whose
+# flows are each solved about once, however large, stays on scalars)
+COMPILE_AFTER = 250_000
+COMPILE_PER_TRANSFER = 8
