@@ -57,9 +57,9 @@ from ...errors import PlanError
 from ...plan import Broadcast, Plan, Transfer
 from ..registry import register_planner
 from ._compact import DEFAULT_RATE_TOLERANCE, check_rate_tolerance, compact_nested
+from ._layout import _prefix
 from ._trees import (
     Pipeline,
-    _prefix,
     e1_rates,
     prefix_sets,
     resource_arrays,
