@@ -175,9 +175,30 @@ def route_bounds(topology: Topology, source: str, per_host_maxflow: Mapping[str,
     """The route-aware bounds of a broadcast from ``source`` to the hosts of
     ``per_host_maxflow`` (each destination's max-flow, as :func:`topocast.bounds.broadcast_bounds`
     gives it). Meaningful where :func:`routes_are_fixed`; never above Σ max-flow."""
-    from scipy.sparse import coo_matrix
-
     from ..lp import solve
+
+    dests = list(per_host_maxflow)
+    a_ub, b_ub, bounds, own = steady_lp(topology, source, per_host_maxflow)
+    total = float(sum(per_host_maxflow.values()))
+    if a_ub is None:
+        return RouteBound(total, total, dict(zip(dests, own)))
+    n_r = len(own)
+    n_h = a_ub.shape[1] - n_r
+    # r = out = 0 is feasible and every r_d is bounded: an optimum always exists
+    res = solve(-np.r_[np.ones(n_r), np.zeros(n_h)], a_ub, b_ub, bounds, problem="route-aware bound")
+    steady = min(total, float(-res.fun))
+    ranked = sorted(own, reverse=True)
+    aggregate = min(total, float(sum(min(steady / (k + 1), u) for k, u in enumerate(ranked))))
+    return RouteBound(steady, aggregate, dict(zip(dests, own)))
+
+
+def steady_lp(topology: Topology, source: str, per_host_maxflow: Mapping[str, float]):
+    """The steady bound's linear programme (:func:`route_bounds`), for HiGHS: ``(A_ub, b_ub,
+    bounds, own)`` over the variables ``r_d`` (the destinations of ``per_host_maxflow``, in
+    order) then ``out_u`` (every host), and each destination's rate alone on its routes
+    (``own``); ``A_ub`` is None where the bound is Σ max-flow itself (no destination, or an
+    unbounded one)."""
+    from scipy.sparse import coo_matrix, vstack
 
     dests = list(per_host_maxflow)
     hosts = list(topology.hosts)
@@ -219,7 +240,7 @@ def route_bounds(topology: Topology, source: str, per_host_maxflow: Mapping[str,
         own.append(min(float(per_host_maxflow[h]), float(caps.min()) if hi > lo else math.inf))
     total = float(sum(per_host_maxflow.values()))
     if not math.isfinite(total) or not dests:
-        return RouteBound(total, total, dict(zip(dests, own)))
+        return None, None, None, own
     src_col = n_r + hosts.index(source)
     extra_rows = [np.r_[np.ones(n_r), -np.ones(n_h)]]  # received <= sent
     from_source = coo_matrix(
@@ -229,17 +250,10 @@ def route_bounds(topology: Topology, source: str, per_host_maxflow: Mapping[str,
         ),
         shape=(n_r, n_r + n_h),
     )
-    from scipy.sparse import vstack
-
     a_ub = vstack([a_res[used], coo_matrix(np.array(extra_rows)), from_source]).tocsr()
     b_ub = np.r_[res_cap[used], 0.0, np.zeros(n_r)]
     bounds = [(0.0, float(min(per_host_maxflow[h], own[k]))) for k, h in enumerate(dests)] + [(0.0, None)] * n_h
-    # r = out = 0 is feasible and every r_d is bounded: an optimum always exists
-    res = solve(-np.r_[np.ones(n_r), np.zeros(n_h)], a_ub, b_ub, bounds, problem="route-aware bound")
-    steady = min(total, float(-res.fun))
-    ranked = sorted(own, reverse=True)
-    aggregate = min(total, float(sum(min(steady / (k + 1), u) for k, u in enumerate(ranked))))
-    return RouteBound(steady, aggregate, dict(zip(dests, own)))
+    return a_ub, b_ub, bounds, own
 
 
 #: How the CLI names each bound (``kind`` in its JSON).

@@ -8,7 +8,8 @@ from bcast_helpers import ring_with_switches, star, triangle
 from topocast.bounds import broadcast_bounds
 from topocast.plan import Broadcast
 from topocast.plan.check import check_plan
-from topocast.planners.broadcast._trees import contiguous_layout, e2_rates, nested_layout
+from topocast.planners.broadcast._layout import contiguous_layout, nested_layout
+from topocast.planners.broadcast._trees import e2_rates
 from topocast.planners.broadcast.balanced_multicast import plan_balanced_multicast
 from topocast.planners.broadcast.dijkstra import dijkstra_tree, plan_dijkstra
 from topocast.planners.broadcast.fpfr import fpfr_pipelines, plan_fpfr

@@ -55,3 +55,46 @@ def test_all_pairs_tree_routes_are_the_topology_routes(topo):
     for i, u in enumerate(hosts):
         for j, v in enumerate(hosts):
             assert tuple(int(x) for x in mat[i, j] if x != pad) == (topo.route(u, v) if u != v else ())
+
+
+def plain_routed_greedy(topology, source, destinations):
+    """The definition on declared routes: a hop is worth ``min(rate[u], c(e) / (load(e) + k))``
+    over the resources e its route crosses k times, every candidate re-evaluated each step."""
+    from collections import Counter
+
+    from topocast.planners.broadcast._trees import resource_arrays
+
+    hosts = [source, *destinations]
+    res_of, cap = resource_arrays(topology)
+    uses = {
+        (i, j): Counter(res_of[list(topology.route(u, v))].tolist())
+        for i, u in enumerate(hosts)
+        for j, v in enumerate(hosts)
+        if i != j
+    }
+    load = np.zeros(len(cap))
+    rate = {0: np.inf}
+    hops = []
+    while len(rate) < len(hosts):
+        best, pick = -1.0, None
+        for (i, j), route in uses.items():
+            if i in rate and j not in rate:
+                val = min([rate[i], *(cap[e] / (load[e] + k) for e, k in route.items())])
+                if val > best:
+                    best, pick = val, (i, j)
+        i, j = pick
+        rate[j] = best
+        for e, k in uses[pick].items():
+            load[e] += k
+        hops.append((hosts[i], hosts[j]))
+    return hops
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_lazy_greedy_on_declared_routes_builds_the_plain_greedy_tree(seed):
+    from topocast.topology.multisite import multi_site_platform
+
+    topo = multi_site_platform(24, seed=seed)
+    assert topo.routes
+    src, dests = topo.hosts[0], topo.hosts[1:]
+    assert dijkstra_tree(topo, src, dests) == plain_routed_greedy(topo, src, dests)

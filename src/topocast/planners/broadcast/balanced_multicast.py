@@ -29,13 +29,12 @@ from ...lp import capacity_scale, limited_rows, solve
 from ...plan import Broadcast, Plan
 from ..registration import register_planner
 from ._compact import DEFAULT_RATE_TOLERANCE, check_rate_tolerance, compact_parallel
+from ._layout import contiguous_layout, pipeline_transfers
 from ._trees import (
     Arborescence,
-    contiguous_layout,
     e1_rates,
     has_reverse,
     pipeline_over,
-    pipeline_transfers,
     residual_pipelines,
     resource_arrays,
     unreachable_error,

@@ -179,6 +179,40 @@ def _by_multiplicity(res_mat: np.ndarray) -> list[tuple[float, np.ndarray]]:
 REFRESH_CHUNK = 64
 
 
+def _mandatory_terms(mats, n_links: int, into: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Per host, the resources every route into it (``into``) or out of it crosses, with the
+    fewest times a route crosses each: (resource ids, multiplicities), padded with
+    ``n_links`` (``mats`` as :func:`_by_multiplicity` gives them).
+
+    A candidate hop's value is at most ``c(e) / (load(e) + k)`` for each such resource of
+    its sender's routes out and its receiver's routes in, whoever the other end is: these
+    terms are exact at every step for every candidate at once (a vector per host), so a
+    candidate whose bottleneck is one of them is never stale in the lazy greedy [I].
+    """
+    h = mats[0][1].shape[0]
+    width = n_links + 1
+    counts = []  # per multiplicity k: how many routes into (out of) each host cross each resource
+    for _, mat in mats:
+        first = np.ones(mat.shape, dtype=bool)
+        first[..., 1:] = mat[..., 1:] != mat[..., :-1]  # a resource crossed k times: listed k times, sorted
+        keep = first & (mat < n_links)
+        host = np.broadcast_to((np.arange(h)[None, :, None] if into else np.arange(h)[:, None, None]), mat.shape)
+        counts.append(np.bincount((host * width + mat)[keep], minlength=h * width).reshape(h, width))
+    every = sum(counts) == h - 1  # crossed by the routes from (to) every other host
+    every[:, n_links] = False
+    times = np.zeros(every.shape)
+    for (k, _), c in zip(reversed(mats), reversed(counts)):  # the fewest crossings wins
+        times[c > 0] = k
+    host, res = np.nonzero(every)
+    slot = np.arange(len(host)) - np.searchsorted(host, host)
+    m = max(int(slot.max(initial=-1)) + 1, 1)
+    out_res = np.full((h, m), n_links, dtype=np.int64)
+    out_k = np.ones((h, m))
+    out_res[host, slot] = res
+    out_k[host, slot] = times[host, res]
+    return out_res, out_k
+
+
 def _load_aware_hops(mats, cap, n_links, hosts):
     """The load-aware greedy: repeatedly add the hop u->v (u in the tree, v not) of largest
     ``min(rate[u], min_{e in route(u,v)} c(e) / (load(e) + k(e)))``, lowest (u, v) on ties
@@ -186,42 +220,60 @@ def _load_aware_hops(mats, cap, n_links, hosts):
     :func:`_by_multiplicity`).
 
     Loads only grow, so a value computed earlier is an upper bound of the current one ([I],
-    lazy greedy): ``ub`` keeps each candidate's last value, and only the candidates whose bound
-    reaches the maximum are re-evaluated, lowest index first, in chunks, until one is still
-    exact. That candidate is the one a full re-evaluation would pick (every other candidate is
-    at most its bound, below the maximum, or later in index order), so the tree is the same;
-    the work per step follows the stale candidates instead of all h x h pairs.
+    lazy greedy): ``bound`` keeps each candidate's last value, and only the candidates whose
+    bound reaches the maximum are re-evaluated, lowest index first, in chunks, until one is
+    still exact. That candidate is the one a full re-evaluation would pick (every other
+    candidate is at most its bound, below the maximum, or later in index order), so the tree
+    is the same; the work per step follows the stale candidates instead of all h x h pairs.
+    The terms of the resources every route out of the sender and into the receiver crosses
+    (:func:`_mandatory_terms`) are brought up to date each step in the rows and columns of
+    the hosts whose such resources the new hop loads, so a shared uplink that every route of
+    a switch's hosts crosses does not make every candidate through it stale.
     """
     h = len(hosts)
     load = np.zeros(len(cap))
     rate = np.zeros(h)
     rate[0] = np.inf
-    ub = np.full((h, h), -np.inf)
-    ub_flat = ub.reshape(-1)
+    bound = np.full((h, h), -np.inf)
+    flat = bound.reshape(-1)
     out = np.zeros(h, dtype=bool)  # not in the tree yet
     out[1:] = True
+    out_res, out_k = _mandatory_terms(mats, n_links, into=False)
+    in_res, in_k = _mandatory_terms(mats, n_links, into=True)
+    # resource -> the hosts whose routes out (in) all cross it, to find the rows (columns) a hop changes
+    sends_over = np.zeros((n_links + 1, h), dtype=bool)
+    sends_over[out_res, np.arange(h)[:, None]] = True
+    receives_over = np.zeros((n_links + 1, h), dtype=bool)
+    receives_over[in_res, np.arange(h)[:, None]] = True
+    sends_over[n_links] = receives_over[n_links] = False
+
+    def sending(u):
+        return np.minimum(rate[u], (cap[out_res[u]] / (load[out_res[u]] + out_k[u])).min(axis=-1))
+
+    def receiving(v):
+        return (cap[in_res[v]] / (load[in_res[v]] + in_k[v])).min(axis=-1)
 
     def value(u: np.ndarray, v: np.ndarray) -> np.ndarray:
-        best = rate[u]
+        best = np.minimum(sending(u), receiving(v))
         for k, mat in mats:
             best = np.minimum(best, (cap / (load + k))[mat[u, v]].min(axis=-1))
         return best
 
     def join(u: int) -> None:  # u's candidate row, exact at the current loads
         cols = np.flatnonzero(out)
-        ub[u, cols] = value(np.full(len(cols), u), cols)
+        bound[u, cols] = value(np.full(len(cols), u), cols)
 
     join(0)
     hops = []
     for _ in range(h - 1):
         while True:
-            top = ub_flat.max()
-            ties = np.flatnonzero(ub_flat == top)
+            top = flat.max()
+            ties = np.flatnonzero(flat == top)
             chunk, found = REFRESH_CHUNK, -1
             for start in range(0, len(ties), chunk):
                 part = ties[start : start + chunk]
                 fresh = value(*np.divmod(part, h))
-                ub_flat[part] = fresh
+                flat[part] = fresh
                 exact = np.flatnonzero(fresh == top)
                 if len(exact):
                     found = int(part[exact[0]])
@@ -232,10 +284,18 @@ def _load_aware_hops(mats, cap, n_links, hosts):
         u, v = divmod(found, h)
         rate[v] = top
         out[v] = False
-        ub[:, v] = -np.inf
+        bound[:, v] = -np.inf
+        loaded = []
         for k, mat in mats:
             r = mat[u, v]
-            load[r[r < n_links]] += k
+            r = r[r < n_links]
+            load[r] += k
+            loaded.append(r)
+        hit = np.concatenate(loaded)
+        rows = np.flatnonzero(sends_over[hit].any(axis=0) & ~out)
+        cols = np.flatnonzero(receives_over[hit].any(axis=0) & out)
+        bound[rows] = np.minimum(bound[rows], sending(rows)[:, None])
+        bound[:, cols] = np.minimum(bound[:, cols], receiving(cols)[None, :])
         hops.append((hosts[u], hosts[v]))
         join(v)
     return hops

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING
 from ...plan import Broadcast, Plan
 from ..registration import register_planner
 from ._compact import DEFAULT_RATE_TOLERANCE, check_rate_tolerance, compact_parallel
-from ._trees import contiguous_layout, e1_rates, pipeline_transfers, residual_pipelines, unreachable_error
+from ._layout import contiguous_layout, pipeline_transfers
+from ._trees import e1_rates, residual_pipelines, unreachable_error
 
 if TYPE_CHECKING:
     from ...topology import Topology

@@ -19,7 +19,7 @@ Everything here is ours ([I]):
    over depth-first pipelines c (column = one pipeline, rate x_c, destination set D_c).
    Destination sets are restricted to the nested level sets of ``stable``
    (D_1 ⊇ D_2 ⊇ ...), so whatever the LP picks can be run exactly with the staged byte layout
-   of ``stable`` (:func:`._trees.nested_layout`): a host's simulated rate is the LP's
+   of ``stable`` (:func:`._layout.nested_layout`): a host's simulated rate is the LP's
    Σ_{c ∋ d} x_c. The floor constraints make the result a Pareto improvement over ``stable``
    for every host (never worse on any topology, by construction: stable's trees are the
    starting columns and a feasible solution). Pricing (heuristic, not exact - exact pricing

@@ -17,7 +17,7 @@ Ours ([I]):
 * asymmetric capacities: a destination behind an exhausted up-link is dropped from this and
   later trees (docs/algorithms.md 1.3);
 * the staged re-send is folded into one continuous stream per tree
-  (:func:`~._trees.nested_layout`): at ``t_L = M / (V_1+...+V_L)`` the prefixes of trees
+  (:func:`~._layout.nested_layout`): at ``t_L = M / (V_1+...+V_L)`` the prefixes of trees
   1..L tile the message, so a host in T_1..T_L finishes exactly at t_L. This needs
   ``Σ_n |T_n|`` transfers instead of the O(K^2 |D|) of a literal staged re-send;
 * every hop of tree n is paced at V_n (rate cap); hops are pipelined (fluid chunks).
@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING
 from ...plan import Broadcast, Plan
 from ..registration import register_planner
 from ._compact import DEFAULT_RATE_TOLERANCE, check_rate_tolerance, compact_nested
-from ._trees import e1_rates, nested_layout, pipeline_transfers, residual_pipelines
+from ._layout import nested_layout, pipeline_transfers
+from ._trees import e1_rates, residual_pipelines
 
 if TYPE_CHECKING:
     from ...topology import Topology

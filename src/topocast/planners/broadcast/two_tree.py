@@ -58,9 +58,9 @@ from ...lp import capacity_scale, limited_rows, solve
 from ...plan import Broadcast, Plan, Transfer
 from ..registration import register_planner
 from ._compact import DEFAULT_RATE_TOLERANCE, check_rate_tolerance, compact_nested
+from ._layout import _prefix
 from ._trees import (
     Pipeline,
-    _prefix,
     e1_rates,
     prefix_sets,
     resource_arrays,
@@ -79,7 +79,9 @@ __all__ = ["plan_two_tree", "route_hierarchy", "nested_two_tree"]
 Nesting: TypeAlias = "int | list[Nesting]"
 
 
-def route_hierarchy(topology: Topology, source: str, members: Sequence[str]) -> tuple[list[str], Nesting]:
+def route_hierarchy(
+    topology: Topology, source: str, members: Sequence[str], routes: dict[str, tuple[int, ...]] | None = None
+) -> tuple[list[str], Nesting]:
     """The members in route order and how they nest: ``(order, nesting)``.
 
     ``order`` sorts the members by their route from ``source`` (directed link ids,
@@ -88,8 +90,10 @@ def route_hierarchy(topology: Topology, source: str, members: Sequence[str]) -> 
     two hosts share the fewest leading route links (their routes part nearest the source); each
     piece is a position (int) or a nested list. On a tree network the pieces are exactly the
     hosts behind each switch link, and a hop into a piece crosses that link [I].
+    ``routes``: the members' routes from ``source``, when the caller has them.
     """
-    routes = {m: topology.route(source, m) for m in members}
+    if routes is None:
+        routes = {m: topology.route(source, m) for m in members}
     order = sorted(members, key=lambda m: routes[m])
     if len(order) == 1:
         return order, 0
@@ -258,18 +262,38 @@ def _hops(members, parents, source):
     return hops, int(depth.max(initial=-1)) + 1
 
 
-def _rates(topology, levels_hops, sizes, stable_rates, floors=None):
+def _hop_resources(topology, hops, known):
+    """The resource ids every hop's route crosses (one entry per crossing), concatenated;
+    ``known`` caches them per hop across the families a plan compares."""
+    res_of = None
+    parts = []
+    for hop in hops:
+        r = known.get(hop)
+        if r is None:
+            if res_of is None:
+                res_of = resource_arrays(topology)[0]
+            r = known[hop] = res_of[list(topology.route(*hop))]
+        parts.append(r)
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
+def _rates(topology, levels_hops, sizes, stable_rates, floors=None, known=None):
     """LP rates V_n of the levels (each tree at V_n / 2), feasible on every resource.
 
     Level 1 keeps at least 10^-6 of stable's rate (or half of its largest feasible rate, if
     that is less) so that every destination completes. ``floors[L]``: the least total rate
     V_1 + ... + V_L of a host whose last level is L, kept when the links allow it (the LP
     is solved without them otherwise) [I]."""
-    res_of, cap = resource_arrays(topology)
-    uses = np.zeros((len(cap), len(levels_hops)))
-    for n, hops in enumerate(levels_hops):
-        for u, v in hops:
-            np.add.at(uses[:, n], res_of[list(topology.route(u, v))], 0.5)
+    _, cap = resource_arrays(topology)
+    known = {} if known is None else known
+    uses = (
+        np.stack(
+            [0.5 * np.bincount(_hop_resources(topology, hops, known), minlength=len(cap)) for hops in levels_hops],
+            axis=1,
+        )
+        if levels_hops
+        else np.zeros((len(cap), 0))
+    )
     rows = limited_rows(uses.sum(axis=1) > 0, cap)
     scale = capacity_scale(cap[rows])
     if not len(rows):  # no limited link in the way: keep stable's rates
@@ -414,52 +438,73 @@ def _best_levels(topology, source, dests, levels, level_rates):
         classes = [sorted(s, key=rank.__getitem__) for s in prefix_sets(dests, shares, MAX_CLASSES)]
         families.append((classes, level_rates[:1]))
     best = None
+    routes = {m: topology.route(source, m) for m in dests}
+    built: dict = {}  # trees of a level, shared by the families that plan it alike
+    known: dict = {}  # resources of a hop's route
     for family, floor_rates in families:
         floors = _floors(family, shares)
         for leaves in (False, True) if shares is not None else (False,):
-            trees, depth = _level_trees(topology, source, family, leaves)
-            rates = _rates(topology, [a + b for a, b in trees], [len(m) for m in family], floor_rates, floors)
+            trees, depth = _level_trees(topology, source, family, leaves, routes, built)
+            sizes = [len(m) for m in family]
+            rates = _rates(topology, [a + b for a, b in trees], sizes, floor_rates, floors, known)
             score = _score(family, rates)
             if best is None or score > best[0] * (1 + 1e-12):
                 best = (score, family, trees, depth, rates)
     return best[1:]
 
 
-def _level_trees(topology, source, levels, leaves=False):
+def _level_trees(topology, source, levels, leaves=False, routes=None, built=None):
     """The two trees (hops, parents first) of every level, and the deepest tree's depth.
 
     ``leaves``: the hosts of the first level only (the slowest class) are leaves of its two
     trees instead of members, when the hosts of the next level are at least as many: they
-    send nothing, so they hold no one back (docs/algorithms.md 11.3) [I]."""
+    send nothing, so they hold no one back (docs/algorithms.md 11.3) [I]. ``routes``: the
+    hosts' routes from the source; ``built``: trees already built for a level (by its members
+    and whether its last hosts are leaves), reused."""
     trees, depth = [], 0
+    routes = {m: topology.route(source, m) for m in levels[0]} if routes is None and levels else routes
+    built = {} if built is None else built
     for n, members in enumerate(levels):
         nxt = set(levels[n + 1]) if n + 1 < len(levels) else set()
         last = [m for m in members if m not in nxt]
         relays = [m for m in members if m in nxt]
-        as_leaves = leaves and n == 0 and last and len(relays) >= len(last)
-        order, nesting = route_hierarchy(topology, source, relays if as_leaves else members)
-        pair = []
-        for parents in nested_two_tree(nesting, len(order)):
-            hops, d = _hops(order, parents, source)
-            pair.append(hops)
-            depth = max(depth, d)
-        if as_leaves:
-            for t, parent_of in enumerate(_leaf_parents(topology, source, order, last)):
-                pair[t].extend((parent_of[x], x) for x in last)
-            depth += 1
+        as_leaves = bool(leaves and n == 0 and last and len(relays) >= len(last))
+        key = (tuple(members), tuple(relays) if as_leaves else None)
+        if key not in built:
+            built[key] = _level_pair(
+                topology, source, relays if as_leaves else members, last if as_leaves else [], routes
+            )
+        pair, d = built[key]
+        depth = max(depth, d)
         trees.append(pair)
     return trees, depth
 
 
-def _leaf_parents(topology, source, order, leaves):
+def _level_pair(topology, source, members, leaves, routes):
+    """A level's two trees over ``members`` (hops, parents first) with ``leaves`` hung from
+    them, and the deeper tree's depth."""
+    order, nesting = route_hierarchy(topology, source, members, routes)
+    pair, depth = [], 0
+    for parents in nested_two_tree(nesting, len(order)):
+        hops, d = _hops(order, parents, source)
+        pair.append(hops)
+        depth = max(depth, d)
+    if leaves:
+        for t, parent_of in enumerate(_leaf_parents(topology, source, order, leaves, routes)):
+            pair[t].extend((parent_of[x], x) for x in leaves)
+        depth += 1
+    return pair, depth
+
+
+def _leaf_parents(topology, source, order, leaves, routes):
     """Per tree, the relay each leaf hangs from: among the relays whose route from the source
     shares most with the leaf's, the two with the fewest leaves so far (one per tree; the
     same relay when there is one), so that no relay's link takes many leaves."""
-    keys = [topology.route(source, m) for m in order]
+    keys = [routes[m] for m in order]
     count = dict.fromkeys(order, 0)
     first, second = {}, {}
     for x in leaves:
-        key = topology.route(source, x)
+        key = routes[x]
         shared = [_common_prefix(k, key) for k in keys]
         top = max(shared)
         near = sorted((m for m, c in zip(order, shared) if c == top), key=count.__getitem__)
