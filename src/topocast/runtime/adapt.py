@@ -11,9 +11,14 @@ nothing about its links. Its prediction comes from the simulator, for the plan b
 1. **Trigger**: a self-limited transfer running below ``SLOW`` x its prediction for
    ``SUSTAIN`` seconds in a row (not judged during its first ``WARMUP`` seconds, nor within
    ``COOLDOWN`` seconds of the last decision).
-2. **What changed**: ``estimate.estimate_links`` on every running transfer; each link it
-   names gets the estimated capacity (divided by the goodput factor) in the topology the
-   coordinator believes. The predictions of the running transfers are made again on it, so a
+2. **What changed**: ``estimate.estimate_links`` on every running transfer. When several
+   links explain the slow transfers alike (``tied``), a targeted probe separates them
+   (``estimate.separating_probes``): for each suspect, a short bulk transfer between two
+   hosts whose route crosses it and no other suspect, all at once through the running
+   agents (``measure`` messages, as ``topocast probe`` sends; each ends once its rate is
+   stable, ``PROBE_MAX`` seconds at most), and ``estimate.choose_by_probe`` names the suspect
+   that explains the measured rates. Each link named gets the estimated capacity (divided by
+   the goodput factor) in the topology the coordinator believes. The predictions of the running transfers are made again on it, so a
    change that has been taken into account does not trigger again.
 3. **The rest of the broadcast**: the planner is run again on the changed topology, and its
    plan is cut to what is left (:func:`continue_from`: every transfer loses the bytes its
@@ -29,7 +34,8 @@ nothing about its links. Its prediction comes from the simulator, for the plan b
    left unverified: every host still checks the whole-message digest.
 
 Every decision, applied or not, is reported: when, why (the slow transfers), what changed
-(links, old and new capacity, confidence) and the predicted rest of both plans.
+(links, old and new capacity, confidence, the probe's pairs and rates) and the predicted rest
+of both plans.
 """
 
 from __future__ import annotations
@@ -43,7 +49,8 @@ from typing import TYPE_CHECKING
 from ..intervals import IntervalSet
 from ..plan import Plan, Transfer
 from .agents import RunInputError
-from .estimate import Observation, estimate_links
+from .estimate import LinkEstimate, Observation, choose_by_probe, estimate_links, saturated_capacity, separating_probes
+from .protocol import Msg
 
 if TYPE_CHECKING:
     from ..topology import Topology
@@ -59,6 +66,8 @@ COOLDOWN = 3.0  # s between two decisions
 MIN_GAIN = 0.1  # the new plan's rest must be this much shorter than the old one's
 MIN_CONFIDENCE = 0.2  # link estimates below this are not acted on
 TICK = 0.25  # s between two looks
+PROBE_MAX = 0.6  # s a targeted probe's transfers last at most (they stop once their rates are stable)
+PROBE_WAIT = 3.0  # s after which a probe's missing answers are given up (the plan's busiest suspect is kept)
 
 Planner = Callable[["Topology"], Plan]  # plans the whole broadcast on a topology
 
@@ -121,8 +130,14 @@ class Adapter:
     """The watch of one run (see the module). ``tick`` is called by the coordinator with the
     holdings; it returns the ``replan`` messages to send, by host, when it re-plans."""
 
-    def __init__(self, plan: Plan, topology, planner: Planner, goodput: float, chunk: int):
+    def __init__(self, plan: Plan, topology, planner: Planner, goodput: float, chunk: int, probe: bool = False):
         from ..sim import simulate
+
+        self.probe = probe  # may run targeted probes through the agents (``outbox``, ``on_measure``)
+        self.hosts = sorted(plan.hosts)
+        self.outbox: list[tuple[str, dict]] = []  # (host, message) for the coordinator to send
+        self.pending: _Probe | None = None  # a targeted probe under way
+        self.probe_ids = 0
 
         self.simulate = simulate
         self.topology, self.planner, self.goodput, self.chunk = topology, planner, goodput, chunk
@@ -171,13 +186,18 @@ class Adapter:
         if now - self.last_tick < TICK:
             return None
         self.last_tick = now
-        obs, slow_for = self._observe(now, holdings, received, done)
-        if not slow_for or max(slow_for) < SUSTAIN or now - self.last_decision < COOLDOWN:
-            return None
-        self.last_decision = now
         try:
+            if self.pending is not None:
+                if not self.pending.finished(now):
+                    return None
+                return self._act(self._settle_probe(), self.reports[-1], holdings, done)
+            obs, slow_for = self._observe(now, holdings, received, done)
+            if not slow_for or max(slow_for) < SUSTAIN or now - self.last_decision < COOLDOWN:
+                return None
+            self.last_decision = now
             return self._decide(now, obs, holdings, done)
         except Exception as exc:  # a failed re-plan must not stop a run that is moving data
+            self.pending = None
             self.reports[-1]["outcome"] = f"re-plan failed ({type(exc).__name__}: {exc}): plan kept"
             self.reports[-1]["applied"] = False
             return None
@@ -231,6 +251,13 @@ class Adapter:
             report["outcome"] = "no link explains the slow transfers: plan kept"
             self.slow_since.clear()
             return None
+        if self.probe and self._start_probe(now, list(obs.values()), ests, cap):
+            return None  # decided once the probe's rates are in (``tick``)
+        return self._act(ests, report, holdings, done)
+
+    def _act(self, ests: list[LinkEstimate], report: dict, holdings, done: set[int]) -> dict[str, dict] | None:
+        """The believed topology changed by ``ests``; the rest of both plans; the switch when
+        the new one gains enough."""
         self.topology = self._changed(ests, report)
         snapshot = {h: iv.copy() for h, iv in holdings.items()}
         skip = {j for j in range(len(self.plan.transfers)) if self.offset + j in done}
@@ -247,6 +274,112 @@ class Adapter:
         report["applied"] = True
         report["outcome"] = f"re-planned: predicted rest {t_new:.2f} s instead of {t_old:.2f} s"
         return self._switch(new_rest, done)
+
+    # ------------------------------------------------------------------ targeted probe
+    def _start_probe(self, now: float, obs: list[Observation], ests: list[LinkEstimate], cap) -> bool:
+        """Send the measurements that separate every estimate's tied links; False when there
+        is nothing to separate (or no pair of hosts does)."""
+        groups = []
+        routes = {(a, b): tuple(self.topology.route(a, b)) for a in self.hosts for b in self.hosts if a != b}
+        for k, e in enumerate(ests):
+            if not e.tied:
+                continue
+            suspects = {lk: saturated_capacity(obs, lk, cap[lk]) for lk in (e.link, *e.tied)}
+            pairs = separating_probes(suspects, routes, obs, cap)
+            if len(pairs) >= 1:
+                groups.append((k, suspects, pairs))
+        if not groups:
+            return False
+        probe = _Probe(now, obs, ests, cap, groups)
+        for _, _, pairs in groups:
+            for link, (a, b) in pairs.items():
+                self.probe_ids += 1
+                probe.ids[self.probe_ids] = (link, a, b, routes[(a, b)])
+                self.outbox.append(
+                    (
+                        a,
+                        {
+                            "type": Msg.MEASURE,
+                            "op": "bulk",
+                            "id": self.probe_ids,
+                            "peer": b,
+                            "max": PROBE_MAX,
+                            "delay": 0.02,
+                            "warmup": 0.1,
+                            "min_window": 0.2,
+                            "min_bytes": 128 * 1024,
+                            "tolerance": 0.05,
+                        },
+                    )
+                )
+        self.pending = probe
+        return True
+
+    def on_measure(self, msg: dict) -> None:
+        """A ``measured`` or ``converged`` message from an agent (a probe's sender or receiver)."""
+        p = self.pending
+        if p is None or msg.get("id") not in p.ids:
+            return
+        i = int(msg["id"])
+        if msg.get("type") == Msg.CONVERGED:
+            p.converged.add(i)
+            if not p.stopped and p.converged >= set(p.ids) - set(p.results):  # all stable: stop all at once
+                p.stopped = True
+                for j, (_, a, _, _) in p.ids.items():
+                    if j not in p.results:
+                        self.outbox.append((a, {"type": Msg.MEASURE, "op": "stop", "id": j, "delay": 0.0}))
+        elif msg.get("type") == Msg.MEASURED:
+            p.results[i] = float(msg["rate"]) if msg.get("error") is None and msg.get("rate") else None
+
+    def outgoing(self) -> list[tuple[str, dict]]:
+        """The messages the coordinator must send now (and forgets them)."""
+        out, self.outbox = self.outbox, []
+        return out
+
+    def _settle_probe(self) -> list[LinkEstimate]:
+        """The estimates with every tied group settled by the probe's rates (reported)."""
+        p = self.pending
+        assert p is not None
+        self.pending = None
+        ests = list(p.ests)
+        lines = []
+        for k, suspects, pairs in p.groups:
+            measured = [
+                (route, p.results[i])
+                for i, (lk, _, _, route) in p.ids.items()
+                if lk in pairs and p.results.get(i) is not None
+            ]
+            entry = {
+                "pairs": {f"{a}->{b}": self._link_name(lk) for i, (lk, a, b, _) in p.ids.items() if lk in pairs},
+                "measured_bit_s": {
+                    f"{a}->{b}": None if p.results.get(i) is None else round(p.results[i] * 8)
+                    for i, (lk, a, b, _) in p.ids.items()
+                    if lk in pairs
+                },
+            }
+            if not measured:
+                entry["outcome"] = "no probe answered: the plan's busiest suspect is kept"
+                lines.append(entry)
+                continue
+            chosen, errors = choose_by_probe(suspects, measured, p.obs, p.cap)
+            entry["errors"] = {self._link_name(lk): round(v, 3) for lk, v in errors.items()}
+            entry["chosen"] = self._link_name(chosen)
+            lines.append(entry)
+            e = ests[k]
+            ests[k] = LinkEstimate(
+                chosen,
+                suspects[chosen],
+                e.confidence,
+                e.explains,
+                tuple(lk for lk in suspects if lk != chosen),
+            )
+        self.reports[-1]["probe"] = lines
+        self.reports[-1]["probe_seconds"] = round(self.last_tick - p.started, 3)
+        return ests
+
+    def _link_name(self, lk: int) -> str:
+        link = self.topology.links[lk]
+        return f"{link.src}->{link.dst}"
 
     def _describe(self, i: int, o: Observation) -> str:
         t = self.plan.transfers[i - self.offset]
@@ -272,7 +405,7 @@ class Adapter:
                     "old_bit_s": old * 8,
                     "new_bit_s": new * 8,
                     "confidence": round(e.confidence, 2),
-                    "tied": [f"{self.topology.links[x].src}->{self.topology.links[x].dst}" for x in e.tied],
+                    "tied": [self._link_name(x) for x in e.tied],
                 }
             )
         return self.topology.replace(links=links)
@@ -324,6 +457,20 @@ class Adapter:
         return msgs
 
 
+class _Probe:
+    """A targeted probe under way: what it separates and the rates measured so far."""
+
+    def __init__(self, started: float, obs, ests, cap, groups):
+        self.started, self.obs, self.ests, self.cap, self.groups = started, obs, ests, cap, groups
+        self.ids: dict[int, tuple[int, str, str, tuple[int, ...]]] = {}  # id -> (suspect, src, dst, route)
+        self.results: dict[int, float | None] = {}  # id -> measured rate (None: failed)
+        self.converged: set[int] = set()
+        self.stopped = False
+
+    def finished(self, now: float) -> bool:
+        return len(self.results) == len(self.ids) or now - self.started > PROBE_WAIT
+
+
 def make_adapter(plan: Plan, topology, planner, goodput: float, chunk: int):
     """The watch of an adaptive run, with its planner (default: the plan's own, from the registry)."""
     if topology is None or plan.collective != "broadcast" or plan.source is None:
@@ -341,4 +488,4 @@ def make_adapter(plan: Plan, topology, planner, goodput: float, chunk: int):
         def planner(topo):
             return info(topo, Broadcast(plan.source, plan.size, dests)).with_chunk_size(plan.chunk_size)
 
-    return Adapter(plan, topology, planner, goodput, chunk)
+    return Adapter(plan, topology, planner, goodput, chunk, probe=True)

@@ -116,6 +116,18 @@ def serve_probe(agent: Agent, cfg: dict) -> int:
     return 0
 
 
+def measure_in_run(agent: Agent, msg: dict) -> None:
+    """A ``measure`` message to an agent that runs a plan (the targeted probe of an adaptive
+    run, ``runtime.adapt``): the same measurements, each agent on its own clock."""
+    prober = getattr(agent, "prober", None)
+    if prober is None:
+        prober = agent.prober = _Prober(agent, agent.peers, shared_clock=False)
+    if msg.get("op") == "stop":
+        prober.stops[int(msg["id"])] = prober.local_time(msg)
+    else:
+        threading.Thread(target=_measure, args=(prober, msg), daemon=True).start()
+
+
 def _measure(prober: _Prober, msg: dict) -> None:
     reply: dict = {"type": Msg.MEASURED, "id": msg.get("id")}
     try:
@@ -244,19 +256,26 @@ def _serve(agent, sock) -> None:
     try:
         sock.settimeout(30)
         conn.auth_server(agent.secret)
-        sock.settimeout(None)  # an idle pooled connection waits for the next round
-        while not agent.stop.is_set():
-            hdr = conn.recv_json()
-            if hdr.get("type") == Msg.PING:
-                _echo(conn)
-            elif hdr.get("type") == Msg.SINK:
-                _sink(agent, conn, hdr)
-            else:
-                raise ProtocolError(f"unexpected {hdr.get('type')!r} on a probe connection")
+        serve_measurements(agent, conn, conn.recv_json())
     except (OSError, ProtocolError, ValueError):
         pass
     finally:
         conn.close()
+
+
+def serve_measurements(agent, conn: Conn, hdr: dict) -> None:
+    """Echo or count, one exchange after the other (the first one's header is ``hdr``),
+    until the peer closes the connection; also called by a run's agent for a data connection
+    that opens with ``ping`` or ``sink``."""
+    conn.settimeout(None)  # an idle pooled connection waits for the next round
+    while not agent.stop.is_set():
+        if hdr.get("type") == Msg.PING:
+            _echo(conn)
+        elif hdr.get("type") == Msg.SINK:
+            _sink(agent, conn, hdr)
+        else:
+            raise ProtocolError(f"unexpected {hdr.get('type')!r} on a probe connection")
+        hdr = conn.recv_json()
 
 
 def _echo(conn: Conn) -> None:
