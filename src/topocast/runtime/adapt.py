@@ -55,7 +55,7 @@ from .protocol import Msg
 if TYPE_CHECKING:
     from ..topology import Topology
 
-__all__ = ["Adapter", "make_adapter", "continue_from", "SLOW", "SUSTAIN", "WINDOW", "MIN_GAIN"]
+__all__ = ["Adapter", "make_adapter", "continue_from", "with_link_rates", "SLOW", "SUSTAIN", "WINDOW", "MIN_GAIN"]
 
 SLOW = 0.5  # a transfer below this fraction of its prediction is slow
 SUSTAIN = 2.0  # s a transfer must stay slow before anything is done
@@ -130,10 +130,27 @@ class Adapter:
     """The watch of one run (see the module). ``tick`` is called by the coordinator with the
     holdings; it returns the ``replan`` messages to send, by host, when it re-plans."""
 
-    def __init__(self, plan: Plan, topology, planner: Planner, goodput: float, chunk: int, probe: bool = False):
+    def __init__(
+        self,
+        plan: Plan,
+        topology,
+        planner: Planner | None,
+        goodput: float,
+        chunk: int,
+        probe: bool = False,
+        *,
+        verify: bool = False,
+        slow: float = SLOW,
+        sustain: float = SUSTAIN,
+    ):
+        """``probe``: may run targeted probes through the agents (``outbox``, ``on_measure``);
+        ``verify``: watch, estimate and correct the believed topology, never switch plans
+        (``probe --verify``); ``slow``, ``sustain``: the trigger (see the module)."""
         from ..sim import simulate
 
-        self.probe = probe  # may run targeted probes through the agents (``outbox``, ``on_measure``)
+        self.probe, self.verify, self.slow, self.sustain = probe, verify, slow, sustain
+        self.observed: dict[int, Observation] = {}  # every transfer's latest observation
+        self.lowest: dict[int, float] = {}  # every self-limited transfer's lowest measured / predicted
         self.hosts = sorted(plan.hosts)
         self.outbox: list[tuple[str, dict]] = []  # (host, message) for the coordinator to send
         self.pending: _Probe | None = None  # a targeted probe under way
@@ -192,7 +209,7 @@ class Adapter:
                     return None
                 return self._act(self._settle_probe(), self.reports[-1], holdings, done)
             obs, slow_for = self._observe(now, holdings, received, done)
-            if not slow_for or max(slow_for) < SUSTAIN or now - self.last_decision < COOLDOWN:
+            if not slow_for or max(slow_for) < self.sustain or now - self.last_decision < COOLDOWN:
                 return None
             self.last_decision = now
             return self._decide(now, obs, holdings, done)
@@ -227,7 +244,10 @@ class Adapter:
             own = _ahead(t.ranges, got, holdings.get(t.src, IntervalSet()), need) >= need
             route = tuple(self.topology.route(t.src, t.dst))
             obs[i] = Observation(route, self.pred[i], rate, own)
-            if own and rate < SLOW * self.pred[i]:
+            self.observed[i] = obs[i]
+            if own:
+                self.lowest[i] = min(self.lowest.get(i, math.inf), rate / self.pred[i])
+            if own and rate < self.slow * self.pred[i]:
                 self.slow_since.setdefault(i, now)
                 slow_for.append(now - self.slow_since[i])
             else:
@@ -246,7 +266,8 @@ class Adapter:
         }
         self.reports.append(report)
         cap = {lid: link.bandwidth * self.goodput for lid, link in enumerate(self.topology.links)}
-        ests = [e for e in estimate_links(list(obs.values()), cap) if e.confidence >= MIN_CONFIDENCE]
+        found = estimate_links(list(obs.values()), cap, slow=self.slow)
+        ests = [e for e in found if e.confidence >= MIN_CONFIDENCE]
         if not ests:
             report["outcome"] = "no link explains the slow transfers: plan kept"
             self.slow_since.clear()
@@ -262,6 +283,12 @@ class Adapter:
         snapshot = {h: iv.copy() for h, iv in holdings.items()}
         skip = {j for j in range(len(self.plan.transfers)) if self.offset + j in done}
         old_rest = continue_from(self.plan, snapshot, skip)
+        if self.verify or self.planner is None:
+            report["outcome"] = "the believed topology is corrected; the plan is kept (verifying)"
+            self.slow_since.clear()
+            self.history.clear()
+            self._follow(old_rest, skip_none=True)
+            return None
         new_rest = continue_from(self.planner(self.topology), snapshot)
         t_old, t_new = self._simulate(old_rest).makespan, self._simulate(new_rest).makespan
         report.update(predicted_rest_old=round(t_old, 3), predicted_rest_new=round(t_new, 3))
@@ -389,26 +416,18 @@ class Adapter:
 
     def _changed(self, ests, report: dict):
         """The believed topology with the estimated links' new capacities."""
-        links = list(self.topology.physical_links)
         for e in ests:
             link = self.topology.links[e.link]
-            pl = links[link.physical]
-            new = e.capacity / self.goodput
-            old = link.bandwidth
-            if link.src == pl.a:
-                links[link.physical] = dataclasses.replace(pl, bandwidth=new, bandwidth_ba=pl.reverse_bandwidth)
-            else:
-                links[link.physical] = dataclasses.replace(pl, bandwidth_ba=new)
             report["changed"].append(
                 {
                     "link": f"{link.src}->{link.dst}",
-                    "old_bit_s": old * 8,
-                    "new_bit_s": new * 8,
+                    "old_bit_s": link.bandwidth * 8,
+                    "new_bit_s": e.capacity / self.goodput * 8,
                     "confidence": round(e.confidence, 2),
                     "tied": [self._link_name(x) for x in e.tied],
                 }
             )
-        return self.topology.replace(links=links)
+        return with_link_rates(self.topology, {e.link: e.capacity / self.goodput for e in ests})
 
     def _follow(self, rest: Plan, skip_none: bool) -> None:
         """Keep the running plan; predict its transfers again from ``rest`` (made of them)."""
@@ -455,6 +474,20 @@ class Adapter:
         self.pred = self._predicted_rates(new, offset)
         self.first_seen.clear()
         return msgs
+
+
+def with_link_rates(topology, rates: Mapping[int, float]):
+    """``topology`` with the directed links ``rates`` names at these rates (bytes/s); the
+    other direction of each cable keeps its own."""
+    links = list(topology.physical_links)
+    for lk, new in rates.items():
+        link = topology.links[lk]
+        pl = links[link.physical]
+        if link.src == pl.a:
+            links[link.physical] = dataclasses.replace(pl, bandwidth=new, bandwidth_ba=pl.reverse_bandwidth)
+        else:
+            links[link.physical] = dataclasses.replace(pl, bandwidth_ba=new)
+    return topology.replace(links=links)
 
 
 class _Probe:

@@ -33,7 +33,7 @@ from ..intervals import IntervalSet
 from ..plan import Plan
 from ..results import Result, aggregate_from_times
 from .absent import go_without
-from .adapt import make_adapter
+from .adapt import Adapter, make_adapter
 from .agents import (
     RunError,
     RunInputError,
@@ -52,7 +52,6 @@ from .store import peak_rss
 if TYPE_CHECKING:
     from ..topology import Topology
     from .absent import Replan
-    from .adapt import Adapter
     from .launchers import Launcher
 
 ProgressCallback = Callable[[dict[str, float], float], object]  # (bytes held per host, seconds)
@@ -123,7 +122,7 @@ def perform(
     resume: bool = True,
     all_or_nothing: bool = False,
     replan: Replan | None = None,
-    adapt: bool = False,
+    adapt: bool | Adapter = False,
     planner: Callable[[Topology], Plan] | None = None,
 ) -> RunOutcome:
     """Perform ``plan`` with one agent per host started by ``launcher``.
@@ -163,7 +162,8 @@ def perform(
     ``adapt`` (a broadcast, needs ``topology``): the coordinator compares every transfer's
     measured rate with its prediction and, when the network changed, plans the rest again
     (``runtime.adapt``) with ``planner(topology)`` (default: the plan's planner from the
-    registry); ``RunOutcome.replans`` reports every decision.
+    registry); ``RunOutcome.replans`` reports every decision. An ``Adapter`` given as
+    ``adapt`` is used as it is (``probe --verify`` watches with one that only corrects).
     """
     if any(t.reduce for t in plan.transfers):
         raise RunInputError(
@@ -230,7 +230,11 @@ def perform(
             plan, hosts, pacing = go_without(asked, absent, replan, warnings, pacing_of)
             _reconfigure(plan, hosts, conns, pacing)
         send_trims(plan, conns, kept)
-        adapter = make_adapter(plan, topology, planner, goodput, chunk_size) if adapt else None
+        adapter = (
+            adapt
+            if isinstance(adapt, Adapter)
+            else (make_adapter(plan, topology, planner, goodput, chunk_size) if adapt else None)
+        )
 
         if before_start is not None:
             before_start()

@@ -15,10 +15,13 @@ paths that run well clearing their links):
 1. a transfer is *slow* when it is self-limited and measured < ``slow`` x predicted, and
    *healthy* when it is self-limited and measured >= ``healthy`` x predicted;
 2. every link on a slow route is a candidate; its score is the number of slow routes through
-   it minus the number of healthy routes through it (a link that carries a transfer at its
-   predicted rate is unlikely to be the one that dropped);
-3. greedily take the best-scoring link (ties: the one whose predicted load is the largest
-   fraction of its capacity, the plan's busiest), mark its slow routes explained, repeat
+   it minus the number of healthy routes through it when the link carries, in all, what was
+   predicted for it (a link that carries its predicted load is unlikely to be the one that
+   dropped; one that carries less may have dropped while a slow transfer through it still
+   runs at its small predicted share);
+3. greedily take the best-scoring link (ties: the one whose self-limited transfers are the
+   most often slow, then the one whose predicted load is the largest fraction of its
+   capacity, the plan's busiest), mark its slow routes explained, repeat
    until every slow route is explained or no candidate has a positive score;
 4. a chosen link is saturated by the transfers crossing it: its capacity is estimated as the
    sum of their measured rates. Confidence: the share of its self-limited transfers that are
@@ -97,14 +100,20 @@ def estimate_links(
     load = {
         link: sum(obs[i].predicted for i in idx) / max(capacity.get(link, 1.0), 1e-9) for link, idx in through.items()
     }
+    own_through = {link: [i for i in idx if obs[i].self_limited] for link, idx in through.items()}
+    cleared = {
+        link: sum(obs[i].measured for i in idx) >= healthy * sum(obs[i].predicted for i in idx)
+        for link, idx in own_through.items()
+    }
+    slow_share = {link: sum(is_slow[i] for i in idx) / len(idx) if idx else 0.0 for link, idx in own_through.items()}
     left = {i for i, s in enumerate(is_slow) if s}
     out: list[LinkEstimate] = []
     while left:
         scores = {}
         for link in {lk for i in left for lk in obs[i].route}:
             bad = [i for i in through[link] if i in left]
-            good = [i for i in through[link] if is_healthy[i]]
-            scores[link] = (len(bad) - len(good), load[link])
+            good = [i for i in through[link] if is_healthy[i]] if cleared[link] else []
+            scores[link] = (len(bad) - len(good), slow_share[link], load[link])
         best = max(scores, key=lambda lk: scores[lk])
         if scores[best][0] <= 0:
             break
@@ -118,8 +127,7 @@ def estimate_links(
         if measured <= 0:  # nothing crosses it now: a stall, not a rate, and nothing to estimate from
             left -= set(explained)
             continue
-        own = [i for i in through[best] if obs[i].self_limited]
-        share = sum(1 for i in own if is_slow[i]) / len(own) if own else 0.0
+        share = slow_share[best]
         out.append(
             LinkEstimate(
                 best,
