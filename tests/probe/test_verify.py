@@ -27,7 +27,7 @@ def _check(believed, truth, seed, seconds=4.0):
     plan = verify_plan(believed, source, seconds, GOODPUT)
     watched = watcher(plan, believed, GOODPUT, 64 << 10)
     watch_on_truth(watched, truth, seconds, goodput=GOODPUT, seed=seed)
-    suspects = suspect_links(believed, watched)
+    suspects = suspect_links(watched)
     fake = FakeNetwork(truth, goodput=GOODPUT, noise=0.03, seed=seed)
     corrected, entries = remeasure(believed, suspects, fake.bulk, GOODPUT)
     return corrected, entries, watched

@@ -9,9 +9,10 @@
    explains it (``runtime.estimate``: set cover over the running transfers' routes, and a
    targeted probe through the running agents when several links explain it alike). The
    plan is never changed; the run is stopped after ``seconds``.
-2. **Measure again there**: every link the watch named is measured alone once the plan
-   stopped: one timed transfer between two hosts whose route crosses it and whose other
-   links the file rates highest (so that link, if any, is the narrowest). A link measured
+2. **Measure again there**: every link the watch named, or found tied with one it named,
+   is measured alone once the plan stopped: one timed transfer between two hosts whose
+   route crosses it and no other suspect where possible, and whose other links the file
+   rates highest (so that link, if any, is the narrowest). A link measured
    below ``AGREE`` x what the file says gets the measured rate (divided by the goodput
    factor); one measured at it keeps the file's rate (the slowness came from elsewhere,
    or passed).
@@ -76,18 +77,15 @@ def watcher(plan: Plan, topology: Topology, goodput: float, chunk: int, probe: b
     return Adapter(plan, topology, None, goodput, chunk, probe, verify=True, slow=DISAGREE, sustain=SUSTAIN)
 
 
-def suspect_links(original: Topology, watched: Adapter) -> dict[int, float]:
-    """The directed links whose rate the watch changed: link id -> its estimate (bytes/s)."""
-    return {
-        lk: watched.topology.links[lk].bandwidth
-        for lk, link in enumerate(original.links)
-        if not math.isclose(watched.topology.links[lk].bandwidth, link.bandwidth, rel_tol=1e-9)
-    }
+def suspect_links(watched: Adapter) -> dict[int, float]:
+    """The directed links the watch named or found tied with one it named: link id -> its
+    estimate (bytes/s)."""
+    return dict(watched.suspected)
 
 
-def _pair_crossing(topology: Topology, link: int) -> tuple[str, str] | None:
-    """Two hosts whose route crosses ``link`` and whose other links the file rates highest
-    (fewest hops on a tie)."""
+def _pair_crossing(topology: Topology, link: int, avoid: set[int]) -> tuple[str, str] | None:
+    """Two hosts whose route crosses ``link``, if possible none of ``avoid`` (the other
+    suspects), and whose other links the file rates highest (fewest hops on a tie)."""
     best, key = None, None
     for a in topology.hosts:
         for b in topology.hosts:
@@ -97,7 +95,7 @@ def _pair_crossing(topology: Topology, link: int) -> tuple[str, str] | None:
             if link not in route:
                 continue
             others = min((topology.links[x].bandwidth for x in route if x != link), default=math.inf)
-            k = (others, -len(route))
+            k = (not avoid & set(route), others, -len(route))
             if key is None or k > key:
                 best, key = (a, b), k
     return best
@@ -117,7 +115,7 @@ def remeasure(
             "file_bit_s": _bits(link.bandwidth),
             "estimated_in_run_bit_s": _bits(suspects[lk]),
         }
-        pair = _pair_crossing(topology, lk)
+        pair = _pair_crossing(topology, lk, set(suspects) - {lk})
         if pair is None:
             entry["outcome"] = "no two hosts' route crosses it: not measured, kept"
             entries.append(entry)
@@ -190,7 +188,7 @@ def verify_network(
         chunk_size=chunk,
         idle_timeout=max(10.0, 2 * seconds),
     )
-    suspects = suspect_links(topology, watched)
+    suspects = suspect_links(watched)
     summary: dict = {
         "seconds": round(min(outcome.wall, seconds), 2),
         "plan": f"stable broadcast from {source}, {plan.size} bytes",

@@ -151,6 +151,7 @@ class Adapter:
         self.probe, self.verify, self.slow, self.sustain = probe, verify, slow, sustain
         self.observed: dict[int, Observation] = {}  # every transfer's latest observation
         self.lowest: dict[int, float] = {}  # every self-limited transfer's lowest measured / predicted
+        self.suspected: dict[int, float] = {}  # every link an estimate named or tied, with its estimate (bytes/s)
         self.hosts = sorted(plan.hosts)
         self.outbox: list[tuple[str, dict]] = []  # (host, message) for the coordinator to send
         self.pending: _Probe | None = None  # a targeted probe under way
@@ -268,6 +269,9 @@ class Adapter:
         cap = {lid: link.bandwidth * self.goodput for lid, link in enumerate(self.topology.links)}
         found = estimate_links(list(obs.values()), cap, slow=self.slow)
         ests = [e for e in found if e.confidence >= MIN_CONFIDENCE]
+        for e in ests:
+            for lk in (e.link, *e.tied):
+                self.suspected.setdefault(lk, saturated_capacity(list(obs.values()), lk, cap[lk]) / self.goodput)
         if not ests:
             report["outcome"] = "no link explains the slow transfers: plan kept"
             self.slow_since.clear()
