@@ -140,15 +140,18 @@ class Adapter:
         probe: bool = False,
         *,
         verify: bool = False,
-        slow: float = SLOW,
-        sustain: float = SUSTAIN,
+        slow: float | None = None,
+        sustain: float | None = None,
     ):
         """``probe``: may run targeted probes through the agents (``outbox``, ``on_measure``);
         ``verify``: watch, estimate and correct the believed topology, never switch plans
-        (``probe --verify``); ``slow``, ``sustain``: the trigger (see the module)."""
+        (``probe --verify``); ``slow``, ``sustain``: the trigger (default ``SLOW``,
+        ``SUSTAIN``; see the module)."""
         from ..sim import simulate
 
-        self.probe, self.verify, self.slow, self.sustain = probe, verify, slow, sustain
+        self.probe, self.verify = probe, verify
+        self.slow = SLOW if slow is None else slow
+        self.sustain = SUSTAIN if sustain is None else sustain
         self.observed: dict[int, Observation] = {}  # every transfer's latest observation
         self.lowest: dict[int, float] = {}  # every self-limited transfer's lowest measured / predicted
         self.suspected: dict[int, float] = {}  # every link an estimate named or tied, with its estimate (bytes/s)
