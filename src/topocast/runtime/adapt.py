@@ -286,6 +286,11 @@ class Adapter:
     def _act(self, ests: list[LinkEstimate], report: dict, holdings, done: set[int]) -> dict[str, dict] | None:
         """The believed topology changed by ``ests``; the rest of both plans; the switch when
         the new one gains enough."""
+        if not ests:
+            report["outcome"] = "no link explains the slow transfers (the probe found none): plan kept"
+            self.slow_since.clear()
+            self.history.clear()
+            return None
         self.topology = self._changed(ests, report)
         snapshot = {h: iv.copy() for h, iv in holdings.items()}
         skip = {j for j in range(len(self.plan.transfers)) if self.offset + j in done}
@@ -375,7 +380,7 @@ class Adapter:
         p = self.pending
         assert p is not None
         self.pending = None
-        ests = list(p.ests)
+        ests: list[LinkEstimate | None] = list(p.ests)
         lines = []
         for k, suspects, pairs in p.groups:
             measured = [
@@ -396,10 +401,17 @@ class Adapter:
                 lines.append(entry)
                 continue
             chosen, errors = choose_by_probe(suspects, measured, p.obs, p.cap)
-            entry["errors"] = {self._link_name(lk): round(v, 3) for lk, v in errors.items()}
-            entry["chosen"] = self._link_name(chosen)
+            entry["errors"] = {
+                self._link_name(lk) if lk is not None else "none": round(v, 3) for lk, v in errors.items()
+            }
             lines.append(entry)
             e = ests[k]
+            if chosen is None:
+                entry["chosen"] = "none"
+                entry["outcome"] = "the probes ran as the topology says: no suspect dropped, the estimate is dropped"
+                ests[k] = None
+                continue
+            entry["chosen"] = self._link_name(chosen)
             ests[k] = LinkEstimate(
                 chosen,
                 suspects[chosen],
@@ -409,7 +421,7 @@ class Adapter:
             )
         self.reports[-1]["probe"] = lines
         self.reports[-1]["probe_seconds"] = round(self.last_tick - p.started, 3)
-        return ests
+        return [e for e in ests if e is not None]
 
     def _link_name(self, lk: int) -> str:
         link = self.topology.links[lk]

@@ -34,7 +34,8 @@ paths that run well clearing their links):
    whose route crosses it and no other suspect, the pair whose rate the hypotheses predict
    most differently; the probes run together for a fraction of a second beside the running
    transfers, and :func:`choose_by_probe` keeps the hypothesis whose predicted probe rates
-   are closest to the measured ones (squared log ratio). Predictions are max-min fair rates
+   are closest to the measured ones (squared log ratio); "no suspect dropped" is one of the
+   hypotheses, and when it fits best the estimate is dropped. Predictions are max-min fair rates
    of the probes and the running transfers, each running transfer capped at its measured
    rate (:func:`topocast.runtime.pacing.max_min`).
 
@@ -203,13 +204,19 @@ def choose_by_probe(
     probes: Sequence[tuple[tuple[int, ...], float]],
     background: Sequence[Observation],
     capacity: Mapping[int, float],
-) -> tuple[int, dict[int, float]]:
+) -> tuple[int | None, dict[int | None, float]]:
     """The suspect whose hypothesis predicts the measured probe rates best, and every
-    suspect's error (sum of squared log ratios of measured to predicted rate). ``probes``:
-    (route, measured rate in bytes/s) of the probes that ran together."""
+    hypothesis' error (sum of squared log ratios of measured to predicted rate); None when
+    the hypothesis that no suspect dropped (every link as ``capacity`` says) predicts them
+    best: the probes ran as fast as the topology allows, so the slow transfers were held
+    back by something else (a busy machine, traffic the topology does not show).
+    ``probes``: (route, measured rate in bytes/s) of the probes that ran together."""
     routes = [r for r, _ in probes]
-    errors = {}
-    for link, value in suspects.items():
-        preds = probe_rates(routes, background, _hypothesis(capacity, link, value))
+    errors: dict[int | None, float] = {}
+    hypotheses: list[tuple[int | None, Mapping[int, float]]] = [
+        (link, _hypothesis(capacity, link, value)) for link, value in suspects.items()
+    ]
+    for link, caps in [*hypotheses, (None, capacity)]:
+        preds = probe_rates(routes, background, caps)
         errors[link] = sum(math.log(max(m, 1.0) / max(p, 1.0)) ** 2 for (_, m), p in zip(probes, preds))
     return min(errors, key=lambda lk: errors[lk]), errors
