@@ -291,11 +291,11 @@ def run(args: argparse.Namespace) -> int:
 
     if args.verify is not None:
         output = args.output or args.verify
-        summary = verify_file(args, args.verify, output, args.source, probe_goodput(args))
+        checked = verify_file(args, args.verify, output, args.source, probe_goodput(args))
         if args.json:
-            print_json({"output": output, **summary})
+            print_json({"output": output, **checked})
         else:
-            print_verified(summary, output)
+            print_verified(checked, output)
         return 0
     if args.output is None:
         raise InputError("give the topology file to write (-o FILE.yaml)", element="--output")

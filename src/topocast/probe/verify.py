@@ -195,7 +195,7 @@ def verify_network(
         **compared(watched),
         "decisions": [_decision(r) for r in watched.reports],
     }
-    corrected, entries = topology, []
+    corrected, entries = topology, list[dict]()
     if suspects:
         with ProbeSession(list(topology.hosts), new_launcher()) as session:
             corrected, entries = remeasure(topology, suspects, session.bulk, goodput)

@@ -383,17 +383,14 @@ class Adapter:
         ests: list[LinkEstimate | None] = list(p.ests)
         lines = []
         for k, suspects, pairs in p.groups:
-            measured = [
-                (route, p.results[i])
-                for i, (lk, _, _, route) in p.ids.items()
-                if lk in pairs and p.results.get(i) is not None
-            ]
+            rates = {i: p.results.get(i) for i, (lk, _, _, _) in p.ids.items() if lk in pairs}
+            measured = [(p.ids[i][3], r) for i, r in rates.items() if r is not None]
             entry = {
-                "pairs": {f"{a}->{b}": self._link_name(lk) for i, (lk, a, b, _) in p.ids.items() if lk in pairs},
+                "pairs": {f"{a}->{b}": self._link_name(lk) for i, (lk, a, b, _) in p.ids.items() if i in rates},
                 "measured_bit_s": {
-                    f"{a}->{b}": None if p.results.get(i) is None else round(p.results[i] * 8)
-                    for i, (lk, a, b, _) in p.ids.items()
-                    if lk in pairs
+                    f"{a}->{b}": None if (r := rates[i]) is None else round(r * 8)
+                    for i, (_, a, b, _) in p.ids.items()
+                    if i in rates
                 },
             }
             if not measured:

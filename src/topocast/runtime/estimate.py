@@ -48,6 +48,9 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
+
+Pair = TypeVar("Pair", bound=Hashable)
 
 __all__ = [
     "Observation",
@@ -174,15 +177,15 @@ def _hypothesis(capacity: Mapping[int, float], link: int, value: float) -> dict[
 
 def separating_probes(
     suspects: Mapping[int, float],
-    routes: Mapping[Hashable, tuple[int, ...]],
+    routes: Mapping[Pair, tuple[int, ...]],
     background: Sequence[Observation],
     capacity: Mapping[int, float],
-) -> dict[int, Hashable]:
+) -> dict[int, Pair]:
     """For each suspect link (link -> the capacity it would have if it were the one that
     dropped), the candidate pair (a key of ``routes``) whose route crosses it and no other
     suspect and whose predicted rate differs most between the hypotheses (fewest hops on a
     tie). A suspect that no route separates has no probe."""
-    out: dict[int, Hashable] = {}
+    out: dict[int, Pair] = {}
     for link in suspects:
         others = set(suspects) - {link}
         best: tuple | None = None

@@ -40,6 +40,7 @@ import struct
 import termios
 import threading
 import time
+import weakref
 from typing import TYPE_CHECKING
 
 from .protocol import T_DATA, T_END, T_JSON, Conn, Msg, ProtocolError, chunk_hash, connect, tune_tcp
@@ -116,12 +117,15 @@ def serve_probe(agent: Agent, cfg: dict) -> int:
     return 0
 
 
+_RUN_PROBERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # a run's agent -> its measuring state
+
+
 def measure_in_run(agent: Agent, msg: dict) -> None:
     """A ``measure`` message to an agent that runs a plan (the targeted probe of an adaptive
     run, ``runtime.adapt``): the same measurements, each agent on its own clock."""
-    prober = getattr(agent, "prober", None)
-    if prober is None:
-        prober = agent.prober = _Prober(agent, agent.peers, shared_clock=False)
+    prober = _RUN_PROBERS.get(agent)
+    if prober is None:  # the first measurement of this run: kept for the next ones
+        prober = _RUN_PROBERS[agent] = _Prober(agent, agent.peers, shared_clock=False)
     if msg.get("op") == "stop":
         prober.stops[int(msg["id"])] = prober.local_time(msg)
     else:
