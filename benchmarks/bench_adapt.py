@@ -217,7 +217,10 @@ def scenario(name: str, topo, size: int, algorithm: str) -> None:
         )
         for r in reps:
             what = ", ".join(f"{c['link']} -> {c['new_bit_s'] / 1e6:.1f} Mbit/s" for c in r["changed"])
-            print(f"  decision at {r['time']:.2f} s: {what or '-'}; {r['outcome']}")
+            probed = "; ".join(
+                f"probe {p.get('measured_bit_s')} chose {p.get('chosen', '-')}" for p in r.get("probe", ())
+            )
+            print(f"  decision at {r['time']:.2f} s: {what or '-'}; {r['outcome']}{'; ' + probed if probed else ''}")
         link, ta, tb_host = bench.pick_traffic(plan)
         if ta is None:
             print("traffic: no pair of hosts crosses the busiest link; skipped")

@@ -74,3 +74,58 @@ def _share(total: float, weights, ceiling):
         share[over] = ceiling[over]
         free &= ~over
     return share
+
+
+def watch_on_truth(adapter, truth, seconds: float, *, goodput: float = 0.955, noise: float = 0.03, seed: int = 0):
+    """Drive ``adapter`` (``runtime.adapt.Adapter``) as the coordinator does while its plan
+    runs on ``truth``: each transfer moves at its simulated average rate on the true network
+    (times ``goodput``, one noise draw per transfer), every host holds what its incoming
+    transfers brought so far, and the targeted probes the adapter sends get their max-min
+    share of the true links beside the transfers running then (with noise)."""
+    import dataclasses
+
+    from topocast.intervals import IntervalSet
+    from topocast.runtime.estimate import Observation, probe_rates
+    from topocast.sim import simulate
+
+    rng = np.random.default_rng(seed)
+    links = [
+        dataclasses.replace(
+            pl,
+            bandwidth=pl.bandwidth * goodput,
+            bandwidth_ba=None if pl.bandwidth_ba is None else pl.bandwidth_ba * goodput,
+        )
+        for pl in truth.physical_links
+    ]
+    scaled = truth.replace(links=links)
+    plan = adapter.plan
+    times = simulate(plan, scaled, chunk_size=adapter.chunk).transfer_times
+    rate = [
+        t.nbytes / (e - s) * (1 + rng.normal(0, noise)) if e > s else 0.0 for t, (s, e) in zip(plan.transfers, times)
+    ]
+    cap = {lk: link.bandwidth for lk, link in enumerate(scaled.links)}
+    step, now = 0.1, 0.0
+    while now < seconds:
+        now += step
+        got = {i: int(min(t.nbytes, max(0.0, now - times[i][0]) * rate[i])) for i, t in enumerate(plan.transfers)}
+        done = {i for i, t in enumerate(plan.transfers) if got[i] >= t.nbytes}
+        holdings = {h: IntervalSet(r) for h, r in plan.initial.items()}
+        for i, t in enumerate(plan.transfers):
+            left, have = got[i], holdings.setdefault(t.dst, IntervalSet())
+            for off, length in t.ranges:
+                if left <= 0:
+                    break
+                have.add_ranges([(off, min(length, left))])
+                left -= length
+        adapter.tick(now, holdings, got, done)
+        sent = [(h, m) for h, m in adapter.outgoing() if m.get("op") == "bulk"]
+        if sent:
+            running = [
+                Observation(tuple(truth.route(t.src, t.dst)), 0.0, rate[i])
+                for i, t in enumerate(plan.transfers)
+                if times[i][0] <= now < times[i][1]
+            ]
+            routes = [tuple(truth.route(h, m["peer"])) for h, m in sent]
+            measured = probe_rates(routes, running, cap)
+            for (_, m), r in zip(sent, measured):
+                adapter.on_measure({"type": "measured", "id": m["id"], "rate": r * (1 + rng.normal(0, noise))})

@@ -121,3 +121,24 @@ def test_unreachable_host_is_named(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "agent for a exited before connecting" in err or "agent for b exited before connecting" in err
     assert not out.exists()
+
+
+def test_verify_local_records_the_check_in_the_file(tmp_path, capsys):
+    src = tmp_path / "net.yaml"
+    src.write_text(BASE.replace("hosts: [a, b]", "hosts: [a, b, c]") + "  - {a: c, b: s, bandwidth: 100Mbps}\n")
+    out = tmp_path / "checked.yaml"
+    assert main(["probe", "--verify", str(src), "-o", str(out), "--verify-seconds", "1", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    topo = load_topology(str(out))
+    assert topo.measured["verified"]["transfers_compared"] == summary["transfers_compared"]
+    assert topo.measured["verified"]["plan"].startswith("stable broadcast from a")
+
+
+def test_verify_errors_name_the_file_or_option(tmp_path, capsys):
+    assert main(["probe", "--verify", str(tmp_path / "none.yaml")]) == 2
+    assert "none.yaml" in capsys.readouterr().err
+    assert main(["probe", "a", "b"]) == 2
+    assert "-o FILE.yaml" in capsys.readouterr().err
+    (tmp_path / "n.yaml").write_text(BASE)
+    assert main(["probe", "--verify", str(tmp_path / "n.yaml"), "--verify-seconds", "0"]) == 2
+    assert "--verify-seconds" in capsys.readouterr().err

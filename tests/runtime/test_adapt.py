@@ -113,3 +113,100 @@ def test_a_sustained_slow_transfer_leads_to_an_estimate_and_a_report(monkeypatch
     if msgs is not None:  # re-planned: every old transfer still running is cancelled by both ends
         cancelled = {i for m in msgs.values() for i in m["cancel"]}
         assert cancelled and all(i < len(adapter.plan.transfers) + adapter.offset for i in cancelled)
+
+
+# ---------------------------------------------------------------- targeted probe of tied links
+def _star_chain():
+    """s, r1, r2, r3 on one switch at 40 Mbit/s; a pipelined chain s -> r1 -> r2 -> r3."""
+    from topocast.plan import Plan, Transfer
+    from topocast.topology.model import PhysicalLink, Topology
+
+    mbit = 1e6 / 8
+    hosts = ["s", "r1", "r2", "r3"]
+    topo = Topology("star4", hosts, ["sw"], [PhysicalLink(h, "sw", 40 * mbit) for h in hosts])
+
+    def planner(tp):
+        order = sorted(["r1", "r2", "r3"], key=lambda h: (-tp.route_bandwidth(h, "sw"), h))
+        hops = ["s", *order]
+        t = [Transfer.of(a, b, 0, 64 * MiB, pipelined=True) for a, b in zip(hops, hops[1:])]
+        return Plan.broadcast("s", 64 * MiB, order, t, planner="chain", chunk_size=64 * 1024)
+
+    return topo, planner
+
+
+def _true_capacity(topo, dropped: str, rate: float) -> dict[int, float]:
+    a, b = dropped.split("->")
+    return {lk: (rate if (link.src, link.dst) == (a, b) else link.bandwidth) for lk, link in enumerate(topo.links)}
+
+
+def _answer_probes(adapter, truth: dict[int, float], running):
+    """The fake network: every bulk probe in the outbox runs beside ``running`` (Observations
+    at their true rates) and gets its max-min share of the true capacities."""
+    from topocast.runtime.estimate import probe_rates
+
+    sent = [(h, m) for h, m in adapter.outgoing() if m.get("op") == "bulk"]
+    routes = [tuple(adapter.topology.route(h, m["peer"])) for h, m in sent]
+    rates = probe_rates(routes, running, truth)
+    for (_, m), r in zip(sent, rates):
+        adapter.on_measure({"type": "converged", "id": m["id"]})
+    assert all(m.get("op") == "stop" for _, m in adapter.outgoing())  # all converged: all stopped together
+    for (_, m), r in zip(sent, rates):
+        adapter.on_measure({"type": "measured", "id": m["id"], "rate": r})
+    return sent
+
+
+@pytest.mark.parametrize("dropped", ["r1->sw", "sw->r2", None])
+def test_a_targeted_probe_names_which_of_two_tied_links_dropped(dropped):
+    from topocast.runtime.estimate import Observation
+
+    topo, planner = _star_chain()
+    adapter = Adapter(planner(topo), topo, planner, 1.0, 64 * 1024, probe=True)
+    relay = next(i for i, t in enumerate(adapter.plan.transfers) if (t.src, t.dst) == ("r1", "r2"))
+    # None: no link dropped, r1 -> r2 is slow for another reason (a busy machine)
+    truth = _true_capacity(topo, dropped, 8e6 / 8) if dropped else {lk: x.bandwidth for lk, x in enumerate(topo.links)}
+    rates = {i: adapter.pred[i] for i in adapter.pred}
+    rates[relay] = 8e6 / 8  # r1 -> r2 crosses both suspects: it runs at the dropped link's rate
+    holdings = {"s": IntervalSet([(0, adapter.plan.size)]), "r1": IntervalSet([(0, adapter.plan.size)])}
+    t, got, sent = 0.0, {i: 0 for i in rates}, []
+    while t < 10.0 and not sent:
+        t += 0.25
+        for i, r in rates.items():
+            got[i] = int(r * t)
+        assert adapter.tick(t, holdings, got, set()) is None
+        if adapter.pending is not None:
+            running = [
+                Observation(tuple(topo.route(x.src, x.dst)), 0, rates[i]) for i, x in enumerate(adapter.plan.transfers)
+            ]
+            sent = _answer_probes(adapter, truth, running)
+    assert sent, "tied suspects must be probed"
+    crossing = {h + "->" + m["peer"] for h, m in sent}
+    assert any(p.startswith("r1->") and p != "r1->r2" for p in crossing)  # r1's uplink without sw->r2
+    assert any(p.endswith("->r2") and not p.startswith("r1") for p in crossing)  # sw->r2 without r1's uplink
+    adapter.tick(t + 0.25, holdings, got, set())
+    r = adapter.reports[-1]
+    if dropped is None:  # the probes ran at the topology's rates: nothing is changed
+        assert r["probe"][0]["chosen"] == "none" and r["changed"] == [] and not r["applied"]
+        assert adapter.topology is topo
+        return
+    assert r["probe"][0]["chosen"] == dropped
+    assert r["changed"][0]["link"] == dropped and dropped not in r["changed"][0]["tied"]
+
+
+def test_a_probe_nobody_answers_keeps_the_busiest_suspect():
+    topo, planner = _star_chain()
+    adapter = Adapter(planner(topo), topo, planner, 1.0, 64 * 1024, probe=True)
+    relay = next(i for i, t in enumerate(adapter.plan.transfers) if (t.src, t.dst) == ("r1", "r2"))
+    rates = {i: adapter.pred[i] for i in adapter.pred}
+    rates[relay] = 8e6 / 8
+    holdings = {"s": IntervalSet([(0, adapter.plan.size)]), "r1": IntervalSet([(0, adapter.plan.size)])}
+    got, t = {i: 0 for i in rates}, 0.0
+    while t < 20.0 and not (adapter.reports and "outcome" in adapter.reports[-1]):
+        t += 0.25
+        for i, r in rates.items():
+            got[i] = int(r * t)
+        adapter.tick(t, holdings, got, set())
+        adapter.outgoing()  # sent, never answered
+    r = adapter.reports[-1]
+    assert r["probe"][0]["outcome"].startswith("no probe answered")
+    assert r["changed"][0]["link"] in ("r1->sw", "sw->r2")
+    assert r["probe_seconds"] > adapt_module.PROBE_WAIT

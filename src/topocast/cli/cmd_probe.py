@@ -50,7 +50,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         ),
     )
     p.add_argument("targets", nargs="*", metavar="HOST", help="hosts to probe (see above)")
-    p.add_argument("-o", "--output", required=True, metavar="FILE.yaml", help="topology file to write")
+    p.add_argument(
+        "-o", "--output", default=None, metavar="FILE.yaml", help="topology file to write (with --verify: default FILE)"
+    )
+    p.add_argument(
+        "--verify",
+        default=None,
+        metavar="FILE",
+        help="instead of probing: run a few seconds of a stable plan on the topology FILE, compare every "
+        "transfer's rate with its prediction, find and measure again the links that disagree, and write "
+        "the corrected file (what was compared and corrected goes into its measured: section)",
+    )
+    p.add_argument("-s", "--source", default=None, help="with --verify: the plan's source (default: the first host)")
     add_launcher_options(p, agents_only=True)
     add_probe_options(p)
     p.add_argument(
@@ -83,6 +94,14 @@ def add_probe_options(p: argparse.ArgumentParser) -> None:
         help="round-trip differences below this are noise (default 200e-6: within one room, switch "
         "hops add less than a loaded machine's jitter, and contention finds the switches)",
     )
+    p.add_argument(
+        "--verify-seconds",
+        type=float,
+        default=4.0,
+        metavar="SECONDS",
+        help="how long the check runs its plan (probe --verify; run --probe checks the file it wrote "
+        "this way too, 0: not at all); default 4",
+    )
 
 
 def probe_hosts(args: argparse.Namespace, launcher: Launcher) -> list[str]:
@@ -106,7 +125,6 @@ def probe_to_file(args: argparse.Namespace, output: str) -> tuple[Topology, Prob
     OUTPUT.partial.json and the error says so."""
     from ..probe import ProbeError, ProbeSession
     from ..probe.infer import build_topology, probe_network
-    from ..topology.io import save_file
 
     if args.probe_duration <= 0 or args.pings < 1 or args.rtt_threshold < 0:
         raise InputError("need --probe-duration > 0, --pings >= 1 and --rtt-threshold >= 0", element="probe options")
@@ -115,9 +133,7 @@ def probe_to_file(args: argparse.Namespace, output: str) -> tuple[Topology, Prob
         raise InputError(f"the {kind.name} launcher starts no agents to probe with", element="--launcher")
     goodput = goodput_from_args(args, kind)
     hosts = probe_hosts(args, launcher)
-    out_dir = os.path.dirname(os.path.abspath(output))
-    if not os.path.isdir(out_dir) or not os.access(out_dir, os.W_OK):
-        raise InputError("the folder does not exist or is not writable", source=output)
+    _check_writable(output)
     t0 = time.monotonic()
     session = ProbeSession(hosts, launcher)
     try:
@@ -144,15 +160,7 @@ def probe_to_file(args: argparse.Namespace, output: str) -> tuple[Topology, Prob
         duration=elapsed,
         launcher=args.launcher,
     )
-    # never a half-written file: write beside it, then rename over it
-    fd, tmp = tempfile.mkstemp(prefix=".probe-", suffix=os.path.splitext(output)[1] or ".yaml", dir=out_dir)
-    os.close(fd)
-    try:
-        save_file(topo, tmp)
-        os.replace(tmp, output)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    _write_atomically(topo, output)
     summary: ProbeSummary = {
         "output": output,
         "hosts": len(hosts),
@@ -170,7 +178,92 @@ def probe_to_file(args: argparse.Namespace, output: str) -> tuple[Topology, Prob
     return topo, summary
 
 
+def verify_file(args: argparse.Namespace, path: str, output: str, source: str | None) -> dict:
+    """Check the topology ``path`` against the network (``probe.verify``), write the
+    corrected file to ``output``; returns the summary written into its ``measured:``."""
+    from ..probe import ProbeError
+    from ..probe.verify import verify_network
+    from ..topology.io import load_file
+    from .common import resolve_source
+
+    if not args.verify_seconds > 0:
+        raise InputError("expected a number of seconds > 0", element="--verify-seconds")
+    kind, launcher = launcher_from_args(args)
+    if launcher is None:
+        raise InputError(f"the {kind.name} launcher starts no agents to verify with", element="--launcher")
+    goodput = goodput_from_args(args, kind)
+    topo = load_file(path)
+    probe_hosts(argparse.Namespace(**{**vars(args), "targets": list(topo.hosts)}), launcher)
+    src = resolve_source(topo, source)
+    _check_writable(output)
+    try:
+        corrected, summary = verify_network(
+            topo,
+            src,
+            launcher,
+            lambda: launcher_from_args(args)[1],
+            seconds=args.verify_seconds,
+            goodput=goodput,
+            fair_uplink=kind.shaped_as_topology,
+        )
+    except ProbeError as exc:
+        raise ProbeError(f"verify failed: {exc}") from None
+    _write_atomically(corrected, output)
+    return summary
+
+
+def _check_writable(output: str) -> None:
+    out_dir = os.path.dirname(os.path.abspath(output))
+    if not os.path.isdir(out_dir) or not os.access(out_dir, os.W_OK):
+        raise InputError("the folder does not exist or is not writable", source=output)
+
+
+def _write_atomically(topo: Topology, output: str) -> None:
+    """Never a half-written file: write beside it, then rename over it."""
+    from ..topology.io import save_file
+
+    fd, tmp = tempfile.mkstemp(
+        prefix=".probe-", suffix=os.path.splitext(output)[1] or ".yaml", dir=os.path.dirname(os.path.abspath(output))
+    )
+    os.close(fd)
+    try:
+        save_file(topo, tmp)
+        os.replace(tmp, output)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def print_verified(summary: dict, output: str, file=None) -> None:
+    """``probe --verify``'s summary in words."""
+    print(
+        f"checked {output}: {summary['transfers_compared']} transfers compared for {summary['seconds']:.1f} s, "
+        f"{summary['slower_than_predicted']} slower than predicted (lowest {summary['worst_ratio']:.0%}), "
+        f"{summary['faster_than_predicted']} faster",
+        file=file,
+    )
+    for e in summary.get("links", ()):
+        if e["outcome"] == "corrected":
+            print(
+                f"  corrected {e['link']}: {e['file_bit_s'] / 1e6:.4g} -> {e['corrected_bit_s'] / 1e6:.4g} Mbit/s "
+                f"({e['pair']} measured alone)",
+                file=file,
+            )
+        else:
+            print(f"  {e['link']}: {e['outcome']}", file=file)
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.verify is not None:
+        output = args.output or args.verify
+        checked = verify_file(args, args.verify, output, args.source)
+        if args.json:
+            print_json({"output": output, **checked})
+        else:
+            print_verified(checked, output)
+        return 0
+    if args.output is None:
+        raise InputError("give the topology file to write (-o FILE.yaml)", element="--output")
     _, summary = probe_to_file(args, args.output)
     if args.json:
         print_json(summary)

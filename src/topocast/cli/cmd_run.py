@@ -388,6 +388,11 @@ def _probe_first(args) -> None:
         f"wrote {summary['output']}",
         file=sys.stderr,
     )
+    if args.verify_seconds > 0:  # the file checked against the network, and corrected
+        from .cmd_probe import print_verified, verify_file
+
+        checked = verify_file(args, args.target, args.target, args.source)
+        print_verified(checked, args.target, file=sys.stderr)
 
 
 def _res_json(r):

@@ -11,9 +11,14 @@ nothing about its links. Its prediction comes from the simulator, for the plan b
 1. **Trigger**: a self-limited transfer running below ``SLOW`` x its prediction for
    ``SUSTAIN`` seconds in a row (not judged during its first ``WARMUP`` seconds, nor within
    ``COOLDOWN`` seconds of the last decision).
-2. **What changed**: ``estimate.estimate_links`` on every running transfer; each link it
-   names gets the estimated capacity (divided by the goodput factor) in the topology the
-   coordinator believes. The predictions of the running transfers are made again on it, so a
+2. **What changed**: ``estimate.estimate_links`` on every running transfer. When several
+   links explain the slow transfers alike (``tied``), a targeted probe separates them
+   (``estimate.separating_probes``): for each suspect, a short bulk transfer between two
+   hosts whose route crosses it and no other suspect, all at once through the running
+   agents (``measure`` messages, as ``topocast probe`` sends; each ends once its rate is
+   stable, ``PROBE_MAX`` seconds at most), and ``estimate.choose_by_probe`` names the suspect
+   that explains the measured rates. Each link named gets the estimated capacity (divided by
+   the goodput factor) in the topology the coordinator believes. The predictions of the running transfers are made again on it, so a
    change that has been taken into account does not trigger again.
 3. **The rest of the broadcast**: the planner is run again on the changed topology, and its
    plan is cut to what is left (:func:`continue_from`: every transfer loses the bytes its
@@ -29,7 +34,8 @@ nothing about its links. Its prediction comes from the simulator, for the plan b
    left unverified: every host still checks the whole-message digest.
 
 Every decision, applied or not, is reported: when, why (the slow transfers), what changed
-(links, old and new capacity, confidence) and the predicted rest of both plans.
+(links, old and new capacity, confidence, the probe's pairs and rates) and the predicted rest
+of both plans.
 """
 
 from __future__ import annotations
@@ -44,13 +50,13 @@ from ..intervals import IntervalSet
 from ..plan import Plan, Transfer
 from .agents import RunInputError
 from .calibration import scale_topology
-from .estimate import Observation, estimate_links
-from .protocol import IncomingTransfer, OutgoingTransfer
+from .estimate import LinkEstimate, Observation, choose_by_probe, estimate_links, saturated_capacity, separating_probes
+from .protocol import IncomingTransfer, Msg, OutgoingTransfer
 
 if TYPE_CHECKING:
     from ..topology import Topology
 
-__all__ = ["Adapter", "make_adapter", "continue_from", "SLOW", "SUSTAIN", "WINDOW", "MIN_GAIN"]
+__all__ = ["Adapter", "make_adapter", "continue_from", "with_link_rates", "SLOW", "SUSTAIN", "WINDOW", "MIN_GAIN"]
 
 SLOW = 0.5  # a transfer below this fraction of its prediction is slow
 SUSTAIN = 2.0  # s a transfer must stay slow before anything is done
@@ -61,6 +67,8 @@ COOLDOWN = 3.0  # s between two decisions
 MIN_GAIN = 0.1  # the new plan's rest must be this much shorter than the old one's
 MIN_CONFIDENCE = 0.2  # link estimates below this are not acted on
 TICK = 0.25  # s between two looks
+PROBE_MAX = 0.6  # s a targeted probe's transfers last at most (they stop once their rates are stable)
+PROBE_WAIT = 3.0  # s after which a probe's missing answers are given up (the plan's busiest suspect is kept)
 
 Planner = Callable[["Topology"], Plan]  # plans the whole broadcast on a topology
 
@@ -123,8 +131,35 @@ class Adapter:
     """The watch of one run (see the module). ``tick`` is called by the coordinator with the
     holdings; it returns the ``replan`` messages to send, by host, when it re-plans."""
 
-    def __init__(self, plan: Plan, topology, planner: Planner, goodput: float, chunk: int):
+    def __init__(
+        self,
+        plan: Plan,
+        topology,
+        planner: Planner | None,
+        goodput: float,
+        chunk: int,
+        probe: bool = False,
+        *,
+        verify: bool = False,
+        slow: float | None = None,
+        sustain: float | None = None,
+    ):
+        """``probe``: may run targeted probes through the agents (``outbox``, ``on_measure``);
+        ``verify``: watch, estimate and correct the believed topology, never switch plans
+        (``probe --verify``); ``slow``, ``sustain``: the trigger (default ``SLOW``,
+        ``SUSTAIN``; see the module)."""
         from ..sim import simulate
+
+        self.probe, self.verify = probe, verify
+        self.slow = SLOW if slow is None else slow
+        self.sustain = SUSTAIN if sustain is None else sustain
+        self.observed: dict[int, Observation] = {}  # every transfer's latest observation
+        self.lowest: dict[int, float] = {}  # every self-limited transfer's lowest measured / predicted
+        self.suspected: dict[int, float] = {}  # every link an estimate named or tied, with its estimate (bytes/s)
+        self.hosts = sorted(plan.hosts)
+        self.outbox: list[tuple[str, dict]] = []  # (host, message) for the coordinator to send
+        self.pending: _Probe | None = None  # a targeted probe under way
+        self.probe_ids = 0
 
         self.simulate = simulate
         self.topology, self.planner, self.goodput, self.chunk = topology, planner, goodput, chunk
@@ -163,13 +198,18 @@ class Adapter:
         if now - self.last_tick < TICK:
             return None
         self.last_tick = now
-        obs, slow_for = self._observe(now, holdings, received, done)
-        if not slow_for or max(slow_for) < SUSTAIN or now - self.last_decision < COOLDOWN:
-            return None
-        self.last_decision = now
         try:
+            if self.pending is not None:
+                if not self.pending.finished(now):
+                    return None
+                return self._act(self._settle_probe(), self.reports[-1], holdings, done)
+            obs, slow_for = self._observe(now, holdings, received, done)
+            if not slow_for or max(slow_for) < self.sustain or now - self.last_decision < COOLDOWN:
+                return None
+            self.last_decision = now
             return self._decide(now, obs, holdings, done)
         except Exception as exc:  # a failed re-plan must not stop a run that is moving data
+            self.pending = None
             self.reports[-1]["outcome"] = f"re-plan failed ({type(exc).__name__}: {exc}): plan kept"
             self.reports[-1]["applied"] = False
             return None
@@ -199,7 +239,10 @@ class Adapter:
             own = _ahead(t.ranges, got, holdings.get(t.src, IntervalSet()), need) >= need
             route = tuple(self.topology.route(t.src, t.dst))
             obs[i] = Observation(route, self.pred[i], rate, own)
-            if own and rate < SLOW * self.pred[i]:
+            self.observed[i] = obs[i]
+            if own:
+                self.lowest[i] = min(self.lowest.get(i, math.inf), rate / self.pred[i])
+            if own and rate < self.slow * self.pred[i]:
                 self.slow_since.setdefault(i, now)
                 slow_for.append(now - self.slow_since[i])
             else:
@@ -218,15 +261,37 @@ class Adapter:
         }
         self.reports.append(report)
         cap = {lid: link.bandwidth * self.goodput for lid, link in enumerate(self.topology.links)}
-        ests = [e for e in estimate_links(list(obs.values()), cap) if e.confidence >= MIN_CONFIDENCE]
+        found = estimate_links(list(obs.values()), cap, slow=self.slow)
+        ests = [e for e in found if e.confidence >= MIN_CONFIDENCE]
+        for e in ests:
+            for lk in (e.link, *e.tied):
+                self.suspected.setdefault(lk, saturated_capacity(list(obs.values()), lk, cap[lk]) / self.goodput)
         if not ests:
             report["outcome"] = "no link explains the slow transfers: plan kept"
             self.slow_since.clear()
+            return None
+        if self.probe and self._start_probe(now, list(obs.values()), ests, cap):
+            return None  # decided once the probe's rates are in (``tick``)
+        return self._act(ests, report, holdings, done)
+
+    def _act(self, ests: list[LinkEstimate], report: dict, holdings, done: set[int]) -> dict[str, dict] | None:
+        """The believed topology changed by ``ests``; the rest of both plans; the switch when
+        the new one gains enough."""
+        if not ests:
+            report["outcome"] = "no link explains the slow transfers (the probe found none): plan kept"
+            self.slow_since.clear()
+            self.history.clear()
             return None
         self.topology = self._changed(ests, report)
         snapshot = {h: iv.copy() for h, iv in holdings.items()}
         skip = {j for j in range(len(self.plan.transfers)) if self.offset + j in done}
         old_rest = continue_from(self.plan, snapshot, skip)
+        if self.verify or self.planner is None:
+            report["outcome"] = "the believed topology is corrected; the plan is kept (verifying)"
+            self.slow_since.clear()
+            self.history.clear()
+            self._follow(old_rest, skip_none=True)
+            return None
         new_rest = continue_from(self.planner(self.topology), snapshot)
         t_old, t_new = self._simulate(old_rest).makespan, self._simulate(new_rest).makespan
         report.update(predicted_rest_old=round(t_old, 3), predicted_rest_new=round(t_new, 3))
@@ -240,6 +305,116 @@ class Adapter:
         report["outcome"] = f"re-planned: predicted rest {t_new:.2f} s instead of {t_old:.2f} s"
         return self._switch(new_rest, done)
 
+    # ------------------------------------------------------------------ targeted probe
+    def _start_probe(self, now: float, obs: list[Observation], ests: list[LinkEstimate], cap) -> bool:
+        """Send the measurements that separate every estimate's tied links; False when there
+        is nothing to separate (or no pair of hosts does)."""
+        groups = []
+        routes = {(a, b): tuple(self.topology.route(a, b)) for a in self.hosts for b in self.hosts if a != b}
+        for k, e in enumerate(ests):
+            if not e.tied:
+                continue
+            suspects = {lk: saturated_capacity(obs, lk, cap[lk]) for lk in (e.link, *e.tied)}
+            pairs = separating_probes(suspects, routes, obs, cap)
+            if len(pairs) >= 1:
+                groups.append((k, suspects, pairs))
+        if not groups:
+            return False
+        probe = _Probe(now, obs, ests, cap, groups)
+        for _, _, pairs in groups:
+            for link, (a, b) in pairs.items():
+                self.probe_ids += 1
+                probe.ids[self.probe_ids] = (link, a, b, routes[(a, b)])
+                self.outbox.append(
+                    (
+                        a,
+                        {
+                            "type": Msg.MEASURE,
+                            "op": "bulk",
+                            "id": self.probe_ids,
+                            "peer": b,
+                            "max": PROBE_MAX,
+                            "delay": 0.02,
+                            "warmup": 0.1,
+                            "min_window": 0.2,
+                            "min_bytes": 128 * 1024,
+                            "tolerance": 0.05,
+                        },
+                    )
+                )
+        self.pending = probe
+        return True
+
+    def on_measure(self, msg: dict) -> None:
+        """A ``measured`` or ``converged`` message from an agent (a probe's sender or receiver)."""
+        p = self.pending
+        if p is None or msg.get("id") not in p.ids:
+            return
+        i = int(msg["id"])
+        if msg.get("type") == Msg.CONVERGED:
+            p.converged.add(i)
+            if not p.stopped and p.converged >= set(p.ids) - set(p.results):  # all stable: stop all at once
+                p.stopped = True
+                for j, (_, a, _, _) in p.ids.items():
+                    if j not in p.results:
+                        self.outbox.append((a, {"type": Msg.MEASURE, "op": "stop", "id": j, "delay": 0.0}))
+        elif msg.get("type") == Msg.MEASURED:
+            p.results[i] = float(msg["rate"]) if msg.get("error") is None and msg.get("rate") else None
+
+    def outgoing(self) -> list[tuple[str, dict]]:
+        """The messages the coordinator must send now (and forgets them)."""
+        out, self.outbox = self.outbox, []
+        return out
+
+    def _settle_probe(self) -> list[LinkEstimate]:
+        """The estimates with every tied group settled by the probe's rates (reported)."""
+        p = self.pending
+        assert p is not None
+        self.pending = None
+        ests: list[LinkEstimate | None] = list(p.ests)
+        lines = []
+        for k, suspects, pairs in p.groups:
+            rates = {i: p.results.get(i) for i, (lk, _, _, _) in p.ids.items() if lk in pairs}
+            measured = [(p.ids[i][3], r) for i, r in rates.items() if r is not None]
+            entry = {
+                "pairs": {f"{a}->{b}": self._link_name(lk) for i, (lk, a, b, _) in p.ids.items() if i in rates},
+                "measured_bit_s": {
+                    f"{a}->{b}": None if (r := rates[i]) is None else round(r * 8)
+                    for i, (_, a, b, _) in p.ids.items()
+                    if i in rates
+                },
+            }
+            if not measured:
+                entry["outcome"] = "no probe answered: the plan's busiest suspect is kept"
+                lines.append(entry)
+                continue
+            chosen, errors = choose_by_probe(suspects, measured, p.obs, p.cap)
+            entry["errors"] = {
+                self._link_name(lk) if lk is not None else "none": round(v, 3) for lk, v in errors.items()
+            }
+            lines.append(entry)
+            e = ests[k]
+            if chosen is None:
+                entry["chosen"] = "none"
+                entry["outcome"] = "the probes ran as the topology says: no suspect dropped, the estimate is dropped"
+                ests[k] = None
+                continue
+            entry["chosen"] = self._link_name(chosen)
+            ests[k] = LinkEstimate(
+                chosen,
+                suspects[chosen],
+                e.confidence,
+                e.explains,
+                tuple(lk for lk in suspects if lk != chosen),
+            )
+        self.reports[-1]["probe"] = lines
+        self.reports[-1]["probe_seconds"] = round(self.last_tick - p.started, 3)
+        return [e for e in ests if e is not None]
+
+    def _link_name(self, lk: int) -> str:
+        link = self.topology.links[lk]
+        return f"{link.src}->{link.dst}"
+
     def _describe(self, i: int, o: Observation) -> str:
         t = self.plan.transfers[i - self.offset]
         return (
@@ -248,26 +423,18 @@ class Adapter:
 
     def _changed(self, ests, report: dict):
         """The believed topology with the estimated links' new capacities."""
-        links = list(self.topology.physical_links)
         for e in ests:
             link = self.topology.links[e.link]
-            pl = links[link.physical]
-            new = e.capacity / self.goodput
-            old = link.bandwidth
-            if link.src == pl.a:
-                links[link.physical] = dataclasses.replace(pl, bandwidth=new, bandwidth_ba=pl.reverse_bandwidth)
-            else:
-                links[link.physical] = dataclasses.replace(pl, bandwidth_ba=new)
             report["changed"].append(
                 {
                     "link": f"{link.src}->{link.dst}",
-                    "old_bit_s": old * 8,
-                    "new_bit_s": new * 8,
+                    "old_bit_s": link.bandwidth * 8,
+                    "new_bit_s": e.capacity / self.goodput * 8,
                     "confidence": round(e.confidence, 2),
-                    "tied": [f"{self.topology.links[x].src}->{self.topology.links[x].dst}" for x in e.tied],
+                    "tied": [self._link_name(x) for x in e.tied],
                 }
             )
-        return self.topology.replace(links=links)
+        return with_link_rates(self.topology, {e.link: e.capacity / self.goodput for e in ests})
 
     def _follow(self, rest: Plan, skip_none: bool) -> None:
         """Keep the running plan; predict its transfers again from ``rest`` (made of them)."""
@@ -310,6 +477,34 @@ class Adapter:
         return msgs
 
 
+def with_link_rates(topology, rates: Mapping[int, float]):
+    """``topology`` with the directed links ``rates`` names at these rates (bytes/s); the
+    other direction of each cable keeps its own."""
+    links = list(topology.physical_links)
+    for lk, new in rates.items():
+        link = topology.links[lk]
+        pl = links[link.physical]
+        if link.src == pl.a:
+            links[link.physical] = dataclasses.replace(pl, bandwidth=new, bandwidth_ba=pl.reverse_bandwidth)
+        else:
+            links[link.physical] = dataclasses.replace(pl, bandwidth_ba=new)
+    return topology.replace(links=links)
+
+
+class _Probe:
+    """A targeted probe under way: what it separates and the rates measured so far."""
+
+    def __init__(self, started: float, obs, ests, cap, groups):
+        self.started, self.obs, self.ests, self.cap, self.groups = started, obs, ests, cap, groups
+        self.ids: dict[int, tuple[int, str, str, tuple[int, ...]]] = {}  # id -> (suspect, src, dst, route)
+        self.results: dict[int, float | None] = {}  # id -> measured rate (None: failed)
+        self.converged: set[int] = set()
+        self.stopped = False
+
+    def finished(self, now: float) -> bool:
+        return len(self.results) == len(self.ids) or now - self.started > PROBE_WAIT
+
+
 def make_adapter(plan: Plan, topology, planner, goodput: float, chunk: int):
     """The watch of an adaptive run, with its planner (default: the plan's own, from the registry)."""
     if topology is None or plan.collective != "broadcast" or plan.source is None:
@@ -327,4 +522,4 @@ def make_adapter(plan: Plan, topology, planner, goodput: float, chunk: int):
         def planner(topo):
             return info(topo, Broadcast(plan.source, plan.size, dests)).with_chunk_size(plan.chunk_size)
 
-    return Adapter(plan, topology, planner, goodput, chunk)
+    return Adapter(plan, topology, planner, goodput, chunk, probe=True)

@@ -344,6 +344,10 @@ class Agent:
             self.configure_pacing(msg.get("pacing") or None)
         elif kind == Msg.REPLAN:
             self.replan(msg)
+        elif kind == Msg.MEASURE:  # a targeted probe of suspect links (runtime.adapt)
+            from .probing import measure_in_run
+
+            measure_in_run(self, msg)
         elif kind == Msg.TRIM:
             ranges = {int(i): r for i, r in msg["ranges"].items()}
             self.out = [t.trimmed(ranges[t.index]) if t.index in ranges else t for t in self.out]
@@ -624,6 +628,10 @@ class Agent:
                 self.receive_push(conn, hdr)
             elif hdr.get("type") == Msg.FETCH:
                 serve_fetch(self, conn, hdr)
+            elif hdr.get("type") in (Msg.SINK, Msg.PING):  # a targeted probe's receiving end
+                from .probing import serve_measurements
+
+                serve_measurements(self, conn, hdr)
         except (OSError, ProtocolError):
             pass
         finally:

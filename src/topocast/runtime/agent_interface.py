@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from .protocol import Conn
     from .store import Store
 
-__all__ = ["ControlSide", "RepairSide"]
+__all__ = ["ControlSide", "RunningSide", "RepairSide"]
 
 
 class ControlSide(Protocol):
@@ -30,10 +30,16 @@ class ControlSide(Protocol):
         ...
 
 
-class RepairSide(ControlSide, Protocol):
-    """An agent as a repairing receiver and as a holder serving fetches (``runtime.repair``)."""
+class RunningSide(ControlSide, Protocol):
+    """An agent that runs a plan and knows its peers (a targeted probe's measurements,
+    ``runtime.probing.measure_in_run``)."""
 
     peers: dict[str, tuple[str, int]]  # host -> data address
+
+
+class RepairSide(RunningSide, Protocol):
+    """An agent as a repairing receiver and as a holder serving fetches (``runtime.repair``)."""
+
     dead: set[str]  # hosts whose agents are gone
     wanted: list[tuple[int, int]]  # (offset, length) ranges this host must hold at the end
     store: Store

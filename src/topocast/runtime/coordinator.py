@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from ..plan import Plan
 from ..results import Result, aggregate_from_times
-from .adapt import make_adapter
+from .adapt import Adapter, make_adapter
 from .agents import RunError, RunInputError
 from .cpuload import STEAL_WARN, busy_share, cpu_times, cpu_verdict, niced_share, steal_share
 from .message import RESUME_MAX_BYTES, check_room, prepare_message
@@ -37,7 +37,6 @@ from .watch import ProgressCallback, Watch, stop_all, wanted_total
 if TYPE_CHECKING:
     from ..topology import Topology
     from .absent import Replan
-    from .adapt import Adapter
     from .launchers import Launcher
 
 __all__ = ["perform", "RunOutcome", "RunError", "DEFAULT_CHUNK"]
@@ -102,7 +101,7 @@ def perform(
     resume: bool = True,
     all_or_nothing: bool = False,
     replan: Replan | None = None,
-    adapt: bool = False,
+    adapt: bool | Adapter = False,
     planner: Callable[[Topology], Plan] | None = None,
 ) -> RunOutcome:
     """Perform ``plan`` with one agent per host started by ``launcher``.
@@ -142,7 +141,8 @@ def perform(
     ``adapt`` (a broadcast, needs ``topology``): the coordinator compares every transfer's
     measured rate with its prediction and, when the network changed, plans the rest again
     (``runtime.adapt``) with ``planner(topology)`` (default: the plan's planner from the
-    registry); ``RunOutcome.replans`` reports every decision.
+    registry); ``RunOutcome.replans`` reports every decision. An ``Adapter`` given as
+    ``adapt`` is used as it is (``probe --verify`` watches with one that only corrects).
     """
     _refuse(plan, topology, fair_uplink)
     pacing_of = _pacer(topology if fair_uplink else None, goodput, sndbuf or 4 * chunk_size)
@@ -171,7 +171,11 @@ def perform(
             prefault=prefault,
         )
         digests = hand_out(run, settings, digest_job, lenient=not all_or_nothing)
-        adapter = make_adapter(run.plan, topology, planner, goodput, chunk_size) if adapt else None
+        adapter = (
+            adapt
+            if isinstance(adapt, Adapter)
+            else (make_adapter(run.plan, topology, planner, goodput, chunk_size) if adapt else None)
+        )
         if before_start is not None:
             before_start()
         # step 4: go, and watch

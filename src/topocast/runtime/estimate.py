@@ -15,16 +15,29 @@ paths that run well clearing their links):
 1. a transfer is *slow* when it is self-limited and measured < ``slow`` x predicted, and
    *healthy* when it is self-limited and measured >= ``healthy`` x predicted;
 2. every link on a slow route is a candidate; its score is the number of slow routes through
-   it minus the number of healthy routes through it (a link that carries a transfer at its
-   predicted rate is unlikely to be the one that dropped);
-3. greedily take the best-scoring link (ties: the one whose predicted load is the largest
-   fraction of its capacity, the plan's busiest), mark its slow routes explained, repeat
+   it minus the number of healthy routes through it when the link carries, in all, what was
+   predicted for it (a link that carries its predicted load is unlikely to be the one that
+   dropped; one that carries less may have dropped while a slow transfer through it still
+   runs at its small predicted share);
+3. greedily take the best-scoring link (ties: the one whose self-limited transfers are the
+   most often slow, then the one whose predicted load is the largest fraction of its
+   capacity, the plan's busiest), mark its slow routes explained, repeat
    until every slow route is explained or no candidate has a positive score;
 4. a chosen link is saturated by the transfers crossing it: its capacity is estimated as the
    sum of their measured rates. Confidence: the share of its self-limited transfers that are
    slow. Links that every explained route crosses alike cannot be told apart from these
-   transfers (a targeted probe could): they are listed as ``tied``, and the plan's busiest
-   of them is chosen.
+   transfers: they are listed as ``tied``, and the plan's busiest of them is chosen unless
+   a targeted probe says otherwise (step 5).
+5. targeted probe (the "separating" measurement of tomography: a path that crosses one
+   suspect and not the other): each tied link is a hypothesis, "this link alone dropped to
+   what crosses it now". :func:`separating_probes` picks, for every suspect, one host pair
+   whose route crosses it and no other suspect, the pair whose rate the hypotheses predict
+   most differently; the probes run together for a fraction of a second beside the running
+   transfers, and :func:`choose_by_probe` keeps the hypothesis whose predicted probe rates
+   are closest to the measured ones (squared log ratio); "no suspect dropped" is one of the
+   hypotheses, and when it fits best the estimate is dropped. Predictions are max-min fair rates
+   of the probes and the running transfers, each running transfer capped at its measured
+   rate (:func:`topocast.runtime.pacing.max_min`).
 
 The probe (``topocast probe``) can use the same function for links it measured through
 several paths.
@@ -32,10 +45,24 @@ several paths.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
-__all__ = ["Observation", "LinkEstimate", "estimate_links", "SLOW", "HEALTHY"]
+Pair = TypeVar("Pair", bound=Hashable)
+
+__all__ = [
+    "Observation",
+    "LinkEstimate",
+    "estimate_links",
+    "saturated_capacity",
+    "probe_rates",
+    "separating_probes",
+    "choose_by_probe",
+    "SLOW",
+    "HEALTHY",
+]
 
 SLOW = 0.5  # measured below this fraction of the prediction: slow
 HEALTHY = 0.8  # at least this fraction: healthy
@@ -77,14 +104,20 @@ def estimate_links(
     load = {
         link: sum(obs[i].predicted for i in idx) / max(capacity.get(link, 1.0), 1e-9) for link, idx in through.items()
     }
+    own_through = {link: [i for i in idx if obs[i].self_limited] for link, idx in through.items()}
+    cleared = {
+        link: sum(obs[i].measured for i in idx) >= healthy * sum(obs[i].predicted for i in idx)
+        for link, idx in own_through.items()
+    }
+    slow_share = {link: sum(is_slow[i] for i in idx) / len(idx) if idx else 0.0 for link, idx in own_through.items()}
     left = {i for i, s in enumerate(is_slow) if s}
     out: list[LinkEstimate] = []
     while left:
         scores = {}
         for link in {lk for i in left for lk in obs[i].route}:
             bad = [i for i in through[link] if i in left]
-            good = [i for i in through[link] if is_healthy[i]]
-            scores[link] = (len(bad) - len(good), load[link])
+            good = [i for i in through[link] if is_healthy[i]] if cleared[link] else []
+            scores[link] = (len(bad) - len(good), slow_share[link], load[link])
         best = max(scores, key=lambda lk: scores[lk])
         if scores[best][0] <= 0:
             break
@@ -94,13 +127,11 @@ def estimate_links(
             for lk, sc in scores.items()
             if lk != best and sc[0] == scores[best][0] and {i for i in through[lk] if i in left} == set(explained)
         )
-        crossing = through[best]
-        measured = sum(obs[i].measured for i in crossing)
+        measured = saturated_capacity(obs, best, math.inf)
         if measured <= 0:  # nothing crosses it now: a stall, not a rate, and nothing to estimate from
             left -= set(explained)
             continue
-        own = [i for i in crossing if obs[i].self_limited]
-        share = sum(1 for i in own if is_slow[i]) / len(own) if own else 0.0
+        share = slow_share[best]
         out.append(
             LinkEstimate(
                 best,
@@ -112,3 +143,83 @@ def estimate_links(
         )
         left -= set(explained)
     return out
+
+
+def saturated_capacity(observations: Sequence[Observation], link: int, limit: float) -> float:
+    """The capacity of ``link`` if the transfers crossing it now saturate it: the sum of
+    their measured rates (never above ``limit``, what the topology says)."""
+    return min(limit, sum(o.measured for o in observations if link in o.route))
+
+
+def probe_rates(
+    probes: Sequence[tuple[int, ...]],
+    background: Sequence[Observation],
+    capacity: Mapping[int, float],
+) -> list[float]:
+    """Predicted rates of probe transfers along ``probes`` (routes) started beside the
+    running transfers ``background``: max-min fair shares on ``capacity``, each running
+    transfer capped at its measured rate (it cannot speed up: something holds it there)."""
+    from .pacing import max_min
+
+    flows: dict = {("p", k): route for k, route in enumerate(probes)}
+    caps: dict = {}
+    for k, o in enumerate(background):
+        if o.measured > 0:
+            flows[("b", k)] = o.route
+            caps[("b", k)] = o.measured
+    rates = max_min(flows, {lk: capacity.get(lk, math.inf) for r in flows.values() for lk in r}, caps)
+    return [rates[("p", k)] for k in range(len(probes))]
+
+
+def _hypothesis(capacity: Mapping[int, float], link: int, value: float) -> dict[int, float]:
+    return {**capacity, link: value}
+
+
+def separating_probes(
+    suspects: Mapping[int, float],
+    routes: Mapping[Pair, tuple[int, ...]],
+    background: Sequence[Observation],
+    capacity: Mapping[int, float],
+) -> dict[int, Pair]:
+    """For each suspect link (link -> the capacity it would have if it were the one that
+    dropped), the candidate pair (a key of ``routes``) whose route crosses it and no other
+    suspect and whose predicted rate differs most between the hypotheses (fewest hops on a
+    tie). A suspect that no route separates has no probe."""
+    out: dict[int, Pair] = {}
+    for link in suspects:
+        others = set(suspects) - {link}
+        best: tuple | None = None
+        for pair, route in routes.items():
+            if link not in route or others & set(route):
+                continue
+            preds = [probe_rates([route], background, _hypothesis(capacity, lk, c))[0] for lk, c in suspects.items()]
+            spread = math.log(max(preds) / max(min(preds), 1e-9)) if max(preds) > 0 else 0.0
+            key = (spread, -len(route))
+            if best is None or key > best[0]:
+                best = (key, pair)
+        if best is not None and best[0][0] > 0:
+            out[link] = best[1]
+    return out
+
+
+def choose_by_probe(
+    suspects: Mapping[int, float],
+    probes: Sequence[tuple[tuple[int, ...], float]],
+    background: Sequence[Observation],
+    capacity: Mapping[int, float],
+) -> tuple[int | None, dict[int | None, float]]:
+    """The suspect whose hypothesis predicts the measured probe rates best, and every
+    hypothesis' error (sum of squared log ratios of measured to predicted rate); None when
+    the hypothesis that no suspect dropped (every link as ``capacity`` says) predicts them
+    best: the probes ran as fast as the topology allows, so the slow transfers were held
+    back by something else (a busy machine, traffic the topology does not show).
+    ``probes``: (route, measured rate in bytes/s) of the probes that ran together."""
+    routes = [r for r, _ in probes]
+    errors: dict[int | None, float] = {}
+    hypotheses: list[tuple[int | None, Mapping[int, float]]] = [
+        (link, _hypothesis(capacity, link, value)) for link, value in suspects.items()
+    ]
+    for link, caps in [*hypotheses, (None, capacity)]:
+        preds = probe_rates(routes, background, caps)
+        errors[link] = sum(math.log(max(m, 1.0) / max(p, 1.0)) ** 2 for (_, m), p in zip(probes, preds))
+    return min(errors, key=lambda lk: errors[lk]), errors

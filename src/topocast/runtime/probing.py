@@ -40,12 +40,13 @@ import struct
 import termios
 import threading
 import time
+import weakref
 from typing import TYPE_CHECKING
 
 from .protocol import T_DATA, T_END, T_JSON, Conn, Msg, ProtocolError, chunk_hash, connect, tune_tcp
 
 if TYPE_CHECKING:
-    from .agent_interface import ControlSide
+    from .agent_interface import ControlSide, RunningSide
 
 PING_BYTES = 32
 BULK_FRAME = 32 * 1024  # small frames: the window's edges cut few bytes off at low rates
@@ -116,6 +117,21 @@ def serve_probe(agent: ControlSide, cfg: dict) -> int:
     agent.stop.set()
     prober.close()
     return 0
+
+
+_RUN_PROBERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # a run's agent -> its measuring state
+
+
+def measure_in_run(agent: RunningSide, msg: dict) -> None:
+    """A ``measure`` message to an agent that runs a plan (the targeted probe of an adaptive
+    run, ``runtime.adapt``): the same measurements, each agent on its own clock."""
+    prober = _RUN_PROBERS.get(agent)
+    if prober is None:  # the first measurement of this run: kept for the next ones
+        prober = _RUN_PROBERS[agent] = _Prober(agent, agent.peers, shared_clock=False)
+    if msg.get("op") == "stop":
+        prober.stops[int(msg["id"])] = prober.local_time(msg)
+    else:
+        threading.Thread(target=_measure, args=(prober, msg), daemon=True).start()
 
 
 def _measure(prober: _Prober, msg: dict) -> None:
@@ -246,19 +262,26 @@ def _serve(agent: ControlSide, sock) -> None:
     try:
         sock.settimeout(30)
         conn.auth_server(agent.secret)
-        sock.settimeout(None)  # an idle pooled connection waits for the next round
-        while not agent.stop.is_set():
-            hdr = conn.recv_json()
-            if hdr.get("type") == Msg.PING:
-                _echo(conn)
-            elif hdr.get("type") == Msg.SINK:
-                _sink(agent, conn, hdr)
-            else:
-                raise ProtocolError(f"unexpected {hdr.get('type')!r} on a probe connection")
+        serve_measurements(agent, conn, conn.recv_json())
     except (OSError, ProtocolError, ValueError):
         pass
     finally:
         conn.close()
+
+
+def serve_measurements(agent, conn: Conn, hdr: dict) -> None:
+    """Echo or count, one exchange after the other (the first one's header is ``hdr``),
+    until the peer closes the connection; also called by a run's agent for a data connection
+    that opens with ``ping`` or ``sink``."""
+    conn.settimeout(None)  # an idle pooled connection waits for the next round
+    while not agent.stop.is_set():
+        if hdr.get("type") == Msg.PING:
+            _echo(conn)
+        elif hdr.get("type") == Msg.SINK:
+            _sink(agent, conn, hdr)
+        else:
+            raise ProtocolError(f"unexpected {hdr.get('type')!r} on a probe connection")
+        hdr = conn.recv_json()
 
 
 def _echo(conn: Conn) -> None:

@@ -69,6 +69,8 @@ class Watch:
             Msg.BROKEN: self._on_broken,
             Msg.WARN: self._on_warn,
             Msg.STATS: self._on_stats,
+            Msg.MEASURED: self._on_measure,
+            Msg.CONVERGED: self._on_measure,
         }
 
     def run(self, timeout: float | None, idle_timeout: float, on_progress: ProgressCallback | None) -> None:
@@ -102,9 +104,17 @@ class Watch:
     def _adapt(self, now: float) -> None:
         assert self.adapter is not None
         msgs = self.adapter.tick(now - self.t0, self.holdings, self.transfer_bytes, set(self.transfer_times))
-        for h, msg in (msgs or {}).items():
+        for h, msg in [*self.adapter.outgoing(), *(msgs or {}).items()]:
             if h not in self.dead:
                 send_quietly(self.conns[h], msg)
+
+    def _on_measure(self, h: str, msg: dict) -> None:
+        """A targeted probe's answer (runtime.adapt); its stop messages go out at once."""
+        if self.adapter is not None:
+            self.adapter.on_measure(msg)
+            for x, m in self.adapter.outgoing():
+                if x not in self.dead:
+                    send_quietly(self.conns[x], m)
 
     def shut_down(self) -> None:
         """Ask every live agent to stop and collect the CPU time each reports (3 s at most).

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from .fields import check_keys, expect, fail, node_name, time_value
 from .model import PhysicalLink
 
-MEASURED_KEYS = ("by", "launcher", "measurements", "duration", "goodput", "estimates", "alternatives")
+MEASURED_KEYS = ("by", "launcher", "measurements", "duration", "goodput", "estimates", "alternatives", "verified")
 ALTERNATIVE_KEYS = ("switch", "or_merged_into", "chosen", "worst_ratio")
 ESTIMATE_KEYS = ("a", "b", "direction", "samples", "spread", "at_least", "uncertain")
 
@@ -71,6 +71,10 @@ def parse_measured(m: object, links: Sequence[PhysicalLink], source: str | None,
     alternatives = _alternatives(m.get("alternatives"), source, m)
     if alternatives:
         out["alternatives"] = alternatives
+    if m.get("verified") is not None:  # what ``probe --verify`` compared and corrected (a report, kept as is)
+        v = expect(m["verified"], dict, source, m, f"{el}: verified", "a mapping (what probe --verify wrote)")
+        expect(v.get("links", []), list, source, v, f"{el}: verified: links", "a list")
+        out["verified"] = v
     return out
 
 
@@ -108,6 +112,12 @@ def measured_notes(measured: Mapping | None) -> list[str]:
             out.append(f"{what}: a lower bound (the transfers could not fill the link)")
         if e.get("uncertain"):
             out.append(f"{what}: uncertain (samples: {e.get('samples', 1)}, spread {e.get('spread', 0.0):.0%})")
+    for e in ((measured or {}).get("verified") or {}).get("links", ()):
+        if isinstance(e, dict) and e.get("outcome") == "corrected":
+            out.append(
+                f"verified: {e.get('link')} corrected from {e.get('file_bit_s', 0) / 1e6:.4g} to "
+                f"{e.get('corrected_bit_s', 0) / 1e6:.4g} Mbit/s ({e.get('pair')} measured alone)"
+            )
     for r in (measured or {}).get("alternatives", ()):
         out.append(
             f"switch {r['switch']} may be one with {' or '.join(r['or_merged_into'])} (same measurements); "
