@@ -169,9 +169,9 @@ def _load_target(args, launcher: Launcher | None):
         size = int(args.size)
     else:
         raise InputError("give --file PATH or --size SIZE", element="message")
+    from ..evaluate.compare import plan_with
     from ..plan.check import check_plan
     from ..planners import get_planner
-    from .cmd_compare import plan_with
     from .common import resolve_source
 
     info = get_planner("broadcast", args.algorithm)
@@ -326,10 +326,10 @@ def _replanner(args, plan: Plan, topo, algorithm: str, goodput: float, chunk: in
     ``whole``: a function of a topology instead, planning for every destination (--adapt)."""
     if topo is None or plan.collective != "broadcast" or plan.source is None:
         return None
+    from ..evaluate.compare import plan_with
     from ..plan import Broadcast
     from ..planners import get_planner
     from ..runtime.calibration import scale_caps
-    from .cmd_compare import plan_with
 
     try:
         info = get_planner("broadcast", algorithm)
