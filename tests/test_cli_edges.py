@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from topocast.cli.cmd_sweep import sizes_between
 from topocast.cli.main import build_parser, main
+from topocast.evaluate.sweep import sizes_between
 from topocast.units import format_size, parse_bandwidth
 
 
