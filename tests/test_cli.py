@@ -129,7 +129,7 @@ def test_docs_planner_table_is_generated_from_the_registry():
 def test_compare_plans_each_planner_once_and_auto_reuses_its_choice(monkeypatch):
     """In compare, auto chooses among the rows already planned and simulated (it plans and
     simulates nothing itself), and auto's row is its choice's row."""
-    from topocast.cli.cmd_compare import compare
+    from topocast.evaluate.compare import compare
     from topocast.planners import available_planners
     from topocast.planners.broadcast import auto
     from topocast.topology import load_topology

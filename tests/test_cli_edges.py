@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from topocast.cli.cmd_sweep import sizes_between
 from topocast.cli.main import build_parser, main
+from topocast.evaluate.sweep import sizes_between
 from topocast.units import format_size, parse_bandwidth
 
 
@@ -303,7 +303,7 @@ def test_compare_plot_stays_readable_with_every_planner(tmp_path, monkeypatch):
     from matplotlib.figure import Figure
 
     from topocast import load_topology
-    from topocast.cli.cmd_compare import PLOT_BEST, compare, plot_compare
+    from topocast.evaluate.compare import PLOT_BEST, compare, plot_compare
 
     saved = []
     real_savefig = Figure.savefig

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from topocast.cli import cmd_compare
 from topocast.cli.main import main
+from topocast.evaluate import compare as comparison
 from topocast.topology.generators import random_tree
 from topocast.topology.io import save_file
 
@@ -26,20 +26,20 @@ class _FakeClock:
 
 @pytest.fixture
 def slow_clock(monkeypatch):
-    real_init = cmd_compare._Watch.__init__
+    real_init = comparison._Watch.__init__
 
     def init(self, *args, **kwargs):
         real_init(self, *args, **kwargs)
         self._clock = _FakeClock()
         self.start = self._clock()
 
-    monkeypatch.setattr(cmd_compare._Watch, "__init__", init)
+    monkeypatch.setattr(comparison._Watch, "__init__", init)
 
 
 def test_a_planner_on_course_to_exceed_the_limit_is_stopped(slow_clock):
     topo = random_tree(40, 10, min_mbit=100, max_mbit=1000, seed=2)
     seen = []
-    _, results = cmd_compare.compare(
+    _, results = comparison.compare(
         topo,
         topo.hosts[0],
         1 << 24,
@@ -50,7 +50,7 @@ def test_a_planner_on_course_to_exceed_the_limit_is_stopped(slow_clock):
     outcome = dict(results)
     assert not isinstance(outcome["binomial"], str)  # few events: no progress report, no stop
     ring = outcome["scatter_allgather_ring"]
-    assert isinstance(ring, str) and ring.startswith(cmd_compare.OVER_LIMIT), ring
+    assert isinstance(ring, str) and ring.startswith(comparison.OVER_LIMIT), ring
     assert "transfers simulated, about" in ring
     done = [d for name, d, _ in seen if name == "scatter_allgather_ring"]
     assert done[0] == 0 and max(done) > 0  # progress reported while it ran
@@ -58,7 +58,7 @@ def test_a_planner_on_course_to_exceed_the_limit_is_stopped(slow_clock):
 
 def test_no_limit_lets_every_planner_finish(slow_clock):
     topo = random_tree(40, 10, min_mbit=100, max_mbit=1000, seed=2)
-    _, results = cmd_compare.compare(topo, topo.hosts[0], 1 << 24, ["binomial", "scatter_allgather_ring"])
+    _, results = comparison.compare(topo, topo.hosts[0], 1 << 24, ["binomial", "scatter_allgather_ring"])
     assert all(not isinstance(r, str) for _, r in results)
 
 

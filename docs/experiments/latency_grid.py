@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from topocast.bounds import cost
-from topocast.cli.cmd_sweep import plot_sweep, sweep
+from topocast.evaluate.sweep import plot_sweep, sweep
 from topocast.plan import Allreduce, Broadcast
 from topocast.planners import get_planner
 from topocast.sim import simulate

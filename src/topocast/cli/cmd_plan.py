@@ -7,10 +7,10 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from ..evaluate.compare import plan_with
 from ..plan import Broadcast
 from ..plan.check import check_plan
 from ..planners import get_planner
-from .cmd_compare import plan_with
 from .common import add_rate_tolerance_arg, add_topology_args, check_output, load_topology_arg, resolve_source, size_arg
 
 if TYPE_CHECKING:

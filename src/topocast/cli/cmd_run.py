@@ -169,9 +169,9 @@ def _load_target(args, launcher: Launcher | None):
         size = int(args.size)
     else:
         raise InputError("give --file PATH or --size SIZE", element="message")
+    from ..evaluate.compare import plan_with
     from ..plan.check import check_plan
     from ..planners import get_planner
-    from .cmd_compare import plan_with
     from .common import resolve_source
 
     info = get_planner("broadcast", args.algorithm)
@@ -307,45 +307,19 @@ def run(args: argparse.Namespace) -> int:
 def _follow_options(args, plan, topo, algorithm, goodput, chunk) -> dict:
     """``perform``'s options for a run that follows what happens: resume, absent hosts and
     ``--adapt`` (with the planner it re-runs)."""
+    from ..runtime.replan import make_replanner
+
     extra: dict = {
         "resume": args.resume,
         "all_or_nothing": args.all_or_nothing,
-        "replan": _replanner(args, plan, topo, algorithm, goodput, chunk),
+        "replan": make_replanner(plan, topo, algorithm, goodput, chunk, args.rate_tolerance),
     }
     if args.adapt:
-        whole = _replanner(args, plan, topo, algorithm, goodput, chunk, whole=True)
+        whole = make_replanner(plan, topo, algorithm, goodput, chunk, args.rate_tolerance, whole=True)
         if whole is None:
             raise InputError("--adapt needs a broadcast, its topology and a registered planner", element="--adapt")
         extra.update(adapt=True, planner=whole)
     return extra
-
-
-def _replanner(args, plan: Plan, topo, algorithm: str, goodput: float, chunk: int, whole: bool = False):
-    """How ``run`` plans again for the hosts that are there when some never came: the same
-    broadcast planner on the topology (None: the runtime splices the missing hosts out).
-    ``whole``: a function of a topology instead, planning for every destination (--adapt)."""
-    if topo is None or plan.collective != "broadcast" or plan.source is None:
-        return None
-    from ..plan import Broadcast
-    from ..planners import get_planner
-    from ..runtime.calibration import scale_caps
-    from .cmd_compare import plan_with
-
-    try:
-        info = get_planner("broadcast", algorithm)
-    except Exception:
-        return None
-
-    source = plan.source
-
-    def replan(missing: frozenset[str], on=topo) -> Plan:
-        dests = tuple(d for d in plan.destinations if d not in missing)
-        new = plan_with(info, on, Broadcast(source, plan.size, dests), None, args.rate_tolerance)
-        return scale_caps(new, goodput).with_chunk_size(chunk)
-
-    if whole:
-        return lambda changed: replan(frozenset(), changed)
-    return replan
 
 
 class _TransferBars:

@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING
 
 from ..bounds import broadcast_bounds
 from ..errors import PlanError
+from ..evaluate.compare import plan_with, reused_prediction
 from ..plan import Broadcast, Plan
 from ..plan.check import check_plan
 from ..planners import get_planner
 from ..sim import simulate
 from ..units import format_bandwidth, format_time
-from .cmd_compare import plan_with, reused_prediction
 from .common import add_rate_tolerance_arg, add_topology_args, load_topology_arg, print_json, resolve_source, size_arg
 
 if TYPE_CHECKING:

@@ -61,7 +61,7 @@ def test_optimal_does_not_simulate_a_structure_that_cannot_win():
 def test_compare_gives_optimal_the_predictions_it_made(monkeypatch):
     # compare plans and simulates two_tree, dijkstra and depth_first anyway: optimal takes
     # those predictions instead of making them again, and reaches the same choice
-    from topocast.cli.cmd_compare import compare
+    from topocast.evaluate.compare import compare
     from topocast.planners.broadcast import optimal
 
     topo = _with_latencies(multi_cluster_tree(24, n_clusters=3, bandwidth="uniform-100-1000", seed=2), 3, 5e-3)
