@@ -307,16 +307,7 @@ def _injection(
         return injection_time, injection_pair
     inj = expect(inj, dict, source, data, "injection", "a mapping {default, hosts, pairs}")
     check_keys(inj, ("default", "hosts", "pairs"), source, "injection")
-    if inj.get("default") is not None:
-        t = time_value(inj["default"], source, inj, "injection: default")
-        injection_time = {h: t for h in hosts}
-    hd = inj.get("hosts") or {}
-    hd = expect(hd, dict, source, inj, "injection: hosts", "a mapping host -> time")
-    for h, v in hd.items():
-        h = node_name(h, source, hd, "injection: hosts")
-        if h not in hosts:
-            raise fail(source, hd, f"injection: hosts: {h}", f"{h!r} is not a declared host")
-        injection_time[h] = time_value(v, source, hd, f"injection: hosts: {h}")
+    injection_time = _per_host(inj, "injection", hosts, source, time_value, "a mapping host -> time")
     pl = inj.get("pairs") or []
     pl = expect(pl, list, source, inj, "injection: pairs", "a list of {src, dst, time}")
     for i, pd in enumerate(pl):
@@ -337,23 +328,28 @@ def _injection(
 
 def _reduction(data: dict, source: str | None, hosts: Sequence[str]) -> dict[str, float]:
     """The ``reduction`` section: each host's reduction speed."""
-    reduction: dict[str, float] = {}
     red = data.get("reduction")
     if red is None:
-        return reduction
+        return {}
     red = expect(red, dict, source, data, "reduction", "a mapping {default, hosts} of reduction speeds")
     check_keys(red, ("default", "hosts"), source, "reduction")
-    if red.get("default") is not None:
-        g = _gamma(red["default"], source, red, "reduction: default")
-        reduction = {h: g for h in hosts}
-    hd = red.get("hosts") or {}
-    hd = expect(hd, dict, source, red, "reduction: hosts", "a mapping host -> speed (e.g. 1GB/s)")
+    return _per_host(red, "reduction", hosts, source, _gamma, "a mapping host -> speed (e.g. 1GB/s)")
+
+
+def _per_host(section: dict, name: str, hosts: Sequence[str], source: str | None, parse, expected: str) -> dict:
+    """A section's ``default`` for every host, overridden by its ``hosts`` mapping; each value
+    read by ``parse(value, source, where, element)``."""
+    out: dict[str, float] = {}
+    if section.get("default") is not None:
+        value = parse(section["default"], source, section, f"{name}: default")
+        out = dict.fromkeys(hosts, value)
+    hd = expect(section.get("hosts") or {}, dict, source, section, f"{name}: hosts", expected)
     for h, v in hd.items():
-        h = node_name(h, source, hd, "reduction: hosts")
+        h = node_name(h, source, hd, f"{name}: hosts")
         if h not in hosts:
-            raise fail(source, hd, f"reduction: hosts: {h}", f"{h!r} is not a declared host")
-        reduction[h] = _gamma(v, source, hd, f"reduction: hosts: {h}")
-    return reduction
+            raise fail(source, hd, f"{name}: hosts: {h}", f"{h!r} is not a declared host")
+        out[h] = parse(v, source, hd, f"{name}: hosts: {h}")
+    return out
 
 
 def _attrs(data: dict, source: str | None, seen: Mapping[str, str]) -> dict[str, Any]:
