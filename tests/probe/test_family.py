@@ -16,7 +16,7 @@ from topocast.planners import get_planner
 from topocast.probe.ambiguity import least_loss_tree, same_pair_rates
 from topocast.probe.bandwidth_tree import infer_bandwidth_tree
 from topocast.probe.equivalent import bandwidth_equivalent, host_groups
-from topocast.probe.infer import build_topology
+from topocast.probe.infer import build_topology, infer_trees
 from topocast.sim import simulate
 from topocast.topology.generators import random_network
 from topocast.topology.model import PhysicalLink, Topology
@@ -96,3 +96,30 @@ def test_a_hub_whose_merge_changes_some_pair_rate_is_no_alternative():
     # every pair keeps its rate
     assert record[0]["switch"] == "x" and record[0]["or_merged_into"] == ["s1", "s2"]
     assert same_pair_rates(star, kept)
+
+
+def _switch_tree_shape(topo):
+    """The links between switches of ``topo``'s bandwidth-equivalent form, each switch named
+    by the hosts under it."""
+    eq = bandwidth_equivalent(topo)
+    name = {s: frozenset(n for n in eq.neighbors(s) if eq.is_host(n)) for s in eq.switches}
+    return {frozenset((name[pl.a], name[pl.b])) for pl in eq.physical_links if pl.a in name and pl.b in name}
+
+
+@pytest.mark.parametrize("noise_seed", [1, 2, 3])
+def test_an_experiment_tells_the_star_from_the_chain(noise_seed):
+    """Network 89719775 of the family: a switch of two fast hosts between a switch of three
+    and one of twelve (855/103 and 495/681 Mbit/s). Single linkage joins the three groups
+    under a hub; merged into either outer switch or into the middle one, every pair of hosts
+    keeps its rate, and the least-loss rule alone chose an outer switch. The explanations
+    differ in which transfers share a link: the outer groups sending into the middle one at
+    once carry what both links carry on the truth, what one carries on a chain through an
+    outer switch. That experiment is made, and the tree kept is the truth's."""
+    truth = random_network(89719775, min_hosts=8, max_hosts=32)
+    net = FakeNetwork(truth, noise=0.03, seed=noise_seed, uneven=True)
+    _, tree = infer_trees(list(truth.hosts), net.rtt, net.bulk, 0.3, 200e-6)
+    inferred = build_topology(tree, list(truth.hosts), goodput=0.955, measurements=tree.measurements)
+    assert host_groups(bandwidth_equivalent(inferred)) == host_groups(bandwidth_equivalent(truth))
+    assert _switch_tree_shape(inferred) == _switch_tree_shape(truth)
+    (alternative,) = inferred.measured["alternatives"]
+    assert alternative["or_merged_into"] == [alternative["chosen"]]  # the star denied, no other left

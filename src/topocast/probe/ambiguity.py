@@ -12,9 +12,19 @@ explanation is planned on (``stable``, from a host behind each of the hub's link
 plan simulated on every other explanation; the tree kept is the one whose plans' worst
 ratio to the best plan of the explanation they run on is highest (minimax regret; ties to
 the star). The alternatives and that worst ratio go into the file's ``measured:`` section.
+
+Before that, where an experiment can tell the explanations apart, it is made
+(``decide_by_contention``): the explanations differ in which transfers share a link, so the
+hosts behind all of the hub's links but one send to the hosts behind that one at once (and
+the other way), the total each explanation predicts (max-min sharing on its links) is
+compared with the total measured, and an explanation whose prediction misses by more than
+the contention threshold is denied. The one left is kept; where several are left, the least
+loss decides among them.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import networkx as nx
 import numpy as np
@@ -22,14 +32,16 @@ import numpy as np
 from ..plan import Broadcast
 from ..planners import get_planner
 from ..sim import simulate
+from ..sim.maxmin import progressive_filling
 from ..topology.model import PhysicalLink, Topology
 
-__all__ = ["least_loss_tree", "same_pair_rates"]
+__all__ = ["decide_by_contention", "least_loss_tree", "same_pair_rates"]
 
 SAME_RATE = 0.03  # single-transfer rates this close are one measurement's worth apart
 TIE = 0.005  # worst ratios this close: the star stays
 MAX_NEIGHBOURS = 5  # hubs with more switch neighbours keep the star (the candidates grow)
 SIZE = 64 << 20
+SENDERS = 3  # transfers from each side in an experiment
 
 
 def _pair_rates(topo: Topology) -> np.ndarray:
@@ -66,6 +78,89 @@ def _hubs(topo: Topology) -> list[tuple[str, list[str]]]:
     return out
 
 
+def _sides(topo: Topology, hub: str) -> dict[str, list[str]]:
+    """Each neighbour of ``hub`` -> the hosts behind it, fastest first."""
+    graph = nx.Graph((pl.a, pl.b) for pl in topo.physical_links)
+    graph.remove_node(hub)
+    out = {}
+    for n in topo.neighbors(hub):
+        side = nx.node_connected_component(graph, n)
+        hosts = [h for h in topo.hosts if h in side]
+        out[n] = sorted(hosts, key=lambda h: (-topo.route_bandwidth(h, topo.neighbors(h)[0]), h))
+    return out
+
+
+def _explanations(topo: Topology, hub: str, around: list[str]) -> list[tuple[str, Topology]]:
+    """(name, tree): the star (named by the hub) and the hub merged into each neighbour
+    switch that keeps every pair's single-transfer rate."""
+    options = [(z, _contract(topo, hub, z)) for z in around if z in topo.switches]
+    return [(hub, topo)] + [(z, c) for z, c in options if same_pair_rates(topo, c)]
+
+
+def _experiments(sides: dict[str, list[str]]) -> list[list[tuple]]:
+    """For each side z: the other sides' fastest hosts send to z's hosts at once, and z's
+    hosts to theirs (each host in one transfer at most)."""
+    out = []
+    for z, inside in sides.items():
+        others = [hs for n, hs in sides.items() if n != z]
+        for into in (True, False):
+            flows: list[tuple] = []
+            free = list(inside)
+            for k in range(SENDERS):
+                for hs in others:
+                    if free and k < len(hs):
+                        far, near = hs[k], free.pop(0)
+                        flows.append((far, near) if into else (near, far))
+            if len({f[0] for f in flows}) >= 2 or len({f[1] for f in flows}) >= 2:
+                out.append(flows)
+    return out
+
+
+def _max_min_total(topo: Topology, flows: list[tuple]) -> float:
+    """What ``flows`` carry together on ``topo`` under max-min sharing."""
+    pair_flow, pair_res = [], []
+    for k, (s, d) in enumerate(flows):
+        for link in topo.route(s, d):
+            pair_flow.append(k)
+            pair_res.append(link)
+    rates = progressive_filling(
+        np.array(pair_flow, dtype=np.int64),
+        np.array(pair_res, dtype=np.int64),
+        topo.link_bandwidth,
+        np.full(len(flows), np.inf),
+    )
+    return float(np.sum(rates))
+
+
+def decide_by_contention(
+    topo: Topology, bulk: Callable[[list, float], list], duration: float, threshold: float
+) -> tuple[dict[str, list[str]], int]:
+    """For each ambiguous hub of ``topo`` (rates as measured), the explanations that the
+    experiments leave standing (by name: the hub for the star, else the switch it is merged
+    into), and the transfers measured. An experiment is made only where two explanations'
+    predicted totals differ by more than twice ``threshold``; an explanation whose
+    prediction misses the measured total by more than ``threshold`` (relative) is denied,
+    unless that would deny them all."""
+    left: dict[str, list[str]] = {}
+    count = 0
+    for hub, around in _hubs(topo):
+        options = _explanations(topo, hub, around)
+        if len(options) < 2 or len(around) > MAX_NEIGHBOURS:
+            continue
+        standing = [name for name, _ in options]
+        for flows in _experiments(_sides(topo, hub)):
+            predicted = {name: _max_min_total(t, flows) for name, t in options if name in standing}
+            if max(predicted.values()) <= (1 + 2 * threshold) * min(predicted.values()):
+                continue
+            measured = sum(bulk(flows, duration))
+            count += len(flows)
+            fits = [n for n, p in predicted.items() if abs(measured / p - 1) <= threshold]
+            if fits:
+                standing = [n for n in standing if n not in predicted or n in fits]
+        left[hub] = standing
+    return left, count
+
+
 def _sources(topo: Topology, hub: str) -> list[str]:
     """The fastest host behind each of the hub's links (a plan from each side)."""
     graph = nx.Graph((pl.a, pl.b) for pl in topo.physical_links)
@@ -92,29 +187,31 @@ def _worst_ratios(candidates: list[Topology], sources: list[str]) -> list[float]
     return worst
 
 
-def least_loss_tree(topo: Topology) -> tuple[Topology, list[dict]]:
+def least_loss_tree(topo: Topology, standing: dict[str, list[str]] | None = None) -> tuple[Topology, list[dict]]:
     """``topo`` with each ambiguous hub replaced by the explanation that loses least when
-    wrong; the record of every hub with alternatives (for ``measured: alternatives``)."""
+    wrong, among those that the experiments left ``standing`` (hub -> names, from
+    ``decide_by_contention``; all of them when the hub is not in it); the record of every
+    hub with alternatives (for ``measured: alternatives``)."""
     record = []
     for hub, around in _hubs(topo):
         if hub not in topo.switches or len(around) > MAX_NEIGHBOURS:
             continue
-        options = [(z, _contract(topo, hub, z)) for z in around if z in topo.switches]
-        options = [(z, c) for z, c in options if same_pair_rates(topo, c)]
-        if not options:
+        options = _explanations(topo, hub, around)
+        if len(options) < 2:
             continue
-        worst = _worst_ratios([topo, *(c for _, c in options)], _sources(topo, hub))
+        kept = (standing or {}).get(hub)
+        candidates = [(n, t) for n, t in options if kept is None or n in kept] or options
+        worst = _worst_ratios([t for _, t in candidates], _sources(topo, hub)) if len(candidates) > 1 else [1.0]
         best = int(np.argmax(worst))
-        if worst[best] <= worst[0] + TIE:
+        if candidates[0][0] == hub and worst[best] <= worst[0] + TIE:
             best = 0
-        record.append(
-            {
-                "switch": hub,
-                "or_merged_into": [z for z, _ in options],
-                "chosen": hub if best == 0 else options[best - 1][0],
-                "worst_ratio": round(float(worst[best]), 3),
-            }
-        )
-        if best:
-            topo = options[best - 1][1]
+        chosen, tree = candidates[best]
+        # the alternatives written are the explanations left standing: a hub that the
+        # experiments showed to be one neighbour's switch is written merged, with none
+        others = [n for n, _ in candidates if n != hub]
+        if others or chosen != hub:
+            record.append(
+                {"switch": hub, "or_merged_into": others, "chosen": chosen, "worst_ratio": round(float(worst[best]), 3)}
+            )
+        topo = tree
     return topo, record

@@ -57,6 +57,8 @@ class BandwidthTree:
     noise: float = 0.0  # measured relative run-to-run spread of a transfer's rate
     threshold: float = 0.0  # the slowdown taken as contention (from the noise)
     by_contention: bool = False  # the switch tree was inferred (not given by latencies)
+    # ambiguous hub -> the explanations that contention experiments left standing (``ambiguity``)
+    standing: dict = field(default_factory=dict)
 
 
 def host_link_estimate(samples: list, confirmed: list | None = None) -> Estimate:

@@ -12,8 +12,10 @@
    stack delay is in them); a ``measured:`` section with the measurement count, the
    probe's duration and each estimate's spread and flags;
 4. where the switch tree came from contention, a hub that the measurements cannot tell from
-   a chain through one of its neighbours is replaced by the explanation whose plans lose
-   least when wrong (``ambiguity``), the alternatives written into ``measured:``.
+   a chain through one of its neighbours: experiments that tell them apart where one can
+   (``ambiguity.decide_by_contention``), and of the explanations left, the one whose plans
+   lose least when wrong (``ambiguity.least_loss_tree``), the others written into
+   ``measured:``.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from collections.abc import Callable
 
 from ..topology.measured import measured_notes
 from ..topology.model import PhysicalLink, Topology
-from .ambiguity import least_loss_tree
+from .ambiguity import decide_by_contention, least_loss_tree
 from .bandwidth_tree import Bulk, infer_bandwidth_tree
 from .estimates import BandwidthTree, levels
 from .latency_tree import LatencyTree, infer_latency_tree, merge_short_links
@@ -82,7 +84,16 @@ def infer_trees(
         merge_short_links(lat, max(rtt_threshold, RTT_NOISE_FACTOR * statistics.median(rtt_spreads)))
     if len(lat.switches) >= 2:
         return lat, measure_links(lat.adj, hosts, lat.switches, bulk, duration)
-    return lat, infer_bandwidth_tree(hosts, bulk, duration)
+    bw = infer_bandwidth_tree(hosts, bulk, duration)
+    # hubs that the transfers so far cannot tell from a chain: experiments that can
+    as_measured = Topology("measured", list(hosts), list(bw.switches), _links_as_measured(bw))
+    bw.standing, count = decide_by_contention(as_measured, bulk, duration, bw.threshold)
+    bw.measurements += count
+    return lat, bw
+
+
+def _links_as_measured(bw: BandwidthTree) -> list[PhysicalLink]:
+    return [PhysicalLink(a, b, max(ab.value, 1.0), 0.0, max(ba.value, 1.0)) for (a, b), (ab, ba) in bw.links.items()]
 
 
 def rtt_spread(samples: list[float]) -> float:
@@ -136,7 +147,7 @@ def build_topology(
     }
     topo = Topology(name, list(hosts), list(bw.switches), links)
     if bw.by_contention:
-        topo, alternatives = least_loss_tree(topo)
+        topo, alternatives = least_loss_tree(topo, bw.standing)
         if alternatives:
             measured["alternatives"] = alternatives
         merged = {r["switch"]: r["chosen"] for r in alternatives if r["chosen"] != r["switch"]}
