@@ -13,7 +13,7 @@ import pytest
 
 from topocast.plan import Broadcast
 from topocast.planners import get_planner
-from topocast.probe.ambiguity import least_loss_tree, same_pair_rates
+from topocast.probe.ambiguity import decide_by_contention, least_loss_tree, same_pair_rates
 from topocast.probe.bandwidth_tree import infer_bandwidth_tree
 from topocast.probe.equivalent import bandwidth_equivalent, host_groups
 from topocast.probe.infer import build_topology, infer_trees
@@ -123,3 +123,29 @@ def test_an_experiment_tells_the_star_from_the_chain(noise_seed):
     assert _switch_tree_shape(inferred) == _switch_tree_shape(truth)
     (alternative,) = inferred.measured["alternatives"]
     assert alternative["or_merged_into"] == [alternative["chosen"]]  # the star denied, no other left
+
+
+def _three_switches(hub: bool) -> Topology:
+    """Three switches of two 100 Mbit/s hosts each, under a hub ``x`` (``hub``) or in a chain
+    s0 - s1 - s2; every link between switches 150 Mbit/s. Every pair of hosts runs at
+    100 Mbit/s on both."""
+    mbit = 125_000
+    links = [PhysicalLink(f"h{k}{i}", f"s{k}", 100 * mbit) for k in range(3) for i in range(2)]
+    if hub:
+        links += [PhysicalLink(f"s{k}", "x", 150 * mbit) for k in range(3)]
+    else:
+        links += [PhysicalLink("s0", "s1", 150 * mbit), PhysicalLink("s1", "s2", 150 * mbit)]
+    hosts = [f"h{k}{i}" for k in range(3) for i in range(2)]
+    return Topology("three", hosts, ["s0", "s1", "s2", *(["x"] if hub else [])], links)
+
+
+@pytest.mark.parametrize("truth_is_hub, left", [(False, ["s1"]), (True, ["x"])])
+def test_contention_experiments_deny_the_explanations_the_network_contradicts(truth_is_hub, left):
+    """The star and the chains through s0, s1 or s2 give every pair the same rate; the
+    outer switches sending into one of them at once carry 150 Mbit/s on the star (its link
+    to the hub) and 200 on a chain through it. Measured on the truth, only the truth's
+    explanation stands."""
+    star = _three_switches(hub=True)
+    net = FakeNetwork(_three_switches(hub=truth_is_hub), goodput=1.0, noise=0.0)
+    standing, count = decide_by_contention(star, net.bulk, 0.3, 0.1)
+    assert standing == {"x": left} and count > 0
