@@ -289,3 +289,22 @@ def test_a_link_that_only_a_groups_own_round_robin_fills_splits_it(seed, monkeyp
     # the same probe without the groups' own round robins groups them wrongly
     monkeypatch.setattr(bandwidth_tree, "_split_by_own_round_robins", lambda groups, pr: [])
     assert host_groups(_infer(truth, seed)) != host_groups(truth)
+
+
+def test_a_host_link_is_written_at_its_rate_not_at_its_readings_upper_half():
+    """Forty readings of one link, spread by 3 % noise around 100 (the normal quantiles),
+    and ten slowed by other traffic: the estimate for the contention tests (the readings
+    near the fastest confirmed one) lies above 100; the rate written is re-centred on the
+    readings around it, the slowed ones left out."""
+    from statistics import NormalDist
+
+    free = [100 * (1 + 0.03 * NormalDist().inv_cdf((k + 0.5) / 40)) for k in range(40)]
+    slowed = [50 + 4 * k for k in range(10)]
+    samples = FlowSamples()
+    samples.add([("h", f"p{i}") for i in range(50)], free + slowed)
+    assert samples.host_up("h").value > 101.5
+    assert samples.written("h", 0).value == pytest.approx(100, rel=0.01)
+    # few readings: the estimate is their median already, and stays
+    few = FlowSamples()
+    few.add([("h", "a"), ("h", "b"), ("h", "c")], [97.0, 100.0, 103.0])
+    assert few.written("h", 0).value == few.host_up("h").value

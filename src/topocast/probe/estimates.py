@@ -22,6 +22,11 @@ __all__ = [
 SLOWDOWN = 0.15  # transfers this close to their hosts' rates were not limited by the path
 NEAR_TOP = 0.06  # a host link's samples this close to its fastest are all its own link's rate
 UNCERTAIN_SPREAD = 0.25
+# the rate written for a host link is re-centred on its readings within this much either
+# side of the estimate (twice the spread a reading of one link shows, ``NEAR_TOP`` / 2)
+CENTRE_BAND = NEAR_TOP
+CENTRE_STEPS = 3
+CENTRE_READINGS = 6  # fewer readings near it: the estimate is their median already
 LEVEL_WIDTH = 0.06  # a level of link rates spans at most this much (relative)
 RETAKES = 2  # further readings of a host's lone fastest transfer
 
@@ -145,6 +150,25 @@ class FlowSamples:
         if (h, side) not in self._estimates:
             self._estimates[(h, side)] = host_link_estimate(*self.samples(h, side))
         return self._estimates[(h, side)]
+
+    def written(self, h: str, side: int) -> Estimate:
+        """The rate to write for ``h``'s link (``side`` 0: up, 1: down). ``host_up`` and
+        ``host_down`` take the median of the readings near the fastest confirmed one: the
+        upper half of those that noise spreads around the link's rate, about one noise
+        width above it, which is right for telling whether a transfer ran slower than its
+        hosts allow but makes a plan that counts on it finish late. Here the estimate is
+        re-centred (``CENTRE_STEPS`` times) on the median of the readings within
+        ``CENTRE_BAND`` of it either way, where there are ``CENTRE_READINGS`` of them at
+        least: readings slowed by other traffic further than that stay out."""
+        est = self._estimate(h, side)
+        values, _ = self.samples(h, side)
+        centre = est.value
+        for _ in range(CENTRE_STEPS):
+            near = [r for r in values if abs(r - centre) <= CENTRE_BAND * centre]
+            if len(near) < CENTRE_READINGS:
+                break
+            centre = statistics.median(near)
+        return Estimate(min(centre, est.value), est.samples, est.at_least, est.single)
 
     def speed(self, h: str) -> float:
         """The host's fastest confirmed reading, either way."""

@@ -77,7 +77,7 @@ def measure_links(
     tree = BandwidthTree(groups=_groups(adj, hosts, switches), switches=list(switches), measurements=run.count)
     for h in hosts:
         (sw,) = adj[h]
-        tree.links[(h, sw)] = (host_up[h], host_down[h])
+        tree.links[(h, sw)] = (run.samples.written(h, 0), run.samples.written(h, 1))
     for k, (_, flows, (a, b)) in enumerate(edges):
         n = len(flows) // 2
         ab = _edge_estimate(flows[:n], readings[k][0], host_up, host_down, adj, a, b)
