@@ -36,7 +36,7 @@ from ._trees import resource_arrays
 if TYPE_CHECKING:
     from ...topology import Topology
 
-__all__ = ["plan_dijkstra", "dijkstra_tree"]
+__all__ = ["plan_dijkstra", "dijkstra_tree", "first_exact"]
 
 VARIANTS = ("load-aware", "widest", "prim")
 
@@ -179,6 +179,25 @@ def _by_multiplicity(res_mat: np.ndarray) -> list[tuple[float, np.ndarray]]:
 REFRESH_CHUNK = 64
 
 
+def first_exact(ties: np.ndarray, top: float, evaluate, values: np.ndarray) -> int:
+    """The lowest of ``ties`` (candidate indices, increasing, whose upper bound is ``top``)
+    whose value ``evaluate`` finds still ``top``, or -1 when none is. Candidates are
+    re-evaluated in consecutive chunks, the first of :data:`REFRESH_CHUNK`, each twice the
+    last, so each is evaluated at most once however many are stale; their fresh values are
+    written into ``values`` (the bounds, by candidate index)."""
+    chunk, start = REFRESH_CHUNK, 0
+    while start < len(ties):
+        part = ties[start : start + chunk]
+        fresh = evaluate(part)
+        values[part] = fresh
+        exact = np.flatnonzero(fresh == top)
+        if len(exact):
+            return int(part[exact[0]])
+        start += chunk
+        chunk *= 2
+    return -1
+
+
 def _mandatory_terms(mats, n_links: int, into: bool) -> tuple[np.ndarray, np.ndarray]:
     """Per host, the resources every route into it (``into``) or out of it crosses, with the
     fewest times a route crosses each: (resource ids, multiplicities), padded with
@@ -269,16 +288,7 @@ def _load_aware_hops(mats, cap, n_links, hosts):
         while True:
             top = flat.max()
             ties = np.flatnonzero(flat == top)
-            chunk, found = REFRESH_CHUNK, -1
-            for start in range(0, len(ties), chunk):
-                part = ties[start : start + chunk]
-                fresh = value(*np.divmod(part, h))
-                flat[part] = fresh
-                exact = np.flatnonzero(fresh == top)
-                if len(exact):
-                    found = int(part[exact[0]])
-                    break
-                chunk *= 2
+            found = first_exact(ties, top, lambda part: value(*np.divmod(part, h)), flat)
             if found >= 0:
                 break
         u, v = divmod(found, h)
