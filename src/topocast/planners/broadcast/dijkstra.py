@@ -232,6 +232,35 @@ def _mandatory_terms(mats, n_links: int, into: bool) -> tuple[np.ndarray, np.nda
     return out_res, out_k
 
 
+def _best_candidate(bound: np.ndarray, row_top: np.ndarray, evaluate) -> tuple[int, float]:
+    """The candidate the greedy adds: the lowest flat index of ``bound`` whose fresh value
+    (``evaluate``) is the largest of all, and that value. ``row_top`` holds, per row, at least
+    its largest bound (bounds only fall, so a row's maximum stays a bound of it), so no
+    candidate is worth more than ``top``, the largest of them. The rows that may reach it are
+    read in index order, in blocks of 1, 2, 4... rows: each block's maxima are brought up to
+    date and its candidates at ``top`` re-evaluated as in :func:`first_exact`; the first exact
+    one is the lowest index at the maximum (every earlier candidate is below ``top``), so a
+    step reads the rows up to it instead of the whole h x h matrix. When none is exact, ``top``
+    falls and the search starts again."""
+    h = bound.shape[1]
+    flat = bound.reshape(-1)
+    while True:
+        top = row_top.max()
+        rows = np.flatnonzero(row_top == top)
+        start, size = 0, 1
+        while start < len(rows):
+            block = rows[start : start + size]
+            row_top[block] = bound[block].max(axis=1)
+            block = block[row_top[block] == top]
+            if len(block):
+                r, c = np.nonzero(bound[block] == top)
+                found = first_exact(block[r] * h + c, top, evaluate, flat)
+                if found >= 0:
+                    return found, top
+            start += size
+            size *= 2
+
+
 def _load_aware_hops(mats, cap, n_links, hosts):
     """The load-aware greedy: repeatedly add the hop u->v (u in the tree, v not) of largest
     ``min(rate[u], min_{e in route(u,v)} c(e) / (load(e) + k(e)))``, lowest (u, v) on ties
@@ -254,7 +283,7 @@ def _load_aware_hops(mats, cap, n_links, hosts):
     rate = np.zeros(h)
     rate[0] = np.inf
     bound = np.full((h, h), -np.inf)
-    flat = bound.reshape(-1)
+    row_top = np.full(h, -np.inf)  # per row, at least its largest bound
     out = np.zeros(h, dtype=bool)  # not in the tree yet
     out[1:] = True
     out_res, out_k = _mandatory_terms(mats, n_links, into=False)
@@ -281,16 +310,12 @@ def _load_aware_hops(mats, cap, n_links, hosts):
     def join(u: int) -> None:  # u's candidate row, exact at the current loads
         cols = np.flatnonzero(out)
         bound[u, cols] = value(np.full(len(cols), u), cols)
+        row_top[u] = bound[u].max()
 
     join(0)
     hops = []
     for _ in range(h - 1):
-        while True:
-            top = flat.max()
-            ties = np.flatnonzero(flat == top)
-            found = first_exact(ties, top, lambda part: value(*np.divmod(part, h)), flat)
-            if found >= 0:
-                break
+        found, top = _best_candidate(bound, row_top, lambda part: value(*np.divmod(part, h)))
         u, v = divmod(found, h)
         rate[v] = top
         out[v] = False
