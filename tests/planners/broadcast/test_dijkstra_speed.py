@@ -98,3 +98,56 @@ def test_lazy_greedy_on_declared_routes_builds_the_plain_greedy_tree(seed):
     assert topo.routes
     src, dests = topo.hosts[0], topo.hosts[1:]
     assert dijkstra_tree(topo, src, dests) == plain_routed_greedy(topo, src, dests)
+
+
+def test_stale_ties_are_each_evaluated_once():
+    """Many candidates tied at the top bound, all stale (a switch uplink every one of them
+    crosses was just loaded): each is re-evaluated once, not once per chunk (which made the
+    greedy quadratic in the ties on 1,500-host multi-site platforms)."""
+    from topocast.planners.broadcast.dijkstra import REFRESH_CHUNK, first_exact
+
+    ties = np.arange(0, 300_000, 3)
+    values = np.full(300_000, 5.0)
+    seen = []
+
+    def stale(part):
+        seen.append(part.copy())
+        return np.full(len(part), 4.0)
+
+    assert first_exact(ties, 5.0, stale, values) == -1
+    evaluated = np.concatenate(seen)
+    assert len(evaluated) == len(ties) and np.array_equal(np.sort(evaluated), ties)
+    assert (values[ties] == 4.0).all()
+
+    seen.clear()
+    exact_at = ties[5000]
+
+    def one_exact(part):
+        seen.append(part.copy())
+        return np.where(part >= exact_at, 5.0, 4.0)
+
+    assert first_exact(ties, 5.0, one_exact, values) == exact_at
+    assert sum(len(p) for p in seen) < 2 * 5000 + 2 * REFRESH_CHUNK
+
+
+def test_lazy_greedy_evaluates_each_candidate_at_most_once_per_step(monkeypatch):
+    """On a multi-site platform (declared routes through shared uplinks: large tied sets of
+    stale candidates), no step of the lazy greedy re-evaluates a candidate twice."""
+    from topocast.planners.broadcast import dijkstra
+    from topocast.topology.multisite import multi_site_platform
+
+    topo = multi_site_platform(160, seed=3)
+    calls = []
+    real = dijkstra.first_exact
+
+    def counting(ties, top, evaluate, values):
+        parts = []
+        found = real(ties, top, lambda part: (parts.append(part), evaluate(part))[1], values)
+        calls.append((len(ties), np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)))
+        return found
+
+    monkeypatch.setattr(dijkstra, "first_exact", counting)
+    dijkstra_tree(topo, topo.hosts[0], topo.hosts[1:])
+    assert calls
+    for n_ties, evaluated in calls:
+        assert len(evaluated) <= n_ties and len(np.unique(evaluated)) == len(evaluated)

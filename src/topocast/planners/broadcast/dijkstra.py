@@ -36,7 +36,7 @@ from ._trees import resource_arrays
 if TYPE_CHECKING:
     from ...topology import Topology
 
-__all__ = ["plan_dijkstra", "dijkstra_tree"]
+__all__ = ["plan_dijkstra", "dijkstra_tree", "first_exact"]
 
 VARIANTS = ("load-aware", "widest", "prim")
 
@@ -179,6 +179,25 @@ def _by_multiplicity(res_mat: np.ndarray) -> list[tuple[float, np.ndarray]]:
 REFRESH_CHUNK = 64
 
 
+def first_exact(ties: np.ndarray, top: float, evaluate, values: np.ndarray) -> int:
+    """The lowest of ``ties`` (candidate indices, increasing, whose upper bound is ``top``)
+    whose value ``evaluate`` finds still ``top``, or -1 when none is. Candidates are
+    re-evaluated in consecutive chunks, the first of :data:`REFRESH_CHUNK`, each twice the
+    last, so each is evaluated at most once however many are stale; their fresh values are
+    written into ``values`` (the bounds, by candidate index)."""
+    chunk, start = REFRESH_CHUNK, 0
+    while start < len(ties):
+        part = ties[start : start + chunk]
+        fresh = evaluate(part)
+        values[part] = fresh
+        exact = np.flatnonzero(fresh == top)
+        if len(exact):
+            return int(part[exact[0]])
+        start += chunk
+        chunk *= 2
+    return -1
+
+
 def _mandatory_terms(mats, n_links: int, into: bool) -> tuple[np.ndarray, np.ndarray]:
     """Per host, the resources every route into it (``into``) or out of it crosses, with the
     fewest times a route crosses each: (resource ids, multiplicities), padded with
@@ -213,6 +232,35 @@ def _mandatory_terms(mats, n_links: int, into: bool) -> tuple[np.ndarray, np.nda
     return out_res, out_k
 
 
+def _best_candidate(bound: np.ndarray, row_top: np.ndarray, evaluate) -> tuple[int, float]:
+    """The candidate the greedy adds: the lowest flat index of ``bound`` whose fresh value
+    (``evaluate``) is the largest of all, and that value. ``row_top`` holds, per row, at least
+    its largest bound (bounds only fall, so a row's maximum stays a bound of it), so no
+    candidate is worth more than ``top``, the largest of them. The rows that may reach it are
+    read in index order, in blocks of 1, 2, 4... rows: each block's maxima are brought up to
+    date and its candidates at ``top`` re-evaluated as in :func:`first_exact`; the first exact
+    one is the lowest index at the maximum (every earlier candidate is below ``top``), so a
+    step reads the rows up to it instead of the whole h x h matrix. When none is exact, ``top``
+    falls and the search starts again."""
+    h = bound.shape[1]
+    flat = bound.reshape(-1)
+    while True:
+        top = row_top.max()
+        rows = np.flatnonzero(row_top == top)
+        start, size = 0, 1
+        while start < len(rows):
+            block = rows[start : start + size]
+            row_top[block] = bound[block].max(axis=1)
+            block = block[row_top[block] == top]
+            if len(block):
+                r, c = np.nonzero(bound[block] == top)
+                found = first_exact(block[r] * h + c, top, evaluate, flat)
+                if found >= 0:
+                    return found, top
+            start += size
+            size *= 2
+
+
 def _load_aware_hops(mats, cap, n_links, hosts):
     """The load-aware greedy: repeatedly add the hop u->v (u in the tree, v not) of largest
     ``min(rate[u], min_{e in route(u,v)} c(e) / (load(e) + k(e)))``, lowest (u, v) on ties
@@ -235,7 +283,7 @@ def _load_aware_hops(mats, cap, n_links, hosts):
     rate = np.zeros(h)
     rate[0] = np.inf
     bound = np.full((h, h), -np.inf)
-    flat = bound.reshape(-1)
+    row_top = np.full(h, -np.inf)  # per row, at least its largest bound
     out = np.zeros(h, dtype=bool)  # not in the tree yet
     out[1:] = True
     out_res, out_k = _mandatory_terms(mats, n_links, into=False)
@@ -262,25 +310,12 @@ def _load_aware_hops(mats, cap, n_links, hosts):
     def join(u: int) -> None:  # u's candidate row, exact at the current loads
         cols = np.flatnonzero(out)
         bound[u, cols] = value(np.full(len(cols), u), cols)
+        row_top[u] = bound[u].max()
 
     join(0)
     hops = []
     for _ in range(h - 1):
-        while True:
-            top = flat.max()
-            ties = np.flatnonzero(flat == top)
-            chunk, found = REFRESH_CHUNK, -1
-            for start in range(0, len(ties), chunk):
-                part = ties[start : start + chunk]
-                fresh = value(*np.divmod(part, h))
-                flat[part] = fresh
-                exact = np.flatnonzero(fresh == top)
-                if len(exact):
-                    found = int(part[exact[0]])
-                    break
-                chunk *= 2
-            if found >= 0:
-                break
+        found, top = _best_candidate(bound, row_top, lambda part: value(*np.divmod(part, h)))
         u, v = divmod(found, h)
         rate[v] = top
         out[v] = False
