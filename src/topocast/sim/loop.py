@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..intervals import inside_grouped, merge_grouped, overlaps_grouped
+from ..intervals import merge_grouped
 from ..plan.graph import csr_rows
 from .state import DONE
 
@@ -35,79 +35,74 @@ if TYPE_CHECKING:
 __all__ = ["loop_inputs", "run_loop"]
 
 
-def loop_inputs(sim: _Sim) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """The readiness counters of a plan that qualifies for the compiled loop (``need``, and
-    as CSR the transfers each transfer's end counts down), or None."""
-    a = sim.arrays
+def loop_inputs(sim: _Sim) -> dict | None:
+    """What the compiled loop needs beyond the engine's arrays, for a plan that qualifies
+    (None otherwise): per transfer, the segments of its bytes its sender does not hold from
+    the start and, per segment, the transfers that bring it (any one will do); per host
+    that may receive bytes twice, the byte of each transfer's sequence at which each of its
+    wanted segments arrives (``coverage``)."""
     n = sim.n
-    if n == 0 or (sim.upstream >= 0).any() or (sim.inject > 0).any() or (sim.size <= 0).any() or sim.redundant:
+    if n == 0 or (sim.upstream >= 0).any() or (sim.inject > 0).any() or (sim.size <= 0).any():
         return None
     bounded = (np.diff(sim.res_ptr) > 0)[sim.route_of] | np.isfinite(sim.flow_cap)
-    if not bounded.all() or sim.is_redundant[sim.dst_id].any():
+    if not bounded.all():
         return None
-    if a.seq_off.size and (int(a.seq_off.max() + a.seq_len.max()) + 1) * (len(a.host_name) + 1) >= 2**62:
-        return None
-    providers = _providers(sim)
-    if providers is None:
-        return None
-    before, after = np.repeat(np.arange(n), np.diff(sim.dep_ptr)), sim.dep_idx
-    before = np.concatenate((before, providers[0]))
-    after = np.concatenate((after, providers[1]))
-    order = np.argsort(before, kind="stable")
-    next_ptr = np.searchsorted(before[order], np.arange(n + 1))
-    need = np.bincount(after, minlength=n).astype(np.int64)
-    return need, next_ptr.astype(np.int64), after[order].astype(np.int64)
+    from . import loop_kernels as lk  # numba: imported only by simulations that take this loop
 
-
-def _providers(sim: _Sim) -> tuple[np.ndarray, np.ndarray] | None:
-    """(provider, transfer) pairs: the transfers into each transfer's sender that bring the
-    bytes it sends; None when some transfer's bytes are partly held from the start, or not
-    each brought exactly once."""
     a = sim.arrays
-    n = sim.n
     pos, counts = csr_rows(a.seq_ptr, a.seq_of)
     owner = np.repeat(np.arange(n), counts)
     start = a.seq_off[pos]
     end = start + a.seq_len[pos]
-    src, dst = a.src[owner], a.dst[owner]
-    # a transfer's own ranges are disjoint
-    g, s, e = merge_grouped(owner, start, end)
-    if not np.array_equal(np.bincount(g, weights=e - s, minlength=n), a.nbytes.astype(float)):
-        return None
+    order = np.lexsort((start, a.dst[owner]))
+    n_hosts = len(a.host_name)
+    received = (np.searchsorted(a.dst[owner][order], np.arange(n_hosts + 1)), start[order], end[order])
     init = [(a.host_id[h], off, off + ln) for h, rs in sim.plan.initial.items() for off, ln in rs]
-    held = merge_grouped(*np.array(init, dtype=np.int64).reshape(-1, 3).T)
-    inside = np.bincount(owner, weights=inside_grouped(src, start, end, held), minlength=n) == counts
-    meets = np.bincount(owner, weights=overlaps_grouped(src, start, end, held), minlength=n) > 0
-    if (meets & ~inside).any():
-        return None
-    # what each host that sends bytes it received receives, each byte once
-    needy = ~inside[owner]
-    into = np.isin(dst, src[needy])
-    order = np.lexsort((start[into], dst[into]))
-    h_in, s_in, e_in, o_in = (x[into][order] for x in (dst, start, end, owner))
-    if ((h_in[1:] == h_in[:-1]) & (s_in[1:] < e_in[:-1])).any():
-        return None
-    span = int(max(end.max(), 1)) + 1
-    lo = np.searchsorted(h_in * span + e_in, src[needy] * span + start[needy], side="right")
-    hi = np.searchsorted(h_in * span + s_in, src[needy] * span + end[needy], side="left")
-    k = np.maximum(hi - lo, 0)
-    piece = np.repeat(np.arange(len(lo)), k)
-    j = np.repeat(lo, k) + np.arange(len(piece)) - np.repeat(np.cumsum(k) - k, k)
-    got = np.minimum(e_in[j], end[needy][piece]) - np.maximum(s_in[j], start[needy][piece])
-    brought = np.bincount(owner[needy][piece], weights=got, minlength=n)
-    if not np.array_equal(brought[~inside], a.nbytes[~inside].astype(float)):
-        return None
-    pairs = np.unique(o_in[j] * n + owner[needy][piece])
-    return pairs // n, pairs % n
+    g, s, e = merge_grouped(*np.array(init, dtype=np.int64).reshape(-1, 3).T)
+    held = (np.searchsorted(g, np.arange(n_hosts + 1)), s, e)
+    seg_query, _, car_seg, car_piece = lk.cover_segments(a.src[owner], start, end, *received, *held)
+    seg_owner = owner[seg_query]
+    provider = owner[order][car_piece]
+    by_provider = np.argsort(provider, kind="stable")
+    out = {
+        "need": sim.waiting.astype(np.int64) + np.bincount(seg_owner, minlength=n),
+        "prov_ptr": np.searchsorted(provider[by_provider], np.arange(n + 1)),
+        "prov_seg": car_seg[by_provider],
+        "seg_owner": seg_owner,
+    }
+    out.update(_coverage_queries(sim, owner[order], sim.seq_pos[pos][order], received, held))
+    return out
 
 
-def run_loop(sim: _Sim, inputs: tuple, on_progress: Callable[[int, int], object] | None, every: int) -> Result | None:
+def _coverage_queries(sim: _Sim, piece_owner, piece_pos, received, held) -> dict:
+    """For the wanted hosts that may receive bytes twice: their wanted segments not held
+    from the start, and for each transfer the positions in its sequence (ascending) at which
+    it delivers the last byte of a segment it carries (a threshold; ``q_ptr`` CSR)."""
+    from . import loop_kernels as lk
+
+    a, n = sim.arrays, sim.n
+    hosts = sorted(a.host_id[h] for h in sim.redundant)
+    wanted = [(k, off, off + ln) for k in hosts for off, ln in sim.wanted[a.host_name[k]]]
+    q_host, q_start, q_end = np.array(wanted, dtype=np.int64).reshape(-1, 3).T
+    seg_query, seg_end, car_seg, car_piece = lk.cover_segments(q_host, q_start, q_end, *received, *held)
+    carrier = piece_owner[car_piece]
+    threshold = piece_pos[car_piece] + seg_end[car_seg] - received[1][car_piece]
+    order = np.lexsort((threshold, carrier))
+    return {
+        "q_ptr": np.searchsorted(carrier[order], np.arange(n + 1)),
+        "q_pos": threshold[order].astype(float),
+        "q_seg": car_seg[order],
+        "seg_host": q_host[seg_query],
+        "cover_hosts": np.array(hosts, dtype=np.int64),
+    }
+
+
+def run_loop(sim: _Sim, inputs: dict, on_progress: Callable[[int, int], object] | None, every: int) -> Result | None:
     """Simulate on the compiled loop; None when the plan cannot complete (the engine then
     finds and reports why)."""
-    from . import loop_kernels as lk  # numba: imported only by simulations that take this loop
+    from . import loop_kernels as lk
 
     n = sim.n
-    need, next_ptr, next_idx = inputs
     routes = len(sim.res_ptr) - 1
     simple = np.array([len(set(sim.res_idx[a:b].tolist())) == b - a for a, b in zip(sim.res_ptr[:-1], sim.res_ptr[1:])])
     rp_route = np.repeat(np.arange(routes), np.diff(sim.res_ptr))
@@ -120,36 +115,43 @@ def run_loop(sim: _Sim, inputs: tuple, on_progress: Callable[[int, int], object]
         return ints(n), ints(n), np.zeros(n), ints(1, 0)
 
     net = (sim.res_ptr.astype(np.int64), sim.res_idx.astype(np.int64), sim.route_of.astype(np.int64))
-    net += (np.asarray(sim.capacity, dtype=float), simple, rp_route)
-    tr = (sim.size, sim.latency.astype(float), sim.reduce_delay, sim.flow_cap.astype(float), next_ptr, next_idx)
-    status = np.zeros(n, dtype=np.int8)
+    net += (np.asarray(sim.capacity, dtype=float), simple.astype(np.bool_), rp_route)
+    tr = (sim.size, sim.latency.astype(float), sim.reduce_delay, sim.flow_cap.astype(float))
+    tr += (sim.dep_ptr.astype(np.int64), sim.dep_idx.astype(np.int64))
+    tr += tuple(inputs[k].astype(np.int64) for k in ("prov_ptr", "prov_seg", "seg_owner"))
     flow_start, t_done = np.full(n, math.nan), np.full(n, math.nan)
-    fl = (status, flow_start, t_done, np.zeros(n), np.zeros(n), np.zeros(n), np.full(n, math.nan), need.copy())
+    fl = (np.zeros(n, dtype=np.int8), flow_start, t_done, np.zeros(n), np.zeros(n), np.zeros(n))
+    fl += (np.full(n, math.nan), inputs["need"].copy(), np.zeros(len(inputs["seg_owner"]), dtype=np.bool_))
     rr = (np.zeros(n_res), ints(n_res, 0), ints(n), ints(n_res))
     mem = (ints(n), ints(n), ints(n), ints(n), ints(routes), ints(routes, 0))
     mem += (ints(len(rp_route)), ints(len(rp_route)), ints(n_res), rp_route)
+    q_ptr = inputs["q_ptr"].astype(np.int64)
+    q_time = np.full(len(inputs["q_pos"]), math.inf)
+    cov = (q_ptr, inputs["q_pos"], q_time, q_ptr[:-1].copy())
     buf = (ints(n), ints(n), ints(n_res), np.zeros(n_res, dtype=np.bool_), ints(n))
     marks = (np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.bool_))
     clock = np.zeros(1)
     ist = ints(9, 0)
-    ready = np.flatnonzero(need == 0)
+    ready = np.flatnonzero(inputs["need"] == 0)
     buf[0][: len(ready)] = ready[::-1]
     ist[lk.N_CHECK] = len(ready)
     fh, ph = heap(), heap()
     still_limit = 8 * n + 1000
     while True:
-        code = lk.run(net, tr, fl, rr, mem, fh, ph, buf, marks, clock, ist, every if on_progress else 0, still_limit)
+        code = lk.run(net, tr, fl, rr, mem, cov, fh, ph, buf, marks, clock, ist, every if on_progress else 0, still_limit)
         if code != lk.PAUSE:
             break
         on_progress(int(ist[lk.N_DONE]), n)
     if code != lk.FINISHED:
         return None
-    return _result(sim, flow_start, t_done, float(clock[0]))
+    return _result(sim, inputs, flow_start, t_done, q_time, float(clock[0]))
 
 
-def _result(sim: _Sim, flow_start: np.ndarray, t_done: np.ndarray, t: float) -> Result:
-    """The prediction: each wanted host is done when its last incoming transfer is (or at
-    the start, receiving none) if it then holds every byte it wants (always, for allreduce)."""
+def _result(sim: _Sim, inputs: dict, flow_start, t_done, q_time, t: float) -> Result:
+    """The prediction. A host that receives each byte once is done when its last incoming
+    transfer is (or at the start, receiving none) if it then holds every byte it wants
+    (always, for allreduce); one that may receive bytes twice, when the last of its wanted
+    segments first arrives."""
     a = sim.arrays
     sim.status[:] = DONE
     sim.t = t
@@ -158,7 +160,14 @@ def _result(sim: _Sim, flow_start: np.ndarray, t_done: np.ndarray, t: float) -> 
     for h in sim.wanted:
         k = a.host_id[h]
         into = a.incoming(k)
-        if sim.allreduce or sim._held(k).covers_ranges(sim.wanted[h]):
+        if h not in sim.redundant and (sim.allreduce or sim._held(k).covers_ranges(sim.wanted[h])):
             sim.host_done[h] = float(t_done[into].max()) if len(into) else 0.0
+    seg_time = np.full(len(inputs["seg_host"]), math.inf)
+    np.minimum.at(seg_time, inputs["q_seg"], q_time)
+    host_time = dict.fromkeys(inputs["cover_hosts"].tolist(), 0.0)
+    for k, w in zip(inputs["seg_host"].tolist(), seg_time.tolist()):
+        host_time[k] = max(host_time[k], w)
+    for k, w in host_time.items():
+        if math.isfinite(w):
+            sim.host_done[a.host_name[k]] = w
     return sim._result()
-

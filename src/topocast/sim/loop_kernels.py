@@ -172,19 +172,30 @@ def _leave(i, route, net, mem, ist):
 
 @njit(cache=True)
 def _complete(i, t, tr, fl, buf, ist):
-    """REDUCING or FLOWING -> DONE (``Transfers._complete``): what waited for it may start."""
-    next_ptr, next_idx = tr[4], tr[5]
-    status, t_done, need = fl[0], fl[2], fl[7]
+    """REDUCING or FLOWING -> DONE (``Transfers._complete``): what waited for it, or for
+    the bytes it brings, may start."""
+    dep_ptr, dep_idx, prov_ptr, prov_seg, seg_owner = tr[4], tr[5], tr[6], tr[7], tr[8]
+    status, t_done, need, seg_done = fl[0], fl[2], fl[7], fl[8]
     to_check = buf[0]
     status[i] = DONE
     t_done[i] = t
     ist[N_DONE] += 1
-    for p in range(next_ptr[i], next_ptr[i + 1]):
-        d = next_idx[p]
+    for p in range(dep_ptr[i], dep_ptr[i + 1]):
+        d = dep_idx[p]
         need[d] -= 1
         if need[d] == 0:
             to_check[ist[N_CHECK]] = d
             ist[N_CHECK] += 1
+    # its receiver now holds the segments it brings: the transfers sending them may start
+    for p in range(prov_ptr[i], prov_ptr[i + 1]):
+        g = prov_seg[p]
+        if not seg_done[g]:
+            seg_done[g] = True
+            d = seg_owner[g]
+            need[d] -= 1
+            if need[d] == 0:
+                to_check[ist[N_CHECK]] = d
+                ist[N_CHECK] += 1
 
 
 @njit(cache=True)
@@ -234,12 +245,31 @@ def _instant(t, net, tr, fl, rr, mem, ph, buf, ist):
 
 
 @njit(cache=True)
+def _resolve(j, t, fl, cov, final):
+    """The times at which flow ``j`` passed its coverage thresholds (bytes of its
+    sequence) up to time ``t``, from its progress since its last rate change; ``final``:
+    it ends now, every threshold is passed."""
+    q_ptr, q_pos, q_time, q_cur = cov
+    k = q_cur[j]
+    if k >= q_ptr[j + 1]:
+        return
+    sent0, t0, rate = fl[3], fl[4], fl[5]
+    r = rate[j]
+    now = sent0[j] + r * (t - t0[j])
+    while k < q_ptr[j + 1] and (final or q_pos[k] <= now):
+        w = t0[j] + (q_pos[k] - sent0[j]) / r if r > 0 else t
+        q_time[k] = t if final and w > t else w
+        k += 1
+    q_cur[j] = k
+
+
+@njit(cache=True)
 def _pinned(g, rate, cap_now):
     return rate[g] >= cap_now[g] * (1 - REL)
 
 
 @njit(cache=True)
-def _rebalance_one(f, t, net, fl, rr, mem):
+def _rebalance_one(f, t, net, fl, rr, mem, cov):
     """``Rates._rebalance_one``: 1 if flow ``f`` alone took a new rate, 0 if it kept its rate,
     -1 when the general case must decide."""
     res_ptr, res_idx, route_of, capacity, route_simple = net[0], net[1], net[2], net[3], net[4]
@@ -267,6 +297,7 @@ def _rebalance_one(f, t, net, fl, rr, mem):
                     return -1
     if new == old:
         return 0
+    _resolve(f, t, fl, cov, False)
     sent0[f] = sent0[f] + old * (t - t0[f])
     t0[f] = t
     for q in range(res_ptr[route], res_ptr[route + 1]):
@@ -276,7 +307,7 @@ def _rebalance_one(f, t, net, fl, rr, mem):
 
 
 @njit(cache=True)
-def _rebalance(touched, t, net, fl, rr, mem, marks, ist):
+def _rebalance(touched, t, net, fl, rr, mem, cov, marks, ist):
     """``Rates._rebalance`` without couplings: max-min rates after a change at flows
     ``touched``; returns the flows whose rate changed."""
     res_ptr, res_idx, route_of, capacity = net[0], net[1], net[2], net[3]
@@ -295,7 +326,7 @@ def _rebalance(touched, t, net, fl, rr, mem, marks, ist):
         ng = n_flow
         group[:] = flowing[:n_flow]
     if ng == 1:
-        one = _rebalance_one(group[0], t, net, fl, rr, mem)
+        one = _rebalance_one(group[0], t, net, fl, rr, mem, cov)
         if one >= 0:
             return group[:one].copy()
     for k in range(ng):
@@ -332,6 +363,9 @@ def _rebalance(touched, t, net, fl, rr, mem, marks, ist):
             ng += 1
     for k in range(ng):
         in_group[group[k]] = False
+    for k in range(len(comp)):
+        if rates[k] != rate[comp[k]]:
+            _resolve(comp[k], t, fl, cov, False)
     return apply_rates(comp, rates, rp, rl, used, rate, sent0, t0, usage, t)
 
 
@@ -352,7 +386,7 @@ def _schedule(i, t, tr, fl, fh):
 
 
 @njit(cache=True)
-def _update_rates(t, net, tr, fl, rr, mem, fh, buf, marks, ist):
+def _update_rates(t, net, tr, fl, rr, mem, cov, fh, buf, marks, ist):
     """``Rates._update_rates`` without couplings: started flows take their cap, flows on
     saturated resources that ended flows freed may gain, the rates are recomputed where they
     can change, and every flow whose rate changed (or that started) gets its next event."""
@@ -385,7 +419,7 @@ def _update_rates(t, net, tr, fl, rr, mem, fh, buf, marks, ist):
     for k in range(nt):
         in_touch[touched[k]] = False
     if nt:
-        for f in _rebalance(touched[:nt], t, net, fl, rr, mem, marks, ist):
+        for f in _rebalance(touched[:nt], t, net, fl, rr, mem, cov, marks, ist):
             _schedule(f, t, tr, fl, fh)
     for k in range(ist[N_STARTED]):
         _schedule(started[k], t, tr, fl, fh)
@@ -393,7 +427,7 @@ def _update_rates(t, net, tr, fl, rr, mem, fh, buf, marks, ist):
 
 
 @njit(cache=True)
-def _finish_flows(idx, t, net, tr, fl, rr, mem, fh, ph, buf, ist):
+def _finish_flows(idx, t, net, tr, fl, rr, mem, cov, fh, ph, buf, ist):
     """``Transfers._finish_flows`` of flows without downstream (``idx`` ascending)."""
     res_ptr, res_idx, route_of, capacity = net[0], net[1], net[2], net[3]
     size, reduce_delay = tr[0], tr[2]
@@ -401,6 +435,7 @@ def _finish_flows(idx, t, net, tr, fl, rr, mem, fh, ph, buf, ist):
     usage, n_users = rr[0], rr[1]
     freed, freed_mark = buf[2], buf[3]
     for i in idx:
+        _resolve(i, t, fl, cov, True)
         sent0[i] = size[i]
         t0[i] = t
         heap_remove(fh, i)
@@ -428,7 +463,7 @@ def _finish_flows(idx, t, net, tr, fl, rr, mem, fh, ph, buf, ist):
 
 
 @njit(cache=True)
-def run(net, tr, fl, rr, mem, fh, ph, buf, marks, clock, ist, report_every, still_limit):
+def run(net, tr, fl, rr, mem, cov, fh, ph, buf, marks, clock, ist, report_every, still_limit):
     """The event loop (``engine._Sim.run``) from where the state stands; returns FINISHED,
     PAUSE (every ``report_every`` events, 0: never), DEADLOCK (nothing left to happen) or
     STUCK (time stands still)."""
@@ -446,7 +481,7 @@ def run(net, tr, fl, rr, mem, fh, ph, buf, marks, clock, ist, report_every, stil
         _instant(t, net, tr, fl, rr, mem, ph, buf, ist)
         if ist[N_DONE] == n:
             return FINISHED
-        _update_rates(t, net, tr, fl, rr, mem, fh, buf, marks, ist)
+        _update_rates(t, net, tr, fl, rr, mem, cov, fh, buf, marks, ist)
         first = min(heap_first(fh), heap_first(ph))
         if not math.isfinite(first):
             return DEADLOCK
@@ -470,4 +505,88 @@ def run(net, tr, fl, rr, mem, fh, ph, buf, marks, clock, ist, report_every, stil
         if ist[STILL] > still_limit:
             return STUCK
         if nf:
-            _finish_flows(np.sort(finished[:nf]), clock[0], net, tr, fl, rr, mem, fh, ph, buf, ist)
+            _finish_flows(np.sort(finished[:nf]), clock[0], net, tr, fl, rr, mem, cov, fh, ph, buf, ist)
+
+
+@njit(cache=True)
+def _grown(arr, size):
+    """``arr`` with room for ``size`` entries (doubled when short)."""
+    if size <= len(arr):
+        return arr
+    out = np.empty(max(size, 2 * len(arr)), dtype=arr.dtype)
+    out[: len(arr)] = arr
+    return out
+
+
+@njit(cache=True)
+def cover_segments(q_host, q_start, q_end, in_ptr, in_start, in_end, init_ptr, init_start, init_end):
+    """Each query range ``[q_start, q_end)`` at host ``q_host``, cut where the pieces that
+    host receives (``in_*``: per host as CSR, sorted by start) and what it holds from the
+    start (``init_*``: merged, per host) begin or end: the segments not held from the start
+    (their query and end) and, per segment, the received pieces covering it (pairs)."""
+    seg_query = np.empty(len(q_host) + 16, dtype=np.int64)
+    seg_end = np.empty(len(q_host) + 16, dtype=np.int64)
+    car_seg = np.empty(len(q_host) + 16, dtype=np.int64)
+    car_piece = np.empty(len(q_host) + 16, dtype=np.int64)
+    n_seg = n_car = 0
+    reach = np.empty(len(in_end), dtype=np.int64)  # running maximum of the ends, per host
+    for h in range(len(in_ptr) - 1):
+        top = -1
+        for p in range(in_ptr[h], in_ptr[h + 1]):
+            top = max(top, in_end[p])
+            reach[p] = top
+    for k in range(len(q_host)):
+        h, a, b = q_host[k], q_start[k], q_end[k]
+        lo, hi = in_ptr[h], in_ptr[h + 1]
+        p0 = lo + np.searchsorted(reach[lo:hi], a, side="right")
+        p1 = lo + np.searchsorted(in_start[lo:hi], b, side="left")
+        i0, i1 = init_ptr[h], init_ptr[h + 1]
+        j = i0 + np.searchsorted(init_end[i0:i1], a, side="right")
+        j1 = i0 + np.searchsorted(init_start[i0:i1], b, side="left")
+        cuts = np.empty(2 + 2 * max(p1 - p0, 0) + 2 * max(j1 - j, 0), dtype=np.int64)
+        m = 0
+        for x in (a, b):
+            cuts[m] = x
+            m += 1
+        for p in range(p0, p1):
+            for x in (in_start[p], in_end[p]):
+                if a < x < b:
+                    cuts[m] = x
+                    m += 1
+        for q in range(j, j1):
+            for x in (init_start[q], init_end[q]):
+                if a < x < b:
+                    cuts[m] = x
+                    m += 1
+        cuts = np.unique(cuts[:m])
+        active = np.empty(max(p1 - p0, 1), dtype=np.int64)
+        n_act = 0
+        nxt = p0
+        for s in range(len(cuts) - 1):
+            c, d = cuts[s], cuts[s + 1]
+            while j < j1 and init_end[j] <= c:
+                j += 1
+            if j < j1 and init_start[j] <= c:
+                continue  # held from the start
+            while nxt < p1 and in_start[nxt] <= c:
+                active[n_act] = nxt
+                n_act += 1
+                nxt += 1
+            kept = 0
+            for q in range(n_act):
+                if in_end[active[q]] > c:
+                    active[kept] = active[q]
+                    kept += 1
+            n_act = kept
+            seg_query = _grown(seg_query, n_seg + 1)
+            seg_end = _grown(seg_end, n_seg + 1)
+            seg_query[n_seg] = k
+            seg_end[n_seg] = d
+            car_seg = _grown(car_seg, n_car + n_act)
+            car_piece = _grown(car_piece, n_car + n_act)
+            for q in range(n_act):
+                car_seg[n_car] = n_seg
+                car_piece[n_car] = active[q]
+                n_car += 1
+            n_seg += 1
+    return seg_query[:n_seg], seg_end[:n_seg], car_seg[:n_car], car_piece[:n_car]
