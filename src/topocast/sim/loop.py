@@ -131,7 +131,7 @@ def run_loop(sim: _Sim, inputs: dict, on_progress: Callable[[int, int], object] 
     buf = (ints(n), ints(n), ints(n_res), np.zeros(n_res, dtype=np.bool_), ints(n))
     marks = (np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.bool_))
     clock = np.zeros(1)
-    ist = ints(9, 0)
+    ist = sim.loop_counters = ints(12, 0)
     ready = np.flatnonzero(inputs["need"] == 0)
     buf[0][: len(ready)] = ready[::-1]
     ist[lk.N_CHECK] = len(ready)

@@ -31,6 +31,8 @@ SATURATED = 1 - 1e-9
 PENDING, QUEUED, LATENCY, FLOWING, REDUCING, DONE = range(6)
 # slots of the integer state
 N_DONE, EVENTS, STILL, N_FLOWING, N_STARTED, N_CHECK, N_FREED, N_PHASE_DUE, PAUSED = range(9)
+# ... and counters of the work done: group solves, flows in them, solves of every flow
+SOLVES, SOLVED_FLOWS, FULL_SOLVES = range(9, 12)
 # what run returns
 FINISHED, PAUSE, DEADLOCK, STUCK = range(4)
 
@@ -336,11 +338,15 @@ def _rebalance(touched, t, net, fl, rr, mem, cov, marks, ist):
     while True:
         if ng > limit or solved > budget:
             comp = np.sort(flowing[:n_flow])
+            ist[FULL_SOLVES] += 1
+            ist[SOLVED_FLOWS] += n_flow
             rates, rp, rl, used, parent, _ = solve_group(
                 comp, res_ptr, res_idx, route_of, capacity, usage, rate, cap_now, coupled_now, False, local_of
             )
             break
         solved += ng
+        ist[SOLVES] += 1
+        ist[SOLVED_FLOWS] += ng
         comp = np.sort(group[:ng])
         rates, rp, rl, used, parent, _ = solve_group(
             comp, res_ptr, res_idx, route_of, capacity, usage, rate, cap_now, coupled_now, True, local_of
