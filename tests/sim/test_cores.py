@@ -125,13 +125,11 @@ def test_cores_agree_on_allreduce_plans(planner, core):
 
 
 @pytest.mark.skipif(not HAS_NUMBA, reason="numba is not installed")
-@pytest.mark.parametrize("loop", [True, False], ids=["compiled-loop", "compiled-rates"])
-def test_compiled_core_agrees_on_the_ring_past_the_scalar_groups(monkeypatch, loop):
+def test_compiled_core_agrees_on_the_ring_past_the_scalar_groups(monkeypatch):
     """A ring allgather on 64 hosts: groups of more flows than the fast core solves on
-    scalars, so the compiled solve meets the array one of the reference; on the compiled
-    event loop, and on the engine's loop with the compiled rate room."""
-    if not loop:
-        monkeypatch.setattr(engine, "loop_inputs", lambda sim: None)
+    scalars, so the compiled solve meets the array one of the reference (on the engine's
+    loop with the compiled rate room; the compiled event loop has its own tests)."""
+    monkeypatch.setattr(engine, "loop_inputs", lambda sim: None)
     topo = random_tree(64, 16, min_mbit=100, max_mbit=1000, seed=5)
     plan = get_planner("broadcast", "scatter_allgather_ring")(topo, Broadcast(topo.hosts[0], 1 << 24))
     assert_cores_agree(plan, topo, core="compiled")
@@ -177,6 +175,25 @@ def test_compiled_loop_takes_and_agrees_on_mpi_plans(collective, planner, hosts)
     plan = get_planner(collective, planner)(topo, request)
     assert _takes_the_loop(plan, topo)
     assert_cores_agree(plan, topo, core="compiled")
+
+
+@pytest.mark.skipif(not HAS_NUMBA, reason="numba is not installed")
+@pytest.mark.parametrize("limit", [tuning.LOCAL_COMPONENT_MIN, 2], ids=["default", "global-recompute"])
+def test_compiled_loop_agrees_on_the_ring_recomputing_every_flow(monkeypatch, limit):
+    """Groups past the local limit are solved whole (every flowing transfer) in both."""
+    monkeypatch.setattr(tuning, "LOCAL_COMPONENT_MIN", limit)
+    monkeypatch.setattr(tuning, "LOCAL_COMPONENT_LIMIT", max(limit, 2))
+    topo = random_tree(32, 8, min_mbit=100, max_mbit=1000, seed=5)
+    plan = get_planner("broadcast", "scatter_allgather_ring")(topo, Broadcast(topo.hosts[0], 1 << 24))
+    sim = engine._Sim(plan, topo, None, "compiled")
+    from topocast.sim.loop import run_loop
+    from topocast.sim.loop_kernels import FULL_SOLVES
+
+    got = run_loop(sim, loop_inputs(sim), None, 256)
+    assert (sim.loop_counters[FULL_SOLVES] > 0) == (limit == 2)
+    ref = simulate(plan, topo, core="reference")
+    assert np.array_equal(np.array(got.transfer_times), np.array(ref.transfer_times), equal_nan=True)
+    assert got.per_host == ref.per_host
 
 
 @pytest.mark.skipif(not HAS_NUMBA, reason="numba is not installed")

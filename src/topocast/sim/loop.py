@@ -26,6 +26,7 @@ import numpy as np
 
 from ..intervals import merge_grouped
 from ..plan.graph import csr_rows
+from . import tuning
 from .state import DONE
 
 if TYPE_CHECKING:
@@ -131,7 +132,8 @@ def run_loop(sim: _Sim, inputs: dict, on_progress: Callable[[int, int], object] 
     buf = (ints(n), ints(n), ints(n_res), np.zeros(n_res, dtype=np.bool_), ints(n))
     marks = (np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.bool_))
     clock = np.zeros(1)
-    ist = sim.loop_counters = ints(12, 0)
+    ist = sim.loop_counters = ints(14, 0)
+    ist[lk.COMPONENT_MIN], ist[lk.COMPONENT_LIMIT] = tuning.LOCAL_COMPONENT_MIN, tuning.LOCAL_COMPONENT_LIMIT
     ready = np.flatnonzero(inputs["need"] == 0)
     buf[0][: len(ready)] = ready[::-1]
     ist[lk.N_CHECK] = len(ready)

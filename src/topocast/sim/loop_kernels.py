@@ -33,6 +33,8 @@ PENDING, QUEUED, LATENCY, FLOWING, REDUCING, DONE = range(6)
 N_DONE, EVENTS, STILL, N_FLOWING, N_STARTED, N_CHECK, N_FREED, N_PHASE_DUE, PAUSED = range(9)
 # ... and counters of the work done: group solves, flows in them, solves of every flow
 SOLVES, SOLVED_FLOWS, FULL_SOLVES = range(9, 12)
+# ... and tuning.LOCAL_COMPONENT_MIN and LOCAL_COMPONENT_LIMIT (read once per simulation)
+COMPONENT_MIN, COMPONENT_LIMIT = range(12, 14)
 # what run returns
 FINISHED, PAUSE, DEADLOCK, STUCK = range(4)
 
@@ -318,7 +320,7 @@ def _rebalance(touched, t, net, fl, rr, mem, cov, marks, ist):
     flowing = mem[0]
     in_group, in_more = marks
     n_flow = ist[N_FLOWING]
-    limit = max(min(max(n_flow // 4, 64), 4096), n_flow // 8)
+    limit = max(min(max(n_flow // 4, ist[COMPONENT_MIN]), ist[COMPONENT_LIMIT]), n_flow // 8)
     budget = 2 * n_flow + 64
     group = np.empty(n_flow, dtype=np.int64)
     if len(touched) <= limit:
