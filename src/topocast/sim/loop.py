@@ -9,7 +9,8 @@ injection time, every transfer carries bytes over a route that bounds its rate, 
 receives a byte twice or a byte it held; and when each transfer's bytes are, at its sender,
 either all held from the start or all brought by other transfers, each byte by exactly one.
 Then a transfer is ready once a counter reaches zero: its ``after`` predecessors and the
-transfers bringing its bytes each count one. Other plans take the engine's loop.
+transfers bringing its bytes each count one. Other plans take the engine's loop. ``sim`` below is the engine's simulator object
+(``engine._Sim``), whose arrays the loop reads.
 
 The compiled loop performs the reference engine's operations in the same order, so its
 predictions are the reference core's (tests/sim/test_cores.py). A plan that cannot complete
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -31,12 +32,11 @@ from .state import DONE
 
 if TYPE_CHECKING:
     from ..results import Result
-    from .engine import _Sim
 
 __all__ = ["loop_inputs", "run_loop"]
 
 
-def loop_inputs(sim: _Sim) -> dict | None:
+def loop_inputs(sim: Any) -> dict | None:
     """What the compiled loop needs beyond the engine's arrays, for a plan that qualifies
     (None otherwise): per transfer, the segments of its bytes its sender does not hold from
     the start and, per segment, the transfers that bring it (any one will do); per host
@@ -75,7 +75,7 @@ def loop_inputs(sim: _Sim) -> dict | None:
     return out
 
 
-def _coverage_queries(sim: _Sim, piece_owner, piece_pos, received, held) -> dict:
+def _coverage_queries(sim: Any, piece_owner, piece_pos, received, held) -> dict:
     """For the wanted hosts that may receive bytes twice: their wanted segments not held
     from the start, and for each transfer the positions in its sequence (ascending) at which
     it delivers the last byte of a segment it carries (a threshold; ``q_ptr`` CSR)."""
@@ -98,7 +98,7 @@ def _coverage_queries(sim: _Sim, piece_owner, piece_pos, received, held) -> dict
     }
 
 
-def run_loop(sim: _Sim, inputs: dict, on_progress: Callable[[int, int], object] | None, every: int) -> Result | None:
+def run_loop(sim: Any, inputs: dict, on_progress: Callable[[int, int], object] | None, every: int) -> Result | None:
     """Simulate on the compiled loop; None when the plan cannot complete (the engine then
     finds and reports why)."""
     from . import loop_kernels as lk
@@ -115,16 +115,16 @@ def run_loop(sim: _Sim, inputs: dict, on_progress: Callable[[int, int], object] 
     def heap():
         return ints(n), ints(n), np.zeros(n), ints(1, 0)
 
-    net = (sim.res_ptr.astype(np.int64), sim.res_idx.astype(np.int64), sim.route_of.astype(np.int64))
+    net: tuple = (sim.res_ptr.astype(np.int64), sim.res_idx.astype(np.int64), sim.route_of.astype(np.int64))
     net += (np.asarray(sim.capacity, dtype=float), simple.astype(np.bool_), rp_route)
-    tr = (sim.size, sim.latency.astype(float), sim.reduce_delay, sim.flow_cap.astype(float))
+    tr: tuple = (sim.size, sim.latency.astype(float), sim.reduce_delay, sim.flow_cap.astype(float))
     tr += (sim.dep_ptr.astype(np.int64), sim.dep_idx.astype(np.int64))
     tr += tuple(inputs[k].astype(np.int64) for k in ("prov_ptr", "prov_seg", "seg_owner"))
     flow_start, t_done = np.full(n, math.nan), np.full(n, math.nan)
-    fl = (np.zeros(n, dtype=np.int8), flow_start, t_done, np.zeros(n), np.zeros(n), np.zeros(n))
+    fl: tuple = (np.zeros(n, dtype=np.int8), flow_start, t_done, np.zeros(n), np.zeros(n), np.zeros(n))
     fl += (np.full(n, math.nan), inputs["need"].copy(), np.zeros(len(inputs["seg_owner"]), dtype=np.bool_))
     rr = (np.zeros(n_res), ints(n_res, 0), ints(n), ints(n_res))
-    mem = (ints(n), ints(n), ints(n), ints(n), ints(routes), ints(routes, 0))
+    mem: tuple = (ints(n), ints(n), ints(n), ints(n), ints(routes), ints(routes, 0))
     mem += (ints(len(rp_route)), ints(len(rp_route)), ints(n_res), rp_route)
     q_ptr = inputs["q_ptr"].astype(np.int64)
     q_time = np.full(len(inputs["q_pos"]), math.inf)
@@ -140,16 +140,19 @@ def run_loop(sim: _Sim, inputs: dict, on_progress: Callable[[int, int], object] 
     fh, ph = heap(), heap()
     still_limit = 8 * n + 1000
     while True:
-        code = lk.run(net, tr, fl, rr, mem, cov, fh, ph, buf, marks, clock, ist, every if on_progress else 0, still_limit)
+        code = lk.run(
+            net, tr, fl, rr, mem, cov, fh, ph, buf, marks, clock, ist, every if on_progress else 0, still_limit
+        )
         if code != lk.PAUSE:
             break
-        on_progress(int(ist[lk.N_DONE]), n)
+        if on_progress is not None:
+            on_progress(int(ist[lk.N_DONE]), n)
     if code != lk.FINISHED:
         return None
     return _result(sim, inputs, flow_start, t_done, q_time, float(clock[0]))
 
 
-def _result(sim: _Sim, inputs: dict, flow_start, t_done, q_time, t: float) -> Result:
+def _result(sim: Any, inputs: dict, flow_start, t_done, q_time, t: float) -> Result:
     """The prediction. A host that receives each byte once is done when its last incoming
     transfer is (or at the start, receiving none) if it then holds every byte it wants
     (always, for allreduce); one that may receive bytes twice, when the last of its wanted
