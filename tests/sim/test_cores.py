@@ -278,6 +278,11 @@ def test_compiled_core_without_numba_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(tuning, "COMPILE_AFTER", 0)
     monkeypatch.setattr(tuning, "COMPILE_PER_TRANSFER", 0)
     assert simulate(plan, topo).makespan == simulate(plan, topo, core="reference").makespan
+    # ... and on the engine's loop for a plan that would take the compiled loop
+    monkeypatch.setitem(sys.modules, "topocast.sim.loop_kernels", None)
+    monkeypatch.delattr(topocast.sim, "loop_kernels", raising=False)
+    monkeypatch.setattr(tuning, "LOOP_AFTER", 0)
+    assert simulate(plan, topo).makespan == simulate(plan, topo, core="reference").makespan
 
 
 def test_small_simulations_do_not_import_numba():

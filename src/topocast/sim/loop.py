@@ -48,7 +48,10 @@ def loop_inputs(sim: Any) -> dict | None:
     bounded = (np.diff(sim.res_ptr) > 0)[sim.route_of] | np.isfinite(sim.flow_cap)
     if not bounded.all():
         return None
-    from . import loop_kernels as lk  # numba: imported only by simulations that take this loop
+    try:
+        from . import loop_kernels as lk  # numba: imported only by simulations that take this loop
+    except (ImportError, RuntimeError, OSError):
+        return None  # numba missing or unusable (nowhere to cache): the engine's loop
 
     a = sim.arrays
     pos, counts = csr_rows(a.seq_ptr, a.seq_of)
