@@ -10,6 +10,7 @@ import importlib.util
 import math
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -18,8 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from topocast import Allreduce, Broadcast, check_plan, simulate
+from topocast.errors import SimulationError
 from topocast.planners import get_planner
-from topocast.sim import tuning
+from topocast.sim import engine, tuning
+from topocast.sim.loop import loop_inputs
 from topocast.sim.maxmin import progressive_filling, progressive_filling_small
 from topocast.topology.generators import random_tree
 
@@ -122,12 +125,100 @@ def test_cores_agree_on_allreduce_plans(planner, core):
 
 
 @pytest.mark.skipif(not HAS_NUMBA, reason="numba is not installed")
-def test_compiled_core_agrees_on_the_ring_past_the_scalar_groups():
+def test_compiled_core_agrees_on_the_ring_past_the_scalar_groups(monkeypatch):
     """A ring allgather on 64 hosts: groups of more flows than the fast core solves on
-    scalars, so the compiled solve meets the array one of the reference."""
+    scalars, so the compiled solve meets the array one of the reference (on the engine's
+    loop with the compiled rate room; the compiled event loop has its own tests)."""
+    monkeypatch.setattr(engine, "loop_inputs", lambda sim: None)
     topo = random_tree(64, 16, min_mbit=100, max_mbit=1000, seed=5)
     plan = get_planner("broadcast", "scatter_allgather_ring")(topo, Broadcast(topo.hosts[0], 1 << 24))
     assert_cores_agree(plan, topo, core="compiled")
+
+
+def _store_and_forward(plan):
+    """``plan`` with every pipelined transfer made store-and-forward (its sender waits for
+    all its bytes), so that it may qualify for the compiled loop."""
+    transfers = [replace(t, pipelined=False, upstream=None) if t.pipelined else t for t in plan.transfers]
+    return replace(plan, transfers=tuple(transfers), chunk_size=0)
+
+
+def _takes_the_loop(plan, topo):
+    return loop_inputs(engine._Sim(plan, topo, None)) is not None
+
+
+@pytest.mark.skipif(not HAS_NUMBA, reason="numba is not installed")
+@settings(max_examples=int(150 * SCALE), **SETTINGS)
+@given(st.data())
+def test_compiled_loop_agrees_on_random_plans(data):
+    """Random store-and-forward plans (``after`` links, rate caps, bytes received twice or
+    held from the start, latencies; without injection times they qualify for the loop)."""
+    topo = data.draw(topologies())
+    plan = _store_and_forward(data.draw(dag_plans(topo)))
+    assert_cores_agree(plan, topo, core="compiled")
+
+
+@pytest.mark.skipif(not HAS_NUMBA, reason="numba is not installed")
+@pytest.mark.parametrize(
+    "collective, planner, hosts",
+    [
+        ("broadcast", "scatter_allgather_ring", 32),
+        ("broadcast", "scatter_allgather_rdb", 32),
+        ("broadcast", "binomial", 32),
+        ("allreduce", "ring", 24),
+        ("allreduce", "rabenseifner", 24),
+        ("allreduce", "recursive_doubling", 16),
+    ],
+)
+def test_compiled_loop_takes_and_agrees_on_mpi_plans(collective, planner, hosts):
+    topo = random_tree(hosts, hosts // 4, min_mbit=100, max_mbit=1000, seed=7)
+    request = Broadcast(topo.hosts[3], 1 << 24) if collective == "broadcast" else Allreduce(1 << 22)
+    plan = get_planner(collective, planner)(topo, request)
+    assert _takes_the_loop(plan, topo)
+    assert_cores_agree(plan, topo, core="compiled")
+
+
+@pytest.mark.skipif(not HAS_NUMBA, reason="numba is not installed")
+@pytest.mark.parametrize("limit", [tuning.LOCAL_COMPONENT_MIN, 2], ids=["default", "global-recompute"])
+def test_compiled_loop_agrees_on_the_ring_recomputing_every_flow(monkeypatch, limit):
+    """Groups past the local limit are solved whole (every flowing transfer) in both."""
+    monkeypatch.setattr(tuning, "LOCAL_COMPONENT_MIN", limit)
+    monkeypatch.setattr(tuning, "LOCAL_COMPONENT_LIMIT", max(limit, 2))
+    topo = random_tree(32, 8, min_mbit=100, max_mbit=1000, seed=5)
+    plan = get_planner("broadcast", "scatter_allgather_ring")(topo, Broadcast(topo.hosts[0], 1 << 24))
+    sim = engine._Sim(plan, topo, None, "compiled")
+    from topocast.sim.loop import run_loop
+    from topocast.sim.loop_kernels import FULL_SOLVES
+
+    got = run_loop(sim, loop_inputs(sim), None, 256)
+    assert (sim.loop_counters[FULL_SOLVES] > 0) == (limit == 2)
+    ref = simulate(plan, topo, core="reference")
+    assert np.array_equal(np.array(got.transfer_times), np.array(ref.transfer_times), equal_nan=True)
+    assert got.per_host == ref.per_host
+
+
+@pytest.mark.skipif(not HAS_NUMBA, reason="numba is not installed")
+@pytest.mark.parametrize("seed", [21, 22])
+def test_compiled_loop_agrees_on_a_large_random_plan(seed):
+    topo = random_tree(40, 10, min_mbit=100, max_mbit=1000, asymmetric=True, seed=seed)
+    plan = _store_and_forward(random_plan(topo, 400, seed))
+    assert _takes_the_loop(plan, topo)
+    assert_cores_agree(plan, topo, core="compiled")
+
+
+@pytest.mark.skipif(not HAS_NUMBA, reason="numba is not installed")
+def test_compiled_loop_reports_progress_and_hands_deadlocks_back():
+    topo = random_tree(16, 4, min_mbit=100, max_mbit=1000, seed=3)
+    plan = get_planner("allreduce", "ring")(topo, Allreduce(1 << 20))
+    seen = []
+    result = simulate(plan, topo, core="compiled", on_progress=lambda done, total: seen.append((done, total)))
+    assert seen and all(total == len(plan.transfers) for _, total in seen)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+    assert result.makespan == simulate(plan, topo, core="reference").makespan
+    # two transfers waiting for each other: the engine explains the deadlock
+    a, b = plan.transfers[0], plan.transfers[1]
+    stuck = replace(plan, transfers=(replace(a, after=(1,)), replace(b, after=(0,))))
+    with pytest.raises(SimulationError, match="cannot complete"):
+        simulate(stuck, topo, core="compiled")
 
 
 def test_unknown_core_is_refused():
@@ -186,6 +277,11 @@ def test_compiled_core_without_numba_is_a_clear_error(monkeypatch):
     # the fast core stays on scalars when the kernels cannot be imported
     monkeypatch.setattr(tuning, "COMPILE_AFTER", 0)
     monkeypatch.setattr(tuning, "COMPILE_PER_TRANSFER", 0)
+    assert simulate(plan, topo).makespan == simulate(plan, topo, core="reference").makespan
+    # ... and on the engine's loop for a plan that would take the compiled loop
+    monkeypatch.setitem(sys.modules, "topocast.sim.loop_kernels", None)
+    monkeypatch.delattr(topocast.sim, "loop_kernels", raising=False)
+    monkeypatch.setattr(tuning, "LOOP_AFTER", 0)
     assert simulate(plan, topo).makespan == simulate(plan, topo, core="reference").makespan
 
 

@@ -28,9 +28,11 @@ from ..errors import SimulationError
 from ..memory import paused_gc
 from ..plan import Plan
 from ..results import Result, aggregate_from_times
+from . import tuning
 from .agenda import Events
-from .compiled import CompiledRates
+from .compiled import CompiledRates, compiled_available
 from .coverage import Coverage
+from .loop import loop_inputs, run_loop
 from .rates import Rates, SmallRates
 from .state import DONE, EV_ACTIVATE, EV_CATCH, EV_DONE, EV_FREE, FLOWING, LATENCY, REDUCING, REL, Transfers
 
@@ -224,8 +226,11 @@ def simulate(
         How rates are solved: "reference" solves every group of flows on numpy arrays;
         "fast" (default) solves small groups on Python scalars, and moves to compiled
         kernels once a simulation has solved many groups, when numba is installed;
-        "compiled" solves every group on compiled kernels (needs numba). All give the same
-        predictions (tests/sim/test_cores.py compares them).
+        "compiled" solves every group on compiled kernels (needs numba). "fast" (from
+        ``tuning.LOOP_AFTER`` transfers, numba installed) and "compiled" run plans without
+        pipelining, injection times or bytes received twice (the MPI collectives) on a
+        compiled event loop (``sim.loop``). All give the same predictions
+        (tests/sim/test_cores.py compares them).
     on_progress : callable, optional
         ``on_progress(done, total)``: transfers done so far and in all, called every few
         hundred events (a progress display; an exception it raises stops the simulation).
@@ -244,4 +249,18 @@ def simulate(
     if core not in CORES:
         raise ValueError(f"core must be one of {', '.join(CORES)}, not {core!r}")
     with paused_gc():
-        return _Sim(plan, topology, chunk_size, core, on_progress).run()
+        sim = _Sim(plan, topology, chunk_size, core, on_progress)
+        return _compiled_loop(sim, core) or sim.run()
+
+
+def _compiled_loop(sim: _Sim, core: str) -> Result | None:
+    """The prediction from the compiled event loop (``sim.loop``), when the core asks for
+    it and the plan qualifies; None otherwise. The fast core takes it only from
+    ``tuning.LOOP_AFTER`` transfers (numba's import costs about what the engine's loop
+    spends on a few hundred events)."""
+    if core == "reference" or (core == "fast" and (sim.n < tuning.LOOP_AFTER or not compiled_available())):
+        return None
+    inputs = loop_inputs(sim)
+    if inputs is None:
+        return None
+    return run_loop(sim, inputs, sim.on_progress, PROGRESS_EVERY)

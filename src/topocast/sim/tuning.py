@@ -21,3 +21,6 @@ SMALL_SOLVE = 48
 # flows are each solved about once, however large, stays on scalars)
 COMPILE_AFTER = 250_000
 COMPILE_PER_TRANSFER = 8
+# the fast core runs plans that qualify for the compiled event loop (sim.loop, numba
+# installed) on it from this many transfers
+LOOP_AFTER = 1000
