@@ -118,17 +118,33 @@ class ProbeSession:
         together once every receiver's rate estimate has converged, ``duration`` seconds at
         most; each one's rate in bytes/s, in order."""
         flows = [Flow(*f) if not isinstance(f, Flow) else f for f in flows]
-        at = time.monotonic() + START_DELAY
+        t0 = time.monotonic()
+        at = t0 + START_DELAY
         common = {"op": "bulk", "at": at, "delay": START_DELAY, "max": duration, **self.bulk_settings}
         ids = self._send_all([(f.src, {**common, "peer": f.dst}) for f in flows])
-        self._await_convergence(ids, at + duration + START_DELAY)
-        stop = {"op": "stop", "at": time.monotonic() + STOP_DELAY, "delay": STOP_DELAY}
+        t_sent = time.monotonic()
+        converged = self._await_convergence(ids, at + duration + START_DELAY)
+        t_stop = time.monotonic()
+        stop = {"op": "stop", "at": t_stop + STOP_DELAY, "delay": STOP_DELAY}
         for mid, f in zip(ids, flows):
             send_quietly(self._conns[f.src], {"type": Msg.MEASURE, "id": mid, **stop})
         results = self._collect(ids, [(f.src, f.dst, "bulk") for f in flows], duration + 15)
         rates = [float(r["rate"]) for r in results]
         self.log.append(
-            {"kind": "bulk", "duration": duration, "flows": [[f.src, f.dst] for f in flows], "rates": rates}
+            {
+                "kind": "bulk",
+                "duration": duration,
+                "flows": [[f.src, f.dst] for f in flows],
+                "rates": rates,
+                # where the round's time went: requests sent; transfers running until every
+                # receiver converged (or the longest); stopped and every answer collected
+                "seconds": {
+                    "send": round(t_sent - t0, 4),
+                    "run": round(t_stop - t_sent, 4),
+                    "stop_collect": round(time.monotonic() - t_stop, 4),
+                },
+                "converged": converged,
+            }
         )
         return rates
 
@@ -142,21 +158,23 @@ class ProbeSession:
             send_quietly(self._conns[h], {"type": Msg.MEASURE, "id": self._next_id, **req})
         return ids
 
-    def _await_convergence(self, ids: list[int], deadline: float) -> None:
-        """Wait until every transfer's receiver said ``converged``, or ``deadline``, or one
-        transfer has ended (at its longest, or failed: its result is kept for ``_collect``)."""
+    def _await_convergence(self, ids: list[int], deadline: float) -> bool:
+        """Wait until every transfer's receiver said ``converged`` (True), or ``deadline``, or
+        one transfer has ended (at its longest, or failed: its result is kept for
+        ``_collect``)."""
         waiting, mine = set(ids), set(ids)
         while waiting and time.monotonic() < deadline:
             got = self._next_event(deadline, "measuring (bulk)", allow_timeout=True)
             if got is None:
-                return
+                return False
             _, msg = got
             if msg.get("type") == Msg.CONVERGED:
                 waiting.discard(msg.get("id"))
             elif msg.get("type") == Msg.MEASURED and msg.get("id") in mine:
                 # a transfer that ended at its longest (or failed): the others need not go on
                 self._early[msg["id"]] = msg
-                return
+                return False
+        return not waiting
 
     def _run(self, ops: list, timeout: float) -> list[dict]:
         """Send every (host, request) at once; wait for all answers (in order)."""
