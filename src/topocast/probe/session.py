@@ -113,17 +113,20 @@ class ProbeSession:
         self.log.append({"kind": "rtt", "src": a, "dst": b, "rtts": res["rtts"]})
         return res["rtts"]
 
-    def bulk(self, flows: list, duration: float) -> list[float]:
+    def bulk(self, flows: list, duration: float, below: list | None = None) -> list[float]:
         """Start the timed transfers ``flows`` (``Flow`` or (src, dst)) together and stop them
         together once every receiver's rate estimate has converged, ``duration`` seconds at
-        most; each one's rate in bytes/s, in order."""
+        most; each one's rate in bytes/s, in order. ``below``: per transfer, a rate (bytes/s)
+        under which its receiver need not read it finer (``runtime.probing.RateWatch``), or
+        None."""
         flows = [Flow(*f) if not isinstance(f, Flow) else f for f in flows]
+        bounds = list(below) if below is not None else [None] * len(flows)
         t0 = time.monotonic()
         at = t0 + START_DELAY
         common = {"op": "bulk", "at": at, "delay": START_DELAY, "max": duration, **self.bulk_settings}
-        ids = self._send_all([(f.src, {**common, "peer": f.dst}) for f in flows])
+        ids = self._send_all([(f.src, {**common, "peer": f.dst, "below": b}) for f, b in zip(flows, bounds)])
         t_sent = time.monotonic()
-        converged = self._await_convergence(ids, at + duration + START_DELAY)
+        waiting = self._await_convergence(ids, at + duration + START_DELAY)
         t_stop = time.monotonic()
         stop = {"op": "stop", "at": t_stop + STOP_DELAY, "delay": STOP_DELAY}
         for mid, f in zip(ids, flows):
@@ -143,7 +146,7 @@ class ProbeSession:
                     "run": round(t_stop - t_sent, 4),
                     "stop_collect": round(time.monotonic() - t_stop, 4),
                 },
-                "converged": converged,
+                "unconverged": [k for k, mid in enumerate(ids) if mid in waiting],
             }
         )
         return rates
@@ -158,23 +161,23 @@ class ProbeSession:
             send_quietly(self._conns[h], {"type": Msg.MEASURE, "id": self._next_id, **req})
         return ids
 
-    def _await_convergence(self, ids: list[int], deadline: float) -> bool:
-        """Wait until every transfer's receiver said ``converged`` (True), or ``deadline``, or
-        one transfer has ended (at its longest, or failed: its result is kept for
-        ``_collect``)."""
+    def _await_convergence(self, ids: list[int], deadline: float) -> set:
+        """Wait until every transfer's receiver said ``converged``, or ``deadline``, or one
+        transfer has ended (at its longest, or failed: its result is kept for ``_collect``);
+        the ids of those whose receiver did not say so."""
         waiting, mine = set(ids), set(ids)
         while waiting and time.monotonic() < deadline:
             got = self._next_event(deadline, "measuring (bulk)", allow_timeout=True)
             if got is None:
-                return False
+                return waiting
             _, msg = got
             if msg.get("type") == Msg.CONVERGED:
                 waiting.discard(msg.get("id"))
             elif msg.get("type") == Msg.MEASURED and msg.get("id") in mine:
                 # a transfer that ended at its longest (or failed): the others need not go on
                 self._early[msg["id"]] = msg
-                return False
-        return not waiting
+                return waiting
+        return waiting
 
     def _run(self, ops: list, timeout: float) -> list[dict]:
         """Send every (host, request) at once; wait for all answers (in order)."""

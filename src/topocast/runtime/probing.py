@@ -23,7 +23,11 @@ the agent runs it in its own thread and answers ``measured`` with the same ``id`
   within ``tolerance`` over the last ``min_window / 2`` seconds of a window at least
   ``min_window`` long that holds at least ``min_bytes``: a transfer lasts just long enough for
   a stable estimate. The byte count matters on slow links, whose readings over a short window
-  spread widely (docs/experiments/probe.md, "What is measured").
+  spread widely (docs/experiments/probe.md, "What is measured"). A request may name a rate
+  ``below`` (bytes/s): a transfer whose running rate stays under it over the last
+  ``min_window / 2`` of a window at least ``min_window`` long has converged too, however few
+  bytes it carried and however much its share of a contended link wavers: the coordinator
+  only needs to know that it ran that much slower than its hosts allow, not how much.
 
 Data connections are kept open between measurements (one per sender, receiver pair in use),
 so a round of transfers costs no connection set-up. Every frame carries its checksum and is
@@ -207,6 +211,7 @@ def bulk_send(prober: _Prober, conn: Conn, msg: dict) -> dict:
             "min_window": float(msg.get("min_window", DEFAULT_MIN_WINDOW)),
             "min_bytes": int(msg.get("min_bytes", DEFAULT_MIN_BYTES)),
             "tolerance": float(msg.get("tolerance", DEFAULT_TOLERANCE)),
+            "below": msg.get("below"),
         }
     )
     _limit_unsent(conn)
@@ -306,6 +311,7 @@ def _sink(agent: ControlSide, conn: Conn, hdr: dict) -> None:
         float(hdr.get("min_window", DEFAULT_MIN_WINDOW)),
         float(hdr.get("tolerance", DEFAULT_TOLERANCE)),
         int(hdr.get("min_bytes", DEFAULT_MIN_BYTES)),
+        float(hdr["below"]) if hdr.get("below") else None,
     )
     window_end = None
     told = False
@@ -341,11 +347,15 @@ class RateWatch:
     """The running rate of a transfer over a window from ``start`` to now, and whether it
     has settled: the window is at least ``min_window`` long and holds at least ``min_bytes``,
     and the estimates taken every ``CHECK_EVERY`` over its last ``min_window / 2`` all lie
-    within ``tolerance`` of the current one (at least three of them)."""
+    within ``tolerance`` of the current one (at least three of them); or, given ``below``
+    (bytes/s), the window is at least ``min_window`` long and those estimates all lie under
+    ``below`` (a transfer clearly slower than a bound needs no finer reading)."""
 
-    def __init__(self, start: float | None, min_window: float, tolerance: float, min_bytes: int = 0):
+    def __init__(
+        self, start: float | None, min_window: float, tolerance: float, min_bytes: int = 0, below: float | None = None
+    ):
         self.start, self.min_window, self.tolerance = start, min_window, tolerance
-        self.min_bytes = min_bytes
+        self.min_bytes, self.below = min_bytes, below
         self.times: list[float] = []
         self.counts: list[int] = []
         self.total = 0
@@ -365,10 +375,16 @@ class RateWatch:
         self.next_check = now + CHECK_EVERY
         rate = (_at(self.times, self.counts, now) - _at(self.times, self.counts, self.start)) / (now - self.start)
         self.history.append((now, rate))
-        if now - self.start < self.min_window or rate <= 0 or rate * (now - self.start) < self.min_bytes:
+        if now - self.start < self.min_window:
             return False
         recent = [r for t, r in self.history if t >= now - self.min_window / 2]
-        return len(recent) >= 3 and all(abs(r - rate) <= self.tolerance * rate for r in recent)
+        if len(recent) < 3:
+            return False
+        if self.below is not None and all(r < self.below for r in recent):
+            return True
+        if rate <= 0 or rate * (now - self.start) < self.min_bytes:
+            return False
+        return all(abs(r - rate) <= self.tolerance * rate for r in recent)
 
 
 def window_rate(marks: list[tuple[float, int]], window: tuple | None) -> float:
