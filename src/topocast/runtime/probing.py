@@ -59,7 +59,10 @@ DEFAULT_MIN_WINDOW = 0.16  # s: the shortest window a rate is read over
 DEFAULT_MIN_BYTES = 1 << 20  # and the fewest bytes it holds
 DEFAULT_TOLERANCE = 0.03  # a running rate estimate that moves less than this has converged
 CHECK_EVERY = 0.01  # s between two looks at a running rate estimate
-UNSENT_BYTES = 256 * 1024  # a bulk sender's queue of bytes written but not yet sent
+UNSENT_BYTES = 256 * 1024  # a bulk sender's queue of bytes written but not yet sent, at most
+UNSENT_SECONDS = 0.05  # and about this long at the transfer's rate so far
+MIN_UNSENT = 2 * BULK_FRAME
+RETUNE_EVERY = 0.05  # s between two adjustments of the queue to the rate
 
 
 class _Prober:
@@ -214,7 +217,7 @@ def bulk_send(prober: _Prober, conn: Conn, msg: dict) -> dict:
             "below": msg.get("below"),
         }
     )
-    _limit_unsent(conn)
+    _limit_unsent(conn, UNSENT_BYTES)
     payload = os.urandom(BULK_FRAME)
     digest = chunk_hash(payload)
     delay = start - time.monotonic()
@@ -222,8 +225,12 @@ def bulk_send(prober: _Prober, conn: Conn, msg: dict) -> dict:
         time.sleep(delay)
     offset = 0
     stops = prober.stops
+    retune = start + warmup
     try:
-        while time.monotonic() < stops.get(mid, latest):
+        while (now := time.monotonic()) < stops.get(mid, latest):
+            if now >= retune:
+                _limit_unsent(conn, int(min(UNSENT_BYTES, max(MIN_UNSENT, UNSENT_SECONDS * offset / (now - start)))))
+                retune = now + RETUNE_EVERY
             conn.send_data(offset, payload, digest)
             offset += BULK_FRAME
     finally:
@@ -236,15 +243,16 @@ def bulk_send(prober: _Prober, conn: Conn, msg: dict) -> dict:
     return {"bytes": int(answer["bytes"]), "rate": float(answer["rate"]), "sent": offset}
 
 
-def _limit_unsent(conn: Conn) -> None:
-    """Keep at most ``UNSENT_BYTES`` written but not yet sent (TCP_NOTSENT_LOWAT): the
-    bytes a transfer leaves queued when it stops must cross the link before the receiver
-    sees its end, and an autotuned send buffer holds megabytes (a second or more at tens of
-    Mbit/s, added to every round). The rate does not suffer: the sender refills the queue
-    long before it empties."""
+def _limit_unsent(conn: Conn, nbytes: int) -> None:
+    """Keep at most ``nbytes`` written but not yet sent (TCP_NOTSENT_LOWAT): the bytes a
+    transfer leaves queued when it stops must cross the link before the receiver sees its
+    end, and an autotuned send buffer holds megabytes (a second or more at tens of Mbit/s,
+    added to every round). The sender keeps ``UNSENT_SECONDS`` of its rate queued (within
+    ``MIN_UNSENT`` and ``UNSENT_BYTES``): it refills the queue long before it empties, so the
+    rate does not suffer, and a slow transfer ends within that time of its stop."""
     if hasattr(socket, "TCP_NOTSENT_LOWAT"):
         try:
-            conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NOTSENT_LOWAT, UNSENT_BYTES)
+            conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NOTSENT_LOWAT, nbytes)
         except OSError:
             pass
 
