@@ -30,7 +30,7 @@ from ..runtime.protocol import Msg
 
 __all__ = ["ProbeSession", "ProbeError", "Flow"]
 
-START_DELAY = 0.03  # s: transfers started together begin this long after the request (time to reach every agent)
+START_DELAY = 0.03  # s: transfers started together begin this long after the last request was sent
 STOP_DELAY = 0.015  # s: and stop this long after the coordinator decided to stop them
 
 
@@ -61,6 +61,7 @@ class ProbeSession:
     measurements: int = 0
     rounds: int = 0
     log: list = field(default_factory=list)
+    send_cost: float = 0.002  # s to send one request, measured on every round (many agents, a loaded machine)
 
     def __enter__(self) -> ProbeSession:
         self.t_start = time.monotonic()
@@ -122,10 +123,13 @@ class ProbeSession:
         flows = [Flow(*f) if not isinstance(f, Flow) else f for f in flows]
         bounds = list(below) if below is not None else [None] * len(flows)
         t0 = time.monotonic()
-        at = t0 + START_DELAY
-        common = {"op": "bulk", "at": at, "delay": START_DELAY, "max": duration, **self.bulk_settings}
+        # every request must reach its agent before the common start: the start is set
+        # past the time the requests take to send, twice the last round's cost per request
+        at = t0 + 2 * self.send_cost * len(flows) + START_DELAY
+        common = {"op": "bulk", "at": at, "max": duration, **self.bulk_settings}
         ids = self._send_all([(f.src, {**common, "peer": f.dst, "below": b}) for f, b in zip(flows, bounds)])
         t_sent = time.monotonic()
+        self.send_cost = (t_sent - t0) / max(1, len(flows))
         waiting = self._await_convergence(ids, at + duration + START_DELAY)
         t_stop = time.monotonic()
         stop = {"op": "stop", "at": t_stop + STOP_DELAY, "delay": STOP_DELAY}
@@ -152,12 +156,16 @@ class ProbeSession:
         return rates
 
     def _send_all(self, ops: list) -> list[int]:
-        """Send every (host, request) at once; their ids, in order."""
+        """Send every (host, request) at once; their ids, in order. A request for a common
+        instant ``at`` also says how far ahead it lies when sent (``delay``), for agents that do
+        not share the coordinator's clock."""
         ids = []
         for h, req in ops:
             self._alive(h)
             self._next_id += 1
             ids.append(self._next_id)
+            if "at" in req:
+                req = {**req, "delay": max(0.0, req["at"] - time.monotonic())}
             send_quietly(self._conns[h], {"type": Msg.MEASURE, "id": self._next_id, **req})
         return ids
 
