@@ -85,6 +85,18 @@ def test_a_transfer_clearly_below_its_bound_settles_without_min_bytes():
     assert _settle_time(RateWatch(0.0, 0.1, 0.05, 10**9), wavering) == float("inf")
 
 
+def test_a_slow_transfer_with_seldom_frames_settles_below_its_bound():
+    """Frames 60 ms apart (a slow share of a link, large frames): fewer than three estimates
+    within any half window, yet the last three, all under the bound, settle it."""
+    watch = RateWatch(0.0, 0.1, 0.05, 10**9, below=2 * RATE)
+    t, settled = 0.0, float("inf")
+    while t < 1.0 and settled == float("inf"):
+        t += 0.06
+        watch.add(t, int(0.06 * RATE))
+        settled = t if watch.settled(t) else settled
+    assert settled < 0.35
+
+
 def test_a_bulk_sender_keeps_few_bytes_unsent():
     """A transfer's sender limits what it has written but not yet sent (TCP_NOTSENT_LOWAT):
     what it leaves queued when it stops must cross the link before the round can end."""

@@ -73,10 +73,10 @@ REPEATS = 3  # extra measurements of an undecided contention test
 FLOWS_PER_PAIR = 3
 SAME_PROFILE = 0.8  # a separated pair agreeing on this share of the others is re-measured
 LEVEL_GAP = 0.1  # clusters of groups joined at rates this close go under one switch
-# a transfer under this share of what its hosts allow separates them whatever the threshold
-# (at most MAX_THRESHOLD) and however coarse a short window's reading (a quarter off at
-# worst); its receiver need not wait for a finer one (``runtime.probing.RateWatch``)
-CLEARLY_SLOW = 0.5
+# a transfer slower than its hosts allow by this many times the threshold separates them
+# even when a short window's reading is coarse: its receiver need not wait for a finer one
+# (``runtime.probing.RateWatch``); a transfer near the threshold still is read finely
+CLEARLY_SLOW = 2.0
 
 Bulk = Callable[[list, float], list]  # (flows [(src, dst)], duration) -> rates in bytes/s
 
@@ -96,8 +96,9 @@ class _Prober:
 
     def run(self, flows: list, separating: bool = False) -> list[float]:
         """Measure ``flows`` together, their rates taken as readings of their hosts' links.
-        ``separating``: only whether each transfer ran slower than its hosts allow matters
-        (not the exact rate of one that clearly did: ``CLEARLY_SLOW``), not totals."""
+        ``separating``: only whether each transfer ran slower than its hosts allow by more
+        than the threshold matters (not the exact rate of one that clearly did:
+        ``CLEARLY_SLOW``), not totals."""
         rates = self._bulk(flows, separating)
         self.count += len(flows)
         self.samples.add(flows, rates)
@@ -121,7 +122,8 @@ class _Prober:
     def _bulk(self, flows: list, separating: bool) -> list[float]:
         if not (separating and self.bounded):
             return self.bulk(flows, self.duration)
-        below = [CLEARLY_SLOW * self.allowed(*f) or None for f in flows]
+        share = max(0.0, 1 - CLEARLY_SLOW * self.threshold)
+        below = [share * self.allowed(*f) or None for f in flows]
         return self.bulk(flows, self.duration, below=below)  # type: ignore[call-arg]
 
     def fastest(self, hosts: list) -> list:

@@ -356,8 +356,9 @@ class RateWatch:
     has settled: the window is at least ``min_window`` long and holds at least ``min_bytes``,
     and the estimates taken every ``CHECK_EVERY`` over its last ``min_window / 2`` all lie
     within ``tolerance`` of the current one (at least three of them); or, given ``below``
-    (bytes/s), the window is at least ``min_window`` long and those estimates all lie under
-    ``below`` (a transfer clearly slower than a bound needs no finer reading)."""
+    (bytes/s), the window is at least ``min_window`` long and those estimates and the last
+    three all lie under ``below`` (a transfer clearly slower than a bound needs no finer
+    reading)."""
 
     def __init__(
         self, start: float | None, min_window: float, tolerance: float, min_bytes: int = 0, below: float | None = None
@@ -386,11 +387,11 @@ class RateWatch:
         if now - self.start < self.min_window:
             return False
         recent = [r for t, r in self.history if t >= now - self.min_window / 2]
-        if len(recent) < 3:
-            return False
-        if self.below is not None and all(r < self.below for r in recent):
-            return True
-        if rate <= 0 or rate * (now - self.start) < self.min_bytes:
+        # a slow transfer's frames come seldom: its last three estimates count, however old
+        if self.below is not None and len(self.history) >= 3:
+            if all(r < self.below for r in recent + [r for _, r in self.history[-3:]]):
+                return True
+        if len(recent) < 3 or rate <= 0 or rate * (now - self.start) < self.min_bytes:
             return False
         return all(abs(r - rate) <= self.tolerance * rate for r in recent)
 
