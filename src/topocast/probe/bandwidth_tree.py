@@ -91,15 +91,17 @@ class _Prober:
         self.samples = FlowSamples()
         self.repeats: list[tuple] = []  # (flow, rate, rate again) of transfers measured twice alike
         self.load_alone: dict[tuple, list[float]] = {}  # a contention test's load -> its totals alone
-        # a bulk that takes per-transfer bounds (``ProbeSession.bulk``) can end a round early
-        self.bounded = "below" in inspect.signature(bulk).parameters
+        # a bulk that takes per-transfer bounds and totals (``ProbeSession.bulk``) can end a
+        # round as soon as what is read of it has settled
+        self.bounded = {"below", "totals"} <= set(inspect.signature(bulk).parameters)
 
-    def run(self, flows: list, separating: bool = False) -> list[float]:
+    def run(self, flows: list, separating: bool = False, totals: list | None = None) -> list[float]:
         """Measure ``flows`` together, their rates taken as readings of their hosts' links.
         ``separating``: only whether each transfer ran slower than its hosts allow by more
         than the threshold matters (not the exact rate of one that clearly did:
-        ``CLEARLY_SLOW``), not totals."""
-        rates = self._bulk(flows, separating)
+        ``CLEARLY_SLOW``), not totals. ``totals``: sets of flows (indices) of which only the
+        total is used (``ProbeSession.bulk``)."""
+        rates = self._bulk(flows, separating, totals)
         self.count += len(flows)
         self.samples.add(flows, rates)
         return rates
@@ -119,12 +121,12 @@ class _Prober:
             pos += len(flows)
         return out
 
-    def _bulk(self, flows: list, separating: bool) -> list[float]:
-        if not (separating and self.bounded):
+    def _bulk(self, flows: list, separating: bool, totals: list | None = None) -> list[float]:
+        if not self.bounded:
             return self.bulk(flows, self.duration)
         share = max(0.0, 1 - CLEARLY_SLOW * self.threshold)
-        below = [share * self.allowed(*f) or None for f in flows]
-        return self.bulk(flows, self.duration, below=below)  # type: ignore[call-arg]
+        below = [share * self.allowed(*f) or None for f in flows] if separating else None
+        return self.bulk(flows, self.duration, below=below, totals=totals)  # type: ignore[call-arg]
 
     def fastest(self, hosts: list) -> list:
         """``hosts``, fastest first (their fastest confirmed readings)."""
@@ -434,7 +436,7 @@ def _between_groups(groups: list, pr: _Prober) -> dict:
             k = min(FLOWS_PER_PAIR, len(groups[i]), len(groups[j]))
             a, b = pr.fastest(groups[i])[:k], pr.fastest(groups[j])[:k]
             flows = [(a[n], b[n]) for n in range(k)] + [(b[n], a[(n + 1) % k]) for n in range(k)]
-            rates = pr.run(flows)
+            rates = pr.run(flows, totals=[range(k), range(k, 2 * k)])  # each way's total counts
             for src, dst, fs, rs in ((i, j, flows[:k], rates[:k]), (j, i, flows[k:], rates[k:])):
                 out[(src, dst)] = (sum(rs), rs, fs)
     return out

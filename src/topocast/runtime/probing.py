@@ -27,7 +27,11 @@ the agent runs it in its own thread and answers ``measured`` with the same ``id`
   ``below`` (bytes/s): a transfer whose running rate stays under it over the last
   ``min_window / 2`` of a window at least ``min_window`` long has converged too, however few
   bytes it carried and however much its share of a contended link wavers: the coordinator
-  only needs to know that it ran that much slower than its hosts allow, not how much.
+  only needs to know that it ran that much slower than its hosts allow, not how much. A
+  request with ``report`` has its receiver also send ``counted`` (the bytes counted in the
+  window so far and the window's length) every ``REPORT_EVERY``: the coordinator judges
+  whether the total of several transfers has settled, where no one transfer's share of a
+  link need settle.
 
 Data connections are kept open between measurements (one per sender, receiver pair in use),
 so a round of transfers costs no connection set-up. Every frame carries its checksum and is
@@ -59,6 +63,7 @@ DEFAULT_MIN_WINDOW = 0.16  # s: the shortest window a rate is read over
 DEFAULT_MIN_BYTES = 1 << 20  # and the fewest bytes it holds
 DEFAULT_TOLERANCE = 0.03  # a running rate estimate that moves less than this has converged
 CHECK_EVERY = 0.01  # s between two looks at a running rate estimate
+REPORT_EVERY = 0.02  # s between two ``counted`` reports of a receiver asked for them
 UNSENT_BYTES = 256 * 1024  # a bulk sender's queue of bytes written but not yet sent, at most
 UNSENT_SECONDS = 0.05  # and about this long at the transfer's rate so far
 MIN_UNSENT = 2 * BULK_FRAME
@@ -215,6 +220,7 @@ def bulk_send(prober: _Prober, conn: Conn, msg: dict) -> dict:
             "min_bytes": int(msg.get("min_bytes", DEFAULT_MIN_BYTES)),
             "tolerance": float(msg.get("tolerance", DEFAULT_TOLERANCE)),
             "below": msg.get("below"),
+            "report": bool(msg.get("report")),
         }
     )
     _limit_unsent(conn, UNSENT_BYTES)
@@ -323,6 +329,7 @@ def _sink(agent: ControlSide, conn: Conn, hdr: dict) -> None:
     )
     window_end = None
     told = False
+    report = REPORT_EVERY if hdr.get("report") else None
     while True:
         ftype, body = conn.recv()
         if ftype == T_DATA:
@@ -333,6 +340,10 @@ def _sink(agent: ControlSide, conn: Conn, hdr: dict) -> None:
             if not told and watch.settled(now):
                 agent.send({"type": Msg.CONVERGED, "id": hdr.get("id")})
                 told = True
+            if report is not None and now >= watch.start + report:
+                report = now - watch.start + REPORT_EVERY
+                counted = _at(watch.times, watch.counts, now) - _at(watch.times, watch.counts, watch.start)
+                agent.send({"type": Msg.COUNTED, "id": hdr.get("id"), "span": now - watch.start, "bytes": counted})
         elif ftype == T_JSON:
             window_end = body.get("window_end")
         elif ftype == T_END:
