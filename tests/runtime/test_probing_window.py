@@ -64,18 +64,52 @@ def test_a_slow_transfer_settles_only_once_its_window_holds_min_bytes():
     assert 2.0 <= settle_time(2000) < 2.5
 
 
+def _settle_time(watch: RateWatch, rate_at) -> float:
+    """When ``watch`` settles on a stream of 10-byte frames whose rate at t is ``rate_at(t)``."""
+    t = 0.0
+    for _ in range(20000):
+        t += FRAME / rate_at(t)
+        watch.add(t, FRAME)
+        if watch.settled(t):
+            return t
+    return float("inf")
+
+
+def test_a_transfer_clearly_below_its_bound_settles_without_min_bytes():
+    """A transfer whose running rate stays under ``below`` settles once its window is
+    min_window long, though the window holds far fewer than min_bytes and its rate wavers by
+    20 % (a share of a contended link); above the bound, the usual rule holds."""
+    wavering = lambda t: RATE * (1.2 if int(t / 0.03) % 2 else 0.8)  # noqa: E731
+    assert 0.1 <= _settle_time(RateWatch(0.0, 0.1, 0.05, 10**9, below=2 * RATE), wavering) < 0.2
+    assert _settle_time(RateWatch(0.0, 0.1, 0.05, 10**9, below=RATE / 2), wavering) == float("inf")
+    assert _settle_time(RateWatch(0.0, 0.1, 0.05, 10**9), wavering) == float("inf")
+
+
+def test_a_slow_transfer_with_seldom_frames_settles_below_its_bound():
+    """Frames 60 ms apart (a slow share of a link, large frames): fewer than three estimates
+    within any half window, yet the last three, all under the bound, settle it."""
+    watch = RateWatch(0.0, 0.1, 0.05, 10**9, below=2 * RATE)
+    t, settled = 0.0, float("inf")
+    while t < 1.0 and settled == float("inf"):
+        t += 0.06
+        watch.add(t, int(0.06 * RATE))
+        settled = t if watch.settled(t) else settled
+    assert settled < 0.35
+
+
 def test_a_bulk_sender_keeps_few_bytes_unsent():
     """A transfer's sender limits what it has written but not yet sent (TCP_NOTSENT_LOWAT):
     what it leaves queued when it stops must cross the link before the round can end."""
     import socket
 
-    from topocast.runtime.probing import UNSENT_BYTES, _limit_unsent
+    from topocast.runtime.probing import MIN_UNSENT, UNSENT_BYTES, _limit_unsent
     from topocast.runtime.protocol import Conn
 
     with socket.create_server(("127.0.0.1", 0)) as server:
         client = socket.create_connection(server.getsockname())
         try:
-            _limit_unsent(Conn(client))
-            assert client.getsockopt(socket.IPPROTO_TCP, socket.TCP_NOTSENT_LOWAT) == UNSENT_BYTES
+            for limit in (UNSENT_BYTES, MIN_UNSENT):
+                _limit_unsent(Conn(client), limit)
+                assert client.getsockopt(socket.IPPROTO_TCP, socket.TCP_NOTSENT_LOWAT) == limit
         finally:
             client.close()

@@ -54,6 +54,7 @@ when no other set of transfers can fill it either (``equivalent``).
 
 from __future__ import annotations
 
+import inspect
 import math
 import statistics
 from collections.abc import Callable
@@ -72,36 +73,70 @@ REPEATS = 3  # extra measurements of an undecided contention test
 FLOWS_PER_PAIR = 3
 SAME_PROFILE = 0.8  # a separated pair agreeing on this share of the others is re-measured
 LEVEL_GAP = 0.1  # clusters of groups joined at rates this close go under one switch
+# a transfer slower than its hosts allow by this many times the threshold separates them
+# even when a short window's reading is coarse: its receiver need not wait for a finer one
+# (``runtime.probing.RateWatch``); a transfer near the threshold still is read finely
+CLEARLY_SLOW = 2.0
 
 Bulk = Callable[[list, float], list]  # (flows [(src, dst)], duration) -> rates in bytes/s
 
 
 class _Prober:
+    """Rounds of transfers and what they showed: every host's readings, the repeated
+    transfers (the noise), the contention tests' loads."""
+
     def __init__(self, bulk: Bulk, duration: float):
         self.bulk, self.duration = bulk, duration
         self.count = 0
         self.samples = FlowSamples()
         self.repeats: list[tuple] = []  # (flow, rate, rate again) of transfers measured twice alike
         self.load_alone: dict[tuple, list[float]] = {}  # a contention test's load -> its totals alone
+        # a bulk that takes per-transfer bounds and totals (``ProbeSession.bulk``) can end a
+        # round as soon as what is read of it has settled
+        self.bounded = {"below", "totals"} <= set(inspect.signature(bulk).parameters)
 
-    def run(self, flows: list) -> list[float]:
-        rates = self.bulk(flows, self.duration)
+    def run(self, flows: list, separating: bool = False, totals: list | None = None) -> list[float]:
+        """Measure ``flows`` together, their rates taken as readings of their hosts' links.
+        ``separating``: only whether each transfer ran slower than its hosts allow by more
+        than the threshold matters (not the exact rate of one that clearly did:
+        ``CLEARLY_SLOW``), not totals. ``totals``: sets of flows (indices) of which only the
+        total is used (``ProbeSession.bulk``)."""
+        rates = self._bulk(flows, separating, totals)
         self.count += len(flows)
         self.samples.add(flows, rates)
         return rates
 
-    def run_unsampled(self, flows: list) -> list[float]:
+    def run_unsampled(self, flows: list, separating: bool = False) -> list[float]:
         """Measure ``flows`` without taking their rates as readings of their hosts' links."""
         self.count += len(flows)
-        return self.bulk(flows, self.duration)
+        return self._bulk(flows, separating)
+
+    def run_apart(self, sets: list[list], separating: bool = False) -> list[list[float]]:
+        """Measure flow sets whose traffic cannot meet (the caller says why) in one round, as
+        if each ran alone: each set's rates. Not taken as readings of the hosts' links."""
+        rates = self.run_unsampled([f for flows in sets for f in flows], separating)
+        out, pos = [], 0
+        for flows in sets:
+            out.append(rates[pos : pos + len(flows)])
+            pos += len(flows)
+        return out
+
+    def _bulk(self, flows: list, separating: bool, totals: list | None = None) -> list[float]:
+        if not self.bounded:
+            return self.bulk(flows, self.duration)
+        share = max(0.0, 1 - CLEARLY_SLOW * self.threshold)
+        below = [share * self.allowed(*f) or None for f in flows] if separating else None
+        return self.bulk(flows, self.duration, below=below, totals=totals)  # type: ignore[call-arg]
 
     def fastest(self, hosts: list) -> list:
         """``hosts``, fastest first (their fastest confirmed readings)."""
         return sorted(hosts, key=lambda h: -self.samples.speed(h))
 
-    def repeat(self, flows: list, before: list[float]) -> list[float]:
-        """Measure ``flows`` again; their differences to ``before`` feed the noise estimate."""
-        again = self.run(flows)
+    def repeat(self, flows: list, before: list[float], separating: bool = False) -> list[float]:
+        """Measure ``flows`` again; their differences to ``before`` feed the noise estimate
+        (transfers that ran at their hosts' rates both times only: ``separating`` cuts
+        short none of them)."""
+        again = self.run(flows, separating)
         self.repeats += [(f, a, b) for f, a, b in zip(flows, again, before) if a > 0 and b > 0]
         return again
 
@@ -173,23 +208,23 @@ def _group_by_round_robin(hosts: list, pr: _Prober) -> list[list]:
     rounds = [pairs + [(b, a) for a, b in pairs] for pairs in round_robin(hosts)]
     rate: dict[tuple, list] = {}
     for k, flows in enumerate(rounds):
-        rates = pr.run(flows)
+        rates = pr.run(flows, separating=True)
         if k == 0:  # the same round twice: the noise, under a realistic load
-            rates = [(a + b) / 2 for a, b in zip(rates, pr.repeat(flows, rates))]
+            rates = [(a + b) / 2 for a, b in zip(rates, pr.repeat(flows, rates, separating=True))]
         for f, r in zip(flows, rates):
             rate.setdefault(f, []).append(r)
     # a host's lone fastest reading is measured twice more (``estimates.confirmed_top``)
     for flows in disjoint_rounds(pr.samples.unconfirmed_tops()) * RETAKES:
         pr.samples.retake(flows, pr.run_unsampled(flows))
     for flows in _borderline_rounds(rounds, rate, pr):
-        for f, r in zip(flows, pr.repeat(flows, [statistics.fmean(rate[f]) for f in flows])):
+        for f, r in zip(flows, pr.repeat(flows, [statistics.fmean(rate[f]) for f in flows], separating=True)):
             rate[f].append(r)
     # a separation that the two hosts' other separations contradict (a transfer between
     # two hosts under one switch slowed down by a stall of this shared machine): its round
     # twice more, and the median reading decides (``_deficit``)
     for flows in _contradicted_rounds(rounds, rate, pr, hosts):
         for _ in range(2):
-            for f, r in zip(flows, pr.repeat(flows, [statistics.fmean(rate[f]) for f in flows])):
+            for f, r in zip(flows, pr.repeat(flows, [statistics.fmean(rate[f]) for f in flows], separating=True)):
                 rate[f].append(r)
     together = _together(hosts, pr, rate)
     groups = _largest_cliques_first(together, hosts)
@@ -218,11 +253,18 @@ def _split_by_own_round_robins(groups: list[list], pr: _Prober) -> list[tuple]:
     own = [round_robin(g) for g in groups if 4 <= len(g) <= hosts / 2]
     out: list[tuple] = []
     for k in range(max((len(r) for r in own), default=0)):
-        pairs = [p for r in own if k < len(r) for p in r[k]]
-        flows = pairs + [(b, a) for a, b in pairs]
-        slow = _slowed(pr, flows, pr.run_unsampled(flows))
+        # The groups' k-th rounds share one round of the network (``run_apart``): a group
+        # whose hosts are under one switch sends over its own host links only, which no
+        # other transfer of the round uses (each host is in one group and in one pair of
+        # its round), so nothing can slow its transfers down and no false separation can
+        # come of the others; a group that spans a link between switches sends across it,
+        # and whatever else meets it there only slows its transfers further, which is the
+        # split this step looks for.
+        sets = [[*r[k], *((b, a) for a, b in r[k])] for r in own if k < len(r)]
+        slow = set().union(*(_slowed(pr, f, r) for f, r in zip(sets, pr.run_apart(sets, separating=True))))
         if slow:
-            out += sorted(slow & _slowed(pr, flows, pr.run_unsampled(flows)))
+            again = set().union(*(_slowed(pr, f, r) for f, r in zip(sets, pr.run_apart(sets, separating=True))))
+            out += sorted(slow & again)
     return out
 
 
@@ -394,7 +436,7 @@ def _between_groups(groups: list, pr: _Prober) -> dict:
             k = min(FLOWS_PER_PAIR, len(groups[i]), len(groups[j]))
             a, b = pr.fastest(groups[i])[:k], pr.fastest(groups[j])[:k]
             flows = [(a[n], b[n]) for n in range(k)] + [(b[n], a[(n + 1) % k]) for n in range(k)]
-            rates = pr.run(flows)
+            rates = pr.run(flows, totals=[range(k), range(k, 2 * k)])  # each way's total counts
             for src, dst, fs, rs in ((i, j, flows[:k], rates[:k]), (j, i, flows[k:], rates[k:])):
                 out[(src, dst)] = (sum(rs), rs, fs)
     return out

@@ -26,6 +26,7 @@ not share a link run at the same time. Our reading of what to measure
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 
 from .estimates import NEAR_TOP, RETAKES, SLOWDOWN, BandwidthTree, Estimate, FlowSamples, round_robin
@@ -145,6 +146,8 @@ class _Runner:
         self.hosts = hosts
         self.samples = known if known is not None else FlowSamples()
         self.count = 0
+        # a bulk that reads totals (``ProbeSession.bulk``) ends a round once they settle
+        self.totals = "totals" in inspect.signature(bulk).parameters
 
     def speed(self) -> dict[str, float]:
         """Each host's fastest confirmed transfer so far, either way."""
@@ -156,7 +159,8 @@ class _Runner:
         results: list = [None] * len(tasks)
         for round_ in _pack(self.adj, tasks) if pack else [[k] for k in range(len(tasks))]:
             flows = [f for k in round_ for f in tasks[k][1]]
-            rates = self.bulk(flows, self.duration)
+            extra = {"totals": _totals(tasks, round_)} if self.totals else {}
+            rates = self.bulk(flows, self.duration, **extra)
             self.count += len(flows)
             pos = 0
             for k in round_:
@@ -164,6 +168,20 @@ class _Runner:
                 pos += len(tasks[k][1])
             (self.samples.retake if retake else self.samples.add)(flows, rates)
         return results
+
+
+def _totals(tasks: list, round_: list[int]) -> list[list[int]]:
+    """The sets of a round's transfers (indices) of which only the total is read: each way
+    of a link between switches, each fan test."""
+    out, pos = [], 0
+    for k in round_:
+        kind, flows, _ = tasks[k]
+        if kind == "edge":
+            out += [list(range(pos, pos + len(flows) // 2)), list(range(pos + len(flows) // 2, pos + len(flows)))]
+        elif kind in ("fan-out", "fan-in"):
+            out.append(list(range(pos, pos + len(flows))))
+        pos += len(flows)
+    return out
 
 
 # ---------------------------------------------------------------- the tree

@@ -26,11 +26,12 @@ from ..runtime.agents import (
     stop_agent,
     wait_exit,
 )
+from ..runtime.probing import DEFAULT_MIN_BYTES, DEFAULT_MIN_WINDOW, DEFAULT_TOLERANCE
 from ..runtime.protocol import Msg
 
-__all__ = ["ProbeSession", "ProbeError", "Flow"]
+__all__ = ["ProbeSession", "ProbeError", "Flow", "TotalWatch"]
 
-START_DELAY = 0.03  # s: transfers started together begin this long after the request (time to reach every agent)
+START_DELAY = 0.03  # s: transfers started together begin this long after the last request was sent
 STOP_DELAY = 0.015  # s: and stop this long after the coordinator decided to stop them
 
 
@@ -61,6 +62,7 @@ class ProbeSession:
     measurements: int = 0
     rounds: int = 0
     log: list = field(default_factory=list)
+    send_cost: float = 0.002  # s to send one request, measured on every round (many agents, a loaded machine)
 
     def __enter__(self) -> ProbeSession:
         self.t_start = time.monotonic()
@@ -113,50 +115,93 @@ class ProbeSession:
         self.log.append({"kind": "rtt", "src": a, "dst": b, "rtts": res["rtts"]})
         return res["rtts"]
 
-    def bulk(self, flows: list, duration: float) -> list[float]:
+    def bulk(self, flows: list, duration: float, below: list | None = None, totals: list | None = None) -> list[float]:
         """Start the timed transfers ``flows`` (``Flow`` or (src, dst)) together and stop them
         together once every receiver's rate estimate has converged, ``duration`` seconds at
-        most; each one's rate in bytes/s, in order."""
+        most; each one's rate in bytes/s, in order. ``below``: per transfer, a rate (bytes/s)
+        under which its receiver need not read it finer (``runtime.probing.RateWatch``), or
+        None. ``totals``: sets of transfers (their indices) of which only the total is read:
+        such a set has converged once its total has (``TotalWatch``), whatever each
+        transfer's share."""
         flows = [Flow(*f) if not isinstance(f, Flow) else f for f in flows]
-        at = time.monotonic() + START_DELAY
-        common = {"op": "bulk", "at": at, "delay": START_DELAY, "max": duration, **self.bulk_settings}
-        ids = self._send_all([(f.src, {**common, "peer": f.dst}) for f in flows])
-        self._await_convergence(ids, at + duration + START_DELAY)
-        stop = {"op": "stop", "at": time.monotonic() + STOP_DELAY, "delay": STOP_DELAY}
+        bounds = list(below) if below is not None else [None] * len(flows)
+        summed = {k for ks in totals or [] for k in ks}
+        t0 = time.monotonic()
+        # every request must reach its agent before the common start: the start is set
+        # past the time the requests take to send, twice the last round's cost per request
+        at = t0 + 2 * self.send_cost * len(flows) + START_DELAY
+        common = {"op": "bulk", "at": at, "max": duration, **self.bulk_settings}
+        ids = self._send_all(
+            [
+                (f.src, {**common, "peer": f.dst, "below": b, "report": k in summed})
+                for k, (f, b) in enumerate(zip(flows, bounds))
+            ]
+        )
+        t_sent = time.monotonic()
+        self.send_cost = (t_sent - t0) / max(1, len(flows))
+        watches = [TotalWatch([ids[k] for k in ks], self.bulk_settings) for ks in totals or []]
+        waiting = self._await_convergence(ids, at + duration + START_DELAY, watches)
+        t_stop = time.monotonic()
+        stop = {"op": "stop", "at": t_stop + STOP_DELAY, "delay": STOP_DELAY}
         for mid, f in zip(ids, flows):
             send_quietly(self._conns[f.src], {"type": Msg.MEASURE, "id": mid, **stop})
         results = self._collect(ids, [(f.src, f.dst, "bulk") for f in flows], duration + 15)
         rates = [float(r["rate"]) for r in results]
         self.log.append(
-            {"kind": "bulk", "duration": duration, "flows": [[f.src, f.dst] for f in flows], "rates": rates}
+            {
+                "kind": "bulk",
+                "duration": duration,
+                "flows": [[f.src, f.dst] for f in flows],
+                "rates": rates,
+                # where the round's time went: requests sent; transfers running until every
+                # receiver converged (or the longest); stopped and every answer collected
+                "seconds": {
+                    "send": round(t_sent - t0, 4),
+                    "run": round(t_stop - t_sent, 4),
+                    "stop_collect": round(time.monotonic() - t_stop, 4),
+                },
+                "unconverged": [k for k, mid in enumerate(ids) if mid in waiting],
+            }
         )
         return rates
 
     def _send_all(self, ops: list) -> list[int]:
-        """Send every (host, request) at once; their ids, in order."""
+        """Send every (host, request) at once; their ids, in order. A request for a common
+        instant ``at`` also says how far ahead it lies when sent (``delay``), for agents that do
+        not share the coordinator's clock."""
         ids = []
         for h, req in ops:
             self._alive(h)
             self._next_id += 1
             ids.append(self._next_id)
+            if "at" in req:
+                req = {**req, "delay": max(0.0, req["at"] - time.monotonic())}
             send_quietly(self._conns[h], {"type": Msg.MEASURE, "id": self._next_id, **req})
         return ids
 
-    def _await_convergence(self, ids: list[int], deadline: float) -> None:
-        """Wait until every transfer's receiver said ``converged``, or ``deadline``, or one
-        transfer has ended (at its longest, or failed: its result is kept for ``_collect``)."""
-        waiting, mine = set(ids), set(ids)
-        while waiting and time.monotonic() < deadline:
+    def _await_convergence(self, ids: list[int], deadline: float, watches: list | None = None) -> set:
+        """Wait until every transfer's receiver said ``converged`` (or, for the transfers of
+        a ``TotalWatch``, its total settled), or ``deadline``, or one transfer has ended (at
+        its longest, or failed: its result is kept for ``_collect``); the ids of those that
+        had not converged."""
+        watches = watches or []
+        mine = set(ids)
+        waiting = mine - {i for w in watches for i in w.ids}
+        while (waiting or not all(w.done for w in watches)) and time.monotonic() < deadline:
             got = self._next_event(deadline, "measuring (bulk)", allow_timeout=True)
             if got is None:
-                return
+                break
             _, msg = got
             if msg.get("type") == Msg.CONVERGED:
                 waiting.discard(msg.get("id"))
+            elif msg.get("type") == Msg.COUNTED and msg.get("id") in mine:
+                for w in watches:
+                    w.report(msg["id"], float(msg["span"]), float(msg["bytes"]), time.monotonic())
             elif msg.get("type") == Msg.MEASURED and msg.get("id") in mine:
                 # a transfer that ended at its longest (or failed): the others need not go on
                 self._early[msg["id"]] = msg
-                return
+                break
+        return waiting | {i for w in watches if not w.done for i in w.ids}
 
     def _run(self, ops: list, timeout: float) -> list[dict]:
         """Send every (host, request) at once; wait for all answers (in order)."""
@@ -217,6 +262,40 @@ class ProbeSession:
         for p in self._procs.values():
             stop_agent(p, 3.0)
         self.launcher.close()
+
+
+class TotalWatch:
+    """Whether the total rate of a set of transfers has settled, from their receivers'
+    ``counted`` reports (bytes counted in the window, the window's length): the shortest
+    window is at least ``min_window`` long, the windows hold ``min_bytes`` together, and the
+    totals computed over the last ``min_window / 2`` (at least three) lie within
+    ``tolerance`` of the current one: ``runtime.probing.RateWatch``'s rule, on the sum. A
+    link shared by the set's transfers splits between them unevenly and the split wavers
+    (TCP), while their total, which is what the link carries, settles."""
+
+    def __init__(self, ids: list[int], settings: dict):
+        self.ids = set(ids)
+        self.min_window = float(settings.get("min_window", DEFAULT_MIN_WINDOW))
+        self.tolerance = float(settings.get("tolerance", DEFAULT_TOLERANCE))
+        self.min_bytes = int(settings.get("min_bytes", DEFAULT_MIN_BYTES))
+        self.latest: dict[int, tuple[float, float]] = {}
+        self.history: list[tuple[float, float]] = []
+        self.done = not ids
+
+    def report(self, mid: int, span: float, nbytes: float, now: float) -> None:
+        if mid not in self.ids or self.done or span <= 0:
+            return
+        self.latest[mid] = (span, nbytes)
+        if len(self.latest) < len(self.ids) or min(s for s, _ in self.latest.values()) < self.min_window / 2:
+            return
+        total = sum(n / s for s, n in self.latest.values())
+        self.history.append((now, total))
+        if min(s for s, _ in self.latest.values()) < self.min_window or total <= 0:
+            return
+        if sum(n for _, n in self.latest.values()) < self.min_bytes:
+            return
+        recent = [r for t, r in self.history if t >= now - self.min_window / 2]
+        self.done = len(recent) >= 3 and all(abs(r - total) <= self.tolerance * total for r in recent)
 
 
 def robust_rtt(rtts: list[float]) -> float:

@@ -23,7 +23,15 @@ the agent runs it in its own thread and answers ``measured`` with the same ``id`
   within ``tolerance`` over the last ``min_window / 2`` seconds of a window at least
   ``min_window`` long that holds at least ``min_bytes``: a transfer lasts just long enough for
   a stable estimate. The byte count matters on slow links, whose readings over a short window
-  spread widely (docs/experiments/probe.md, "What is measured").
+  spread widely (docs/experiments/probe.md, "What is measured"). A request may name a rate
+  ``below`` (bytes/s): a transfer whose running rate stays under it over the last
+  ``min_window / 2`` of a window at least ``min_window`` long has converged too, however few
+  bytes it carried and however much its share of a contended link wavers: the coordinator
+  only needs to know that it ran that much slower than its hosts allow, not how much. A
+  request with ``report`` has its receiver also send ``counted`` (the bytes counted in the
+  window so far and the window's length) every ``REPORT_EVERY``: the coordinator judges
+  whether the total of several transfers has settled, where no one transfer's share of a
+  link need settle.
 
 Data connections are kept open between measurements (one per sender, receiver pair in use),
 so a round of transfers costs no connection set-up. Every frame carries its checksum and is
@@ -55,7 +63,11 @@ DEFAULT_MIN_WINDOW = 0.16  # s: the shortest window a rate is read over
 DEFAULT_MIN_BYTES = 1 << 20  # and the fewest bytes it holds
 DEFAULT_TOLERANCE = 0.03  # a running rate estimate that moves less than this has converged
 CHECK_EVERY = 0.01  # s between two looks at a running rate estimate
-UNSENT_BYTES = 256 * 1024  # a bulk sender's queue of bytes written but not yet sent
+REPORT_EVERY = 0.02  # s between two ``counted`` reports of a receiver asked for them
+UNSENT_BYTES = 256 * 1024  # a bulk sender's queue of bytes written but not yet sent, at most
+UNSENT_SECONDS = 0.05  # and about this long at the transfer's rate so far
+MIN_UNSENT = 2 * BULK_FRAME
+RETUNE_EVERY = 0.05  # s between two adjustments of the queue to the rate
 
 
 class _Prober:
@@ -207,9 +219,11 @@ def bulk_send(prober: _Prober, conn: Conn, msg: dict) -> dict:
             "min_window": float(msg.get("min_window", DEFAULT_MIN_WINDOW)),
             "min_bytes": int(msg.get("min_bytes", DEFAULT_MIN_BYTES)),
             "tolerance": float(msg.get("tolerance", DEFAULT_TOLERANCE)),
+            "below": msg.get("below"),
+            "report": bool(msg.get("report")),
         }
     )
-    _limit_unsent(conn)
+    _limit_unsent(conn, UNSENT_BYTES)
     payload = os.urandom(BULK_FRAME)
     digest = chunk_hash(payload)
     delay = start - time.monotonic()
@@ -217,8 +231,12 @@ def bulk_send(prober: _Prober, conn: Conn, msg: dict) -> dict:
         time.sleep(delay)
     offset = 0
     stops = prober.stops
+    retune = start + warmup
     try:
-        while time.monotonic() < stops.get(mid, latest):
+        while (now := time.monotonic()) < stops.get(mid, latest):
+            if now >= retune:
+                _limit_unsent(conn, int(min(UNSENT_BYTES, max(MIN_UNSENT, UNSENT_SECONDS * offset / (now - start)))))
+                retune = now + RETUNE_EVERY
             conn.send_data(offset, payload, digest)
             offset += BULK_FRAME
     finally:
@@ -231,15 +249,16 @@ def bulk_send(prober: _Prober, conn: Conn, msg: dict) -> dict:
     return {"bytes": int(answer["bytes"]), "rate": float(answer["rate"]), "sent": offset}
 
 
-def _limit_unsent(conn: Conn) -> None:
-    """Keep at most ``UNSENT_BYTES`` written but not yet sent (TCP_NOTSENT_LOWAT): the
-    bytes a transfer leaves queued when it stops must cross the link before the receiver
-    sees its end, and an autotuned send buffer holds megabytes (a second or more at tens of
-    Mbit/s, added to every round). The rate does not suffer: the sender refills the queue
-    long before it empties."""
+def _limit_unsent(conn: Conn, nbytes: int) -> None:
+    """Keep at most ``nbytes`` written but not yet sent (TCP_NOTSENT_LOWAT): the bytes a
+    transfer leaves queued when it stops must cross the link before the receiver sees its
+    end, and an autotuned send buffer holds megabytes (a second or more at tens of Mbit/s,
+    added to every round). The sender keeps ``UNSENT_SECONDS`` of its rate queued (within
+    ``MIN_UNSENT`` and ``UNSENT_BYTES``): it refills the queue long before it empties, so the
+    rate does not suffer, and a slow transfer ends within that time of its stop."""
     if hasattr(socket, "TCP_NOTSENT_LOWAT"):
         try:
-            conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NOTSENT_LOWAT, UNSENT_BYTES)
+            conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NOTSENT_LOWAT, nbytes)
         except OSError:
             pass
 
@@ -306,9 +325,11 @@ def _sink(agent: ControlSide, conn: Conn, hdr: dict) -> None:
         float(hdr.get("min_window", DEFAULT_MIN_WINDOW)),
         float(hdr.get("tolerance", DEFAULT_TOLERANCE)),
         int(hdr.get("min_bytes", DEFAULT_MIN_BYTES)),
+        float(hdr["below"]) if hdr.get("below") else None,
     )
     window_end = None
     told = False
+    report = REPORT_EVERY if hdr.get("report") else None
     while True:
         ftype, body = conn.recv()
         if ftype == T_DATA:
@@ -319,6 +340,10 @@ def _sink(agent: ControlSide, conn: Conn, hdr: dict) -> None:
             if not told and watch.settled(now):
                 agent.send({"type": Msg.CONVERGED, "id": hdr.get("id")})
                 told = True
+            if report is not None and now >= watch.start + report:
+                report = now - watch.start + REPORT_EVERY
+                counted = _at(watch.times, watch.counts, now) - _at(watch.times, watch.counts, watch.start)
+                agent.send({"type": Msg.COUNTED, "id": hdr.get("id"), "span": now - watch.start, "bytes": counted})
         elif ftype == T_JSON:
             window_end = body.get("window_end")
         elif ftype == T_END:
@@ -341,11 +366,16 @@ class RateWatch:
     """The running rate of a transfer over a window from ``start`` to now, and whether it
     has settled: the window is at least ``min_window`` long and holds at least ``min_bytes``,
     and the estimates taken every ``CHECK_EVERY`` over its last ``min_window / 2`` all lie
-    within ``tolerance`` of the current one (at least three of them)."""
+    within ``tolerance`` of the current one (at least three of them); or, given ``below``
+    (bytes/s), the window is at least ``min_window`` long and those estimates and the last
+    three all lie under ``below`` (a transfer clearly slower than a bound needs no finer
+    reading)."""
 
-    def __init__(self, start: float | None, min_window: float, tolerance: float, min_bytes: int = 0):
+    def __init__(
+        self, start: float | None, min_window: float, tolerance: float, min_bytes: int = 0, below: float | None = None
+    ):
         self.start, self.min_window, self.tolerance = start, min_window, tolerance
-        self.min_bytes = min_bytes
+        self.min_bytes, self.below = min_bytes, below
         self.times: list[float] = []
         self.counts: list[int] = []
         self.total = 0
@@ -365,10 +395,16 @@ class RateWatch:
         self.next_check = now + CHECK_EVERY
         rate = (_at(self.times, self.counts, now) - _at(self.times, self.counts, self.start)) / (now - self.start)
         self.history.append((now, rate))
-        if now - self.start < self.min_window or rate <= 0 or rate * (now - self.start) < self.min_bytes:
+        if now - self.start < self.min_window:
             return False
         recent = [r for t, r in self.history if t >= now - self.min_window / 2]
-        return len(recent) >= 3 and all(abs(r - rate) <= self.tolerance * rate for r in recent)
+        # a slow transfer's frames come seldom: its last three estimates count, however old
+        if self.below is not None and len(self.history) >= 3:
+            if all(r < self.below for r in recent + [r for _, r in self.history[-3:]]):
+                return True
+        if len(recent) < 3 or rate <= 0 or rate * (now - self.start) < self.min_bytes:
+            return False
+        return all(abs(r - rate) <= self.tolerance * rate for r in recent)
 
 
 def window_rate(marks: list[tuple[float, int]], window: tuple | None) -> float:

@@ -94,6 +94,7 @@ class Msg(StrEnum):
     # agent -> coordinator, probing
     MEASURED = "measured"  # a measurement's result (or its error)
     CONVERGED = "converged"  # probing: a bulk transfer's rate estimate has settled (its receiver says)
+    COUNTED = "counted"  # probing: the bytes a bulk transfer's receiver has counted so far (when asked)
     # agent -> agent, on a data connection
     PUSH = "push"  # the sender opens a planned transfer
     FETCH = "fetch"  # a repairing receiver asks for ranges
