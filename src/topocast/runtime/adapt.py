@@ -56,7 +56,17 @@ from .protocol import IncomingTransfer, Msg, OutgoingTransfer
 if TYPE_CHECKING:
     from ..topology import Topology
 
-__all__ = ["Adapter", "make_adapter", "continue_from", "with_link_rates", "SLOW", "SUSTAIN", "WINDOW", "MIN_GAIN"]
+__all__ = [
+    "Adapter",
+    "make_adapter",
+    "continue_from",
+    "with_done",
+    "with_link_rates",
+    "SLOW",
+    "SUSTAIN",
+    "WINDOW",
+    "MIN_GAIN",
+]
 
 SLOW = 0.5  # a transfer below this fraction of its prediction is slow
 SUSTAIN = 2.0  # s a transfer must stay slow before anything is done
@@ -95,12 +105,26 @@ def _cut(ranges, have: IntervalSet) -> list[tuple[int, int]]:
     return [(s, e - s) for off, length in ranges for s, e in have.missing(off, off + length)]
 
 
+def with_done(plan: Plan, holdings: Mapping[str, IntervalSet], done: Set[int]) -> dict[str, IntervalSet]:
+    """``holdings`` with the ranges of the transfers ``done`` added to their receivers: a
+    receiver says a transfer is done as soon as it holds its bytes, but reports what it holds
+    only every tenth of a second (later on a busy machine), so the holdings the coordinator
+    has may lack bytes of transfers it already knows done."""
+    out = {h: iv.copy() for h, iv in holdings.items()}
+    for i in done:
+        t = plan.transfers[i]
+        out.setdefault(t.dst, IntervalSet()).add_ranges(t.ranges)
+    return out
+
+
 def continue_from(plan: Plan, holdings: Mapping[str, IntervalSet], skip: Set[int] = frozenset()) -> Plan:
-    """What is left of ``plan`` when every host holds ``holdings`` (transfers ``skip`` done):
+    """What is left of ``plan`` when every host holds ``holdings`` (transfers ``skip`` done,
+    so their receivers hold their bytes whatever ``holdings`` says: :func:`with_done`):
     each transfer without the bytes its receiver holds; a pipelined transfer out of a relay
     split into the part its sender holds now (sent from its store at once) and the part it
     will receive (pipelined behind the transfer that brings it, which the simulator finds when
     that transfer carries exactly these ranges, as when the receiver is behind its sender)."""
+    holdings = with_done(plan, holdings, skip)
     kept: list[tuple[int, Transfer]] = []
     for i, t in enumerate(plan.transfers):
         if i in skip:
@@ -283,8 +307,8 @@ class Adapter:
             self.history.clear()
             return None
         self.topology = self._changed(ests, report)
-        snapshot = {h: iv.copy() for h, iv in holdings.items()}
         skip = {j for j in range(len(self.plan.transfers)) if self.offset + j in done}
+        snapshot = with_done(self.plan, holdings, skip)  # the new plan's rest starts from it too
         old_rest = continue_from(self.plan, snapshot, skip)
         if self.verify or self.planner is None:
             report["outcome"] = "the believed topology is corrected; the plan is kept (verifying)"
