@@ -19,7 +19,10 @@ and goodput 0.9 as ``run --launcher testbed``:
 Every run holds ``/tmp/topocast-bench.lock``. Figures: makespans, re-plans, the ratios the
 targets name (docs/guide.md, "Runs that follow the network")::
 
-    PYTHONPATH=src python benchmarks/bench_adapt.py --size 32MiB [--seed N] [--only hetero]
+    PYTHONPATH=src python benchmarks/bench_adapt.py --size 256MiB [--seed N] [--only hetero]
+        [--parts unchanged,drop,traffic] [--repeat N]
+
+Without ``unchanged``, the drop comes at a quarter of the predicted makespan.
 """
 
 from __future__ import annotations
@@ -169,77 +172,104 @@ def run_once(st, topo, plan, *, adapt=False, planner=None, change=None, traffic=
     return out.result.makespan, out.replans, out.failed
 
 
-def scenario(name: str, topo, size: int, algorithm: str) -> None:
+def scenario(name: str, topo, size: int, algorithm: str, parts: set[str], repeat: int) -> None:
     bench = Bench(topo, size, algorithm)
     plan = bench.planner(topo)
     tb = f"ad{uuid.uuid4().hex[:6]}"
     st = up(topo, name=tb)
-    load = os.getloadavg()[0]
     try:
-        print(f"\n== {name}: {len(topo.hosts)} hosts, {size} bytes, {algorithm}; load {load:.1f}")
         pred = bench.predict(plan, topo)
-        base, r0, f0 = run_once(st, topo, plan)
-        based, r1, f1 = run_once(st, topo, plan, adapt=True, planner=bench.planner)
-        print(
-            f"nothing changes: {base:.2f} s without --adapt, {based:.2f} s with (cost {based / base - 1:+.1%}, "
-            f"target <= 3 %); re-plans {sum(r['applied'] for r in r1)} (decisions {len(r1)}; target 0); "
-            f"predicted {pred:.2f} s; failed {f0 or f1 or 'none'}"
-        )
-        gain, a, b, old, new, rate = bench.pick_drop(plan)
-        at = base / 4
-        print(
-            f"drop: link {a}->{b} {rate * 8e-6:.0f} -> {rate * 0.2 * 8e-6:.0f} Mbit/s at {at:.2f} s "
-            f"(predicted on the changed network: old plan {old:.2f} s, new plan {new:.2f} s)"
-        )
-        change = (at, a, b, rate * 0.2)
-        try:
-            slow, _, f2 = run_once(st, topo, plan, change=change)
-        finally:
-            set_rate(st, a, b, rate, one_way=True)
-        try:
-            fast, reps, f3 = run_once(st, topo, plan, adapt=True, planner=bench.planner, change=change)
-        finally:
-            set_rate(st, a, b, rate, one_way=True)
-        changed = with_rate(topo, a, b, 0.2, one_way=True)
-        set_rate(st, a, b, rate * 0.2, one_way=True)
-        try:
-            ref, _, f4 = run_once(st, changed, bench.planner(changed))
-        finally:
-            set_rate(st, a, b, rate, one_way=True)
-        after_ref = ref * (1 - at / base)
-        print(
-            f"  without --adapt {slow:.2f} s, with {fast:.2f} s: {slow / fast:.2f}x sooner (target >= 1.5); "
-            f"planned on the changed network from the start {ref:.2f} s"
-        )
-        print(
-            f"  after the change: adapt {fast - at:.2f} s vs {after_ref:.2f} s for the changed plan's "
-            f"remaining share ({(fast - at) / after_ref - 1:+.0%}; target within 20 %); failed {f2 or f3 or f4 or 'none'}"
-        )
-        for r in reps:
-            what = ", ".join(f"{c['link']} -> {c['new_bit_s'] / 1e6:.1f} Mbit/s" for c in r["changed"])
-            probed = "; ".join(
-                f"probe {p.get('measured_bit_s')} chose {p.get('chosen', '-')}" for p in r.get("probe", ())
-            )
-            print(f"  decision at {r['time']:.2f} s: {what or '-'}; {r['outcome']}{'; ' + probed if probed else ''}")
-        link, ta, tb_host = bench.pick_traffic(plan)
-        if ta is None:
-            print("traffic: no pair of hosts crosses the busiest link; skipped")
-            return
-        half = link.bandwidth / 2
-        traffic = (ta, tb_host, half)
-        residual = with_rate(topo, link.src, link.dst, 0.5)
-        t_plain, _, f5 = run_once(st, topo, plan, traffic=traffic)
-        t_adapt, reps, f6 = run_once(st, topo, plan, adapt=True, planner=bench.planner, traffic=traffic)
-        t_res, _, f7 = run_once(st, topo, bench.planner(residual), traffic=traffic)
-        print(
-            f"traffic {ta}->{tb_host} at {half * 8e-6:.0f} Mbit/s over {link.src}->{link.dst}: without --adapt "
-            f"{t_plain:.2f} s, with {t_adapt:.2f} s, plan for the residual capacity {t_res:.2f} s "
-            f"(adapt {t_adapt / t_res - 1:+.0%}; target within 20 %); re-plans {sum(r['applied'] for r in reps)}; "
-            f"failed {f5 or f6 or f7 or 'none'}"
-        )
+        print(f"\n== {name}: {len(topo.hosts)} hosts, {size} bytes, {algorithm}; predicted {pred:.2f} s; {_load()}")
+        for k in range(repeat):
+            print(f"-- repeat {k + 1} of {repeat}")
+            base = pred
+            if "unchanged" in parts:
+                base = unchanged(st, topo, plan, bench)
+            if "drop" in parts:
+                drop(st, topo, plan, bench, base)
+            if "traffic" in parts:
+                background(st, topo, plan, bench)
     finally:
         down(tb)
-        print(f"# load {os.getloadavg()[0]:.1f}")
+        print(f"# {_load()}")
+
+
+def _load() -> str:
+    return "load " + " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def unchanged(st, topo, plan, bench) -> float:
+    """Nothing changes: the run without and with ``--adapt``; returns the makespan without."""
+    base, r0, f0 = run_once(st, topo, plan)
+    based, r1, f1 = run_once(st, topo, plan, adapt=True, planner=bench.planner)
+    print(
+        f"nothing changes: {base:.2f} s without --adapt, {based:.2f} s with (cost {based / base - 1:+.1%}, "
+        f"target <= 3 %); re-plans {sum(r['applied'] for r in r1)} (decisions {len(r1)}; target 0); "
+        f"failed {f0 or f1 or 'none'}; {_load()}"
+    )
+    return base
+
+
+def drop(st, topo, plan, bench, base: float) -> None:
+    """A link on the paths to the plan's last host drops to a fifth at a quarter of ``base``:
+    without ``--adapt``, with it, and planned on the changed network from the start."""
+    gain, a, b, old, new, rate = bench.pick_drop(plan)
+    at = base / 4
+    print(
+        f"drop: link {a}->{b} {rate * 8e-6:.0f} -> {rate * 0.2 * 8e-6:.0f} Mbit/s at {at:.2f} s "
+        f"(predicted on the changed network: old plan {old:.2f} s, new plan {new:.2f} s)"
+    )
+    change = (at, a, b, rate * 0.2)
+    try:
+        slow, _, f2 = run_once(st, topo, plan, change=change)
+    finally:
+        set_rate(st, a, b, rate, one_way=True)
+    try:
+        fast, reps, f3 = run_once(st, topo, plan, adapt=True, planner=bench.planner, change=change)
+    finally:
+        set_rate(st, a, b, rate, one_way=True)
+    changed = with_rate(topo, a, b, 0.2, one_way=True)
+    set_rate(st, a, b, rate * 0.2, one_way=True)
+    try:
+        ref, _, f4 = run_once(st, changed, bench.planner(changed))
+    finally:
+        set_rate(st, a, b, rate, one_way=True)
+    after_ref = ref * (1 - at / base)
+    print(
+        f"  without --adapt {slow:.2f} s, with {fast:.2f} s: {slow / fast:.2f}x sooner (target >= 1.5); "
+        f"planned on the changed network from the start {ref:.2f} s, so no re-plan can gain more than "
+        f"{slow / ref:.2f}x (without / planned on the changed network)"
+    )
+    print(
+        f"  after the change: adapt {fast - at:.2f} s vs {after_ref:.2f} s for the changed plan's "
+        f"remaining share ({(fast - at) / after_ref - 1:+.0%}; target within 20 %); "
+        f"failed {f2 or f3 or f4 or 'none'}; {_load()}"
+    )
+    for r in reps:
+        what = ", ".join(f"{c['link']} -> {c['new_bit_s'] / 1e6:.1f} Mbit/s" for c in r["changed"])
+        probed = "; ".join(f"probe {p.get('measured_bit_s')} chose {p.get('chosen', '-')}" for p in r.get("probe", ()))
+        print(f"  decision at {r['time']:.2f} s: {what or '-'}; {r['outcome']}{'; ' + probed if probed else ''}")
+
+
+def background(st, topo, plan, bench) -> None:
+    """TCP flows at half the busiest inter-switch link's rate for the whole run: without
+    ``--adapt``, with it, and a plan made for the residual capacity."""
+    link, ta, tb_host = bench.pick_traffic(plan)
+    if ta is None:
+        print("traffic: no pair of hosts crosses the busiest link; skipped")
+        return
+    half = link.bandwidth / 2
+    traffic = (ta, tb_host, half)
+    residual = with_rate(topo, link.src, link.dst, 0.5)
+    t_plain, _, f5 = run_once(st, topo, plan, traffic=traffic)
+    t_adapt, reps, f6 = run_once(st, topo, plan, adapt=True, planner=bench.planner, traffic=traffic)
+    t_res, _, f7 = run_once(st, topo, bench.planner(residual), traffic=traffic)
+    print(
+        f"traffic {ta}->{tb_host} at {half * 8e-6:.0f} Mbit/s over {link.src}->{link.dst}: without --adapt "
+        f"{t_plain:.2f} s, with {t_adapt:.2f} s, plan for the residual capacity {t_res:.2f} s "
+        f"(adapt {t_adapt / t_res - 1:+.0%}; target within 20 %); re-plans {sum(r['applied'] for r in reps)}; "
+        f"failed {f5 or f6 or f7 or 'none'}; {_load()}"
+    )
 
 
 def main() -> int:
@@ -250,6 +280,8 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=None, help="random tree (default: drawn now, printed)")
     ap.add_argument("--only", choices=("hetero", "tree"), default=None)
     ap.add_argument("--sustain", type=float, default=None, help="seconds slow before a decision (adapt.SUSTAIN)")
+    ap.add_argument("--parts", default="unchanged,drop,traffic", help="comma-separated: unchanged, drop, traffic")
+    ap.add_argument("--repeat", type=int, default=1)
     args = ap.parse_args()
     if args.sustain is not None:
         from topocast.runtime import adapt
@@ -259,14 +291,19 @@ def main() -> int:
         print("bench_adapt: needs root (the emulated network)", file=sys.stderr)
         return 2
     size = int(parse_size(args.size))
+    parts = set(args.parts.split(","))
+    if not parts <= {"unchanged", "drop", "traffic"}:
+        ap.error(f"--parts: expected unchanged, drop, traffic, not {args.parts!r}")
     seed = args.seed if args.seed is not None else random.randrange(1 << 20)
     print(f"seed {seed}")
     if args.only in (None, "hetero"):
-        scenario("builtin:hetero-2switch", load_topology("builtin:hetero-2switch"), size, args.algorithm)
+        scenario(
+            "builtin:hetero-2switch", load_topology("builtin:hetero-2switch"), size, args.algorithm, parts, args.repeat
+        )
     if args.only in (None, "tree"):
         n = args.hosts
         topo = random_tree(n, max(2, n // 4), min_mbit=20, max_mbit=200, seed=seed, name=f"rt{n}s{seed}")
-        scenario(f"random tree {n} hosts, seed {seed}", topo, size, args.algorithm)
+        scenario(f"random tree {n} hosts, seed {seed}", topo, size, args.algorithm, parts, args.repeat)
     return 0
 
 
