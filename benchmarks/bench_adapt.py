@@ -37,9 +37,11 @@ import threading
 import time
 import uuid
 
+from topocast.intervals import IntervalSet
 from topocast.plan import Broadcast
 from topocast.planners import get_planner
 from topocast.runtime import perform
+from topocast.runtime.adapt import continue_from
 from topocast.runtime.calibration import GOODPUT_TESTBED, scale_caps
 from topocast.runtime.calibration import scale_topology as scale
 from topocast.runtime.launchers import TestbedLauncher
@@ -84,10 +86,17 @@ class Bench:
         return simulate(plan, scale_topology(topo), chunk_size=CHUNK).makespan
 
     def pick_drop(self, plan):
-        """The link direction, on the paths to the plan's last host, whose drop to a fifth a
-        new plan recovers from best (predicted). One direction: a link dropping both ways in
-        a tree cuts the hosts behind it off at the same rate whatever the plan."""
+        """The link direction, on the paths to the plan's last host (its busiest path), whose
+        drop to a fifth at a quarter of the run a new plan is predicted to recover from best:
+        the rest of the old plan and of a new one, both from what every host holds then
+        (each transfer taken as steady between its predicted start and end). One direction:
+        a link dropping both ways in a tree cuts the hosts behind it off at the same rate
+        whatever the plan. Returns (predicted gain, a, b, without, re-planned at once,
+        rate), makespans in seconds."""
         res = simulate(plan, scale_topology(self.topo), chunk_size=CHUNK)
+        at = res.makespan / 4
+        held = held_at(plan, res.transfer_times, at)
+        done = {i for i, (_, end) in enumerate(res.transfer_times) if end <= at}
         last = max(res.per_host, key=lambda h: res.per_host[h].time)
         hosts, frontier = {last}, [last]
         while frontier:
@@ -106,8 +115,8 @@ class Bench:
             if self.source in (link.src, link.dst):
                 continue  # the source's own link: no plan can route around it
             changed = with_rate(self.topo, link.src, link.dst, 0.2, one_way=True)
-            old = self.predict(plan, changed)
-            new = self.predict(self.planner(changed), changed)
+            old = at + self.predict(continue_from(plan, held, done), changed)
+            new = at + self.predict(continue_from(self.planner(changed), held, set()), changed)
             if best is None or old / new > best[0]:
                 best = (old / new, link.src, link.dst, old, new, link.bandwidth)
         return best
@@ -128,6 +137,23 @@ class Bench:
                 if a != b and a != self.source and pick in self.topo.route(a, b):
                     return link, a, b
         return link, None, None
+
+
+def held_at(plan, times, t: float) -> dict[str, IntervalSet]:
+    """What every host holds at ``t`` when each transfer sends its ranges in order at a
+    steady rate between its predicted start and end (``times``)."""
+    held = {plan.source: IntervalSet([(0, plan.size)])}
+    for tr, (a, b) in zip(plan.transfers, times):
+        if t <= a:
+            continue
+        n = tr.nbytes if t >= b else int(tr.nbytes * (t - a) / (b - a))
+        iv = held.setdefault(tr.dst, IntervalSet())
+        for off, length in tr.ranges:
+            if n <= 0:
+                break
+            iv.add(off, off + min(length, n))
+            n -= length
+    return held
 
 
 def scale_topology(topo):
@@ -217,7 +243,7 @@ def drop(st, topo, plan, bench, base: float) -> None:
     at = base / 4
     print(
         f"drop: link {a}->{b} {rate * 8e-6:.0f} -> {rate * 0.2 * 8e-6:.0f} Mbit/s at {at:.2f} s "
-        f"(predicted on the changed network: old plan {old:.2f} s, new plan {new:.2f} s)"
+        f"(predicted: without --adapt {old:.2f} s, re-planned at once {new:.2f} s, {gain:.2f}x)"
     )
     change = (at, a, b, rate * 0.2)
     try:
@@ -272,6 +298,17 @@ def background(st, topo, plan, bench) -> None:
     )
 
 
+def predicted(name: str, topo, size: int, algorithm: str) -> None:
+    """The simulator's view of the drop scenario (no run, no root)."""
+    bench = Bench(topo, size, algorithm)
+    plan = bench.planner(topo)
+    gain, a, b, old, new, rate = bench.pick_drop(plan)
+    print(
+        f"{name}: unchanged {bench.predict(plan, topo):.2f} s; drop {a}->{b} to a fifth at a quarter: "
+        f"without --adapt {old:.2f} s, re-planned at once {new:.2f} s ({gain:.2f}x)"
+    )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", default="32MiB")
@@ -282,11 +319,21 @@ def main() -> int:
     ap.add_argument("--sustain", type=float, default=None, help="seconds slow before a decision (adapt.SUSTAIN)")
     ap.add_argument("--parts", default="unchanged,drop,traffic", help="comma-separated: unchanged, drop, traffic")
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--predict-only", action="store_true", help="the simulator's figures for the drop, no run")
     args = ap.parse_args()
     if args.sustain is not None:
         from topocast.runtime import adapt
 
         adapt.SUSTAIN = args.sustain
+    if args.predict_only:
+        seed = args.seed if args.seed is not None else random.randrange(1 << 20)
+        size = int(parse_size(args.size))
+        if args.only in (None, "hetero"):
+            predicted("builtin:hetero-2switch", load_topology("builtin:hetero-2switch"), size, args.algorithm)
+        if args.only in (None, "tree"):
+            topo = random_tree(args.hosts, max(2, args.hosts // 4), min_mbit=20, max_mbit=200, seed=seed, name="rt")
+            predicted(f"random tree, seed {seed}", topo, size, args.algorithm)
+        return 0
     if os.geteuid() != 0:
         print("bench_adapt: needs root (the emulated network)", file=sys.stderr)
         return 2
