@@ -73,6 +73,8 @@ def with_rate(topo, a: str, b: str, factor: float, one_way: bool = False):
 
 
 class Bench:
+    forced_drop: tuple[str, str] | None = None  # --drop A-B: that link direction, not the pick
+
     def __init__(self, topo, size: int, algorithm: str):
         self.topo, self.size = topo, size
         self.info = get_planner("broadcast", algorithm)
@@ -91,8 +93,10 @@ class Bench:
         the rest of the old plan and of a new one, both from what every host holds then
         (each transfer taken as steady between its predicted start and end). One direction:
         a link dropping both ways in a tree cuts the hosts behind it off at the same rate
-        whatever the plan. Returns (predicted gain, a, b, without, re-planned at once,
-        rate), makespans in seconds."""
+        whatever the plan; among links alike, the one the plan's transfers load most.
+        Returns (predicted gain, a, b, without, re-planned at once, rate), makespans in
+        seconds."""
+        only = self.forced_drop
         res = simulate(plan, scale_topology(self.topo), chunk_size=CHUNK)
         at = res.makespan / 4
         held = held_at(plan, res.transfer_times, at)
@@ -107,17 +111,23 @@ class Bench:
                     frontier.append(t.src)
         links = set()
         for t in plan.transfers:
-            if t.dst in hosts:
+            if t.dst in hosts or only:
                 links.update(self.topo.route(t.src, t.dst))
-        best = None
+        carried = {i: 0 for i in links}  # ties (no gain anywhere) go to the link the plan loads most
+        for t in plan.transfers:
+            for i in self.topo.route(t.src, t.dst):
+                if i in carried:
+                    carried[i] += t.nbytes
+        best, key = None, None
         for i in sorted(links):
             link = self.topo.links[i]
-            if self.source in (link.src, link.dst):
+            if self.source in (link.src, link.dst) or (only and (link.src, link.dst) != only):
                 continue  # the source's own link: no plan can route around it
             changed = with_rate(self.topo, link.src, link.dst, 0.2, one_way=True)
             old = at + self.predict(continue_from(plan, held, done), changed)
             new = at + self.predict(continue_from(self.planner(changed), held, set()), changed)
-            if best is None or old / new > best[0]:
+            if key is None or (round(old / new, 2), carried[i]) > key:
+                key = (round(old / new, 2), carried[i])
                 best = (old / new, link.src, link.dst, old, new, link.bandwidth)
         return best
 
@@ -319,12 +329,16 @@ def main() -> int:
     ap.add_argument("--sustain", type=float, default=None, help="seconds slow before a decision (adapt.SUSTAIN)")
     ap.add_argument("--parts", default="unchanged,drop,traffic", help="comma-separated: unchanged, drop, traffic")
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--drop", default=None, help="A-B: drop this link direction (default: picked, see Bench.pick_drop)")
     ap.add_argument("--predict-only", action="store_true", help="the simulator's figures for the drop, no run")
     args = ap.parse_args()
     if args.sustain is not None:
         from topocast.runtime import adapt
 
         adapt.SUSTAIN = args.sustain
+    if args.drop:
+        a, _, b = args.drop.partition("-")
+        Bench.forced_drop = (a, b)
     if args.predict_only:
         seed = args.seed if args.seed is not None else random.randrange(1 << 20)
         size = int(parse_size(args.size))
