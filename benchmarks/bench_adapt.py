@@ -19,7 +19,10 @@ and goodput 0.9 as ``run --launcher testbed``:
 Every run holds ``/tmp/topocast-bench.lock``. Figures: makespans, re-plans, the ratios the
 targets name (docs/guide.md, "Runs that follow the network")::
 
-    PYTHONPATH=src python benchmarks/bench_adapt.py --size 32MiB [--seed N] [--only hetero]
+    PYTHONPATH=src python benchmarks/bench_adapt.py --size 256MiB [--seed N] [--only hetero]
+        [--parts unchanged,drop,traffic] [--repeat N]
+
+Without ``unchanged``, the drop comes at a quarter of the predicted makespan.
 """
 
 from __future__ import annotations
@@ -34,9 +37,11 @@ import threading
 import time
 import uuid
 
+from topocast.intervals import IntervalSet
 from topocast.plan import Broadcast
 from topocast.planners import get_planner
 from topocast.runtime import perform
+from topocast.runtime.adapt import continue_from
 from topocast.runtime.calibration import GOODPUT_TESTBED, scale_caps
 from topocast.runtime.calibration import scale_topology as scale
 from topocast.runtime.launchers import TestbedLauncher
@@ -68,6 +73,8 @@ def with_rate(topo, a: str, b: str, factor: float, one_way: bool = False):
 
 
 class Bench:
+    forced_drop: tuple[str, str] | None = None  # --drop A-B: that link direction, not the pick
+
     def __init__(self, topo, size: int, algorithm: str):
         self.topo, self.size = topo, size
         self.info = get_planner("broadcast", algorithm)
@@ -81,10 +88,19 @@ class Bench:
         return simulate(plan, scale_topology(topo), chunk_size=CHUNK).makespan
 
     def pick_drop(self, plan):
-        """The link direction, on the paths to the plan's last host, whose drop to a fifth a
-        new plan recovers from best (predicted). One direction: a link dropping both ways in
-        a tree cuts the hosts behind it off at the same rate whatever the plan."""
+        """The link direction, on the paths to the plan's last host (its busiest path), whose
+        drop to a fifth at a quarter of the run a new plan is predicted to recover from best:
+        the rest of the old plan and of a new one, both from what every host holds then
+        (each transfer taken as steady between its predicted start and end). One direction:
+        a link dropping both ways in a tree cuts the hosts behind it off at the same rate
+        whatever the plan; among links alike, the one the plan's transfers load most.
+        Returns (predicted gain, a, b, without, re-planned at once, rate), makespans in
+        seconds."""
+        only = self.forced_drop
         res = simulate(plan, scale_topology(self.topo), chunk_size=CHUNK)
+        at = res.makespan / 4
+        held = held_at(plan, res.transfer_times, at)
+        done = {i for i, (_, end) in enumerate(res.transfer_times) if end <= at}
         last = max(res.per_host, key=lambda h: res.per_host[h].time)
         hosts, frontier = {last}, [last]
         while frontier:
@@ -95,17 +111,23 @@ class Bench:
                     frontier.append(t.src)
         links = set()
         for t in plan.transfers:
-            if t.dst in hosts:
+            if t.dst in hosts or only:
                 links.update(self.topo.route(t.src, t.dst))
-        best = None
+        carried = {i: 0 for i in links}  # ties (no gain anywhere) go to the link the plan loads most
+        for t in plan.transfers:
+            for i in self.topo.route(t.src, t.dst):
+                if i in carried:
+                    carried[i] += t.nbytes
+        best, key = None, None
         for i in sorted(links):
             link = self.topo.links[i]
-            if self.source in (link.src, link.dst):
+            if self.source in (link.src, link.dst) or (only and (link.src, link.dst) != only):
                 continue  # the source's own link: no plan can route around it
             changed = with_rate(self.topo, link.src, link.dst, 0.2, one_way=True)
-            old = self.predict(plan, changed)
-            new = self.predict(self.planner(changed), changed)
-            if best is None or old / new > best[0]:
+            old = at + self.predict(continue_from(plan, held, done), changed)
+            new = at + self.predict(continue_from(self.planner(changed), held, set()), changed)
+            if key is None or (round(old / new, 2), carried[i]) > key:
+                key = (round(old / new, 2), carried[i])
                 best = (old / new, link.src, link.dst, old, new, link.bandwidth)
         return best
 
@@ -125,6 +147,23 @@ class Bench:
                 if a != b and a != self.source and pick in self.topo.route(a, b):
                     return link, a, b
         return link, None, None
+
+
+def held_at(plan, times, t: float) -> dict[str, IntervalSet]:
+    """What every host holds at ``t`` when each transfer sends its ranges in order at a
+    steady rate between its predicted start and end (``times``)."""
+    held = {plan.source: IntervalSet([(0, plan.size)])}
+    for tr, (a, b) in zip(plan.transfers, times):
+        if t <= a:
+            continue
+        n = tr.nbytes if t >= b else int(tr.nbytes * (t - a) / (b - a))
+        iv = held.setdefault(tr.dst, IntervalSet())
+        for off, length in tr.ranges:
+            if n <= 0:
+                break
+            iv.add(off, off + min(length, n))
+            n -= length
+    return held
 
 
 def scale_topology(topo):
@@ -169,77 +208,115 @@ def run_once(st, topo, plan, *, adapt=False, planner=None, change=None, traffic=
     return out.result.makespan, out.replans, out.failed
 
 
-def scenario(name: str, topo, size: int, algorithm: str) -> None:
+def scenario(name: str, topo, size: int, algorithm: str, parts: set[str], repeat: int) -> None:
     bench = Bench(topo, size, algorithm)
     plan = bench.planner(topo)
     tb = f"ad{uuid.uuid4().hex[:6]}"
     st = up(topo, name=tb)
-    load = os.getloadavg()[0]
     try:
-        print(f"\n== {name}: {len(topo.hosts)} hosts, {size} bytes, {algorithm}; load {load:.1f}")
         pred = bench.predict(plan, topo)
-        base, r0, f0 = run_once(st, topo, plan)
-        based, r1, f1 = run_once(st, topo, plan, adapt=True, planner=bench.planner)
-        print(
-            f"nothing changes: {base:.2f} s without --adapt, {based:.2f} s with (cost {based / base - 1:+.1%}, "
-            f"target <= 3 %); re-plans {sum(r['applied'] for r in r1)} (decisions {len(r1)}; target 0); "
-            f"predicted {pred:.2f} s; failed {f0 or f1 or 'none'}"
-        )
-        gain, a, b, old, new, rate = bench.pick_drop(plan)
-        at = base / 4
-        print(
-            f"drop: link {a}->{b} {rate * 8e-6:.0f} -> {rate * 0.2 * 8e-6:.0f} Mbit/s at {at:.2f} s "
-            f"(predicted on the changed network: old plan {old:.2f} s, new plan {new:.2f} s)"
-        )
-        change = (at, a, b, rate * 0.2)
-        try:
-            slow, _, f2 = run_once(st, topo, plan, change=change)
-        finally:
-            set_rate(st, a, b, rate, one_way=True)
-        try:
-            fast, reps, f3 = run_once(st, topo, plan, adapt=True, planner=bench.planner, change=change)
-        finally:
-            set_rate(st, a, b, rate, one_way=True)
-        changed = with_rate(topo, a, b, 0.2, one_way=True)
-        set_rate(st, a, b, rate * 0.2, one_way=True)
-        try:
-            ref, _, f4 = run_once(st, changed, bench.planner(changed))
-        finally:
-            set_rate(st, a, b, rate, one_way=True)
-        after_ref = ref * (1 - at / base)
-        print(
-            f"  without --adapt {slow:.2f} s, with {fast:.2f} s: {slow / fast:.2f}x sooner (target >= 1.5); "
-            f"planned on the changed network from the start {ref:.2f} s"
-        )
-        print(
-            f"  after the change: adapt {fast - at:.2f} s vs {after_ref:.2f} s for the changed plan's "
-            f"remaining share ({(fast - at) / after_ref - 1:+.0%}; target within 20 %); failed {f2 or f3 or f4 or 'none'}"
-        )
-        for r in reps:
-            what = ", ".join(f"{c['link']} -> {c['new_bit_s'] / 1e6:.1f} Mbit/s" for c in r["changed"])
-            probed = "; ".join(
-                f"probe {p.get('measured_bit_s')} chose {p.get('chosen', '-')}" for p in r.get("probe", ())
-            )
-            print(f"  decision at {r['time']:.2f} s: {what or '-'}; {r['outcome']}{'; ' + probed if probed else ''}")
-        link, ta, tb_host = bench.pick_traffic(plan)
-        if ta is None:
-            print("traffic: no pair of hosts crosses the busiest link; skipped")
-            return
-        half = link.bandwidth / 2
-        traffic = (ta, tb_host, half)
-        residual = with_rate(topo, link.src, link.dst, 0.5)
-        t_plain, _, f5 = run_once(st, topo, plan, traffic=traffic)
-        t_adapt, reps, f6 = run_once(st, topo, plan, adapt=True, planner=bench.planner, traffic=traffic)
-        t_res, _, f7 = run_once(st, topo, bench.planner(residual), traffic=traffic)
-        print(
-            f"traffic {ta}->{tb_host} at {half * 8e-6:.0f} Mbit/s over {link.src}->{link.dst}: without --adapt "
-            f"{t_plain:.2f} s, with {t_adapt:.2f} s, plan for the residual capacity {t_res:.2f} s "
-            f"(adapt {t_adapt / t_res - 1:+.0%}; target within 20 %); re-plans {sum(r['applied'] for r in reps)}; "
-            f"failed {f5 or f6 or f7 or 'none'}"
-        )
+        print(f"\n== {name}: {len(topo.hosts)} hosts, {size} bytes, {algorithm}; predicted {pred:.2f} s; {_load()}")
+        for k in range(repeat):
+            print(f"-- repeat {k + 1} of {repeat}")
+            base = pred
+            if "unchanged" in parts:
+                base = unchanged(st, topo, plan, bench)
+            if "drop" in parts:
+                drop(st, topo, plan, bench, base)
+            if "traffic" in parts:
+                background(st, topo, plan, bench)
     finally:
         down(tb)
-        print(f"# load {os.getloadavg()[0]:.1f}")
+        print(f"# {_load()}")
+
+
+def _load() -> str:
+    return "load " + " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def unchanged(st, topo, plan, bench) -> float:
+    """Nothing changes: the run without and with ``--adapt``; returns the makespan without."""
+    base, r0, f0 = run_once(st, topo, plan)
+    based, r1, f1 = run_once(st, topo, plan, adapt=True, planner=bench.planner)
+    print(
+        f"nothing changes: {base:.2f} s without --adapt, {based:.2f} s with (cost {based / base - 1:+.1%}, "
+        f"target <= 3 %); re-plans {sum(r['applied'] for r in r1)} (decisions {len(r1)}; target 0); "
+        f"failed {f0 or f1 or 'none'}; {_load()}"
+    )
+    return base
+
+
+def drop(st, topo, plan, bench, base: float) -> None:
+    """A link on the paths to the plan's last host drops to a fifth at a quarter of ``base``:
+    without ``--adapt``, with it, and planned on the changed network from the start."""
+    gain, a, b, old, new, rate = bench.pick_drop(plan)
+    at = base / 4
+    print(
+        f"drop: link {a}->{b} {rate * 8e-6:.0f} -> {rate * 0.2 * 8e-6:.0f} Mbit/s at {at:.2f} s "
+        f"(predicted: without --adapt {old:.2f} s, re-planned at once {new:.2f} s, {gain:.2f}x)"
+    )
+    change = (at, a, b, rate * 0.2)
+    try:
+        slow, _, f2 = run_once(st, topo, plan, change=change)
+    finally:
+        set_rate(st, a, b, rate, one_way=True)
+    try:
+        fast, reps, f3 = run_once(st, topo, plan, adapt=True, planner=bench.planner, change=change)
+    finally:
+        set_rate(st, a, b, rate, one_way=True)
+    changed = with_rate(topo, a, b, 0.2, one_way=True)
+    set_rate(st, a, b, rate * 0.2, one_way=True)
+    try:
+        ref, _, f4 = run_once(st, changed, bench.planner(changed))
+    finally:
+        set_rate(st, a, b, rate, one_way=True)
+    after_ref = ref * (1 - at / base)
+    print(
+        f"  without --adapt {slow:.2f} s, with {fast:.2f} s: {slow / fast:.2f}x sooner (target >= 1.5); "
+        f"planned on the changed network from the start {ref:.2f} s, so no re-plan can gain more than "
+        f"{slow / ref:.2f}x (without / planned on the changed network)"
+    )
+    print(
+        f"  after the change: adapt {fast - at:.2f} s vs {after_ref:.2f} s for the changed plan's "
+        f"remaining share ({(fast - at) / after_ref - 1:+.0%}; target within 20 %); "
+        f"failed {f2 or f3 or f4 or 'none'}; {_load()}"
+    )
+    for r in reps:
+        what = ", ".join(f"{c['link']} -> {c['new_bit_s'] / 1e6:.1f} Mbit/s" for c in r["changed"])
+        probed = "; ".join(f"probe {p.get('measured_bit_s')} chose {p.get('chosen', '-')}" for p in r.get("probe", ()))
+        print(f"  decision at {r['time']:.2f} s: {what or '-'}; {r['outcome']}{'; ' + probed if probed else ''}")
+
+
+def background(st, topo, plan, bench) -> None:
+    """TCP flows at half the busiest inter-switch link's rate for the whole run: without
+    ``--adapt``, with it, and a plan made for the residual capacity."""
+    link, ta, tb_host = bench.pick_traffic(plan)
+    if ta is None:
+        print("traffic: no pair of hosts crosses the busiest link; skipped")
+        return
+    half = link.bandwidth / 2
+    traffic = (ta, tb_host, half)
+    residual = with_rate(topo, link.src, link.dst, 0.5)
+    t_plain, _, f5 = run_once(st, topo, plan, traffic=traffic)
+    t_adapt, reps, f6 = run_once(st, topo, plan, adapt=True, planner=bench.planner, traffic=traffic)
+    t_res, _, f7 = run_once(st, topo, bench.planner(residual), traffic=traffic)
+    print(
+        f"traffic {ta}->{tb_host} at {half * 8e-6:.0f} Mbit/s over {link.src}->{link.dst}: without --adapt "
+        f"{t_plain:.2f} s, with {t_adapt:.2f} s, plan for the residual capacity {t_res:.2f} s "
+        f"(adapt {t_adapt / t_res - 1:+.0%}; target within 20 %); re-plans {sum(r['applied'] for r in reps)}; "
+        f"failed {f5 or f6 or f7 or 'none'}; {_load()}"
+    )
+
+
+def predicted(name: str, topo, size: int, algorithm: str) -> None:
+    """The simulator's view of the drop scenario (no run, no root)."""
+    bench = Bench(topo, size, algorithm)
+    plan = bench.planner(topo)
+    gain, a, b, old, new, rate = bench.pick_drop(plan)
+    print(
+        f"{name}: unchanged {bench.predict(plan, topo):.2f} s; drop {a}->{b} to a fifth at a quarter: "
+        f"without --adapt {old:.2f} s, re-planned at once {new:.2f} s ({gain:.2f}x)"
+    )
 
 
 def main() -> int:
@@ -250,23 +327,44 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=None, help="random tree (default: drawn now, printed)")
     ap.add_argument("--only", choices=("hetero", "tree"), default=None)
     ap.add_argument("--sustain", type=float, default=None, help="seconds slow before a decision (adapt.SUSTAIN)")
+    ap.add_argument("--parts", default="unchanged,drop,traffic", help="comma-separated: unchanged, drop, traffic")
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--drop", default=None, help="A-B: drop this link direction (default: picked, see Bench.pick_drop)")
+    ap.add_argument("--predict-only", action="store_true", help="the simulator's figures for the drop, no run")
     args = ap.parse_args()
     if args.sustain is not None:
         from topocast.runtime import adapt
 
         adapt.SUSTAIN = args.sustain
+    if args.drop:
+        a, _, b = args.drop.partition("-")
+        Bench.forced_drop = (a, b)
+    if args.predict_only:
+        seed = args.seed if args.seed is not None else random.randrange(1 << 20)
+        size = int(parse_size(args.size))
+        if args.only in (None, "hetero"):
+            predicted("builtin:hetero-2switch", load_topology("builtin:hetero-2switch"), size, args.algorithm)
+        if args.only in (None, "tree"):
+            topo = random_tree(args.hosts, max(2, args.hosts // 4), min_mbit=20, max_mbit=200, seed=seed, name="rt")
+            predicted(f"random tree, seed {seed}", topo, size, args.algorithm)
+        return 0
     if os.geteuid() != 0:
         print("bench_adapt: needs root (the emulated network)", file=sys.stderr)
         return 2
     size = int(parse_size(args.size))
+    parts = set(args.parts.split(","))
+    if not parts <= {"unchanged", "drop", "traffic"}:
+        ap.error(f"--parts: expected unchanged, drop, traffic, not {args.parts!r}")
     seed = args.seed if args.seed is not None else random.randrange(1 << 20)
     print(f"seed {seed}")
     if args.only in (None, "hetero"):
-        scenario("builtin:hetero-2switch", load_topology("builtin:hetero-2switch"), size, args.algorithm)
+        scenario(
+            "builtin:hetero-2switch", load_topology("builtin:hetero-2switch"), size, args.algorithm, parts, args.repeat
+        )
     if args.only in (None, "tree"):
         n = args.hosts
         topo = random_tree(n, max(2, n // 4), min_mbit=20, max_mbit=200, seed=seed, name=f"rt{n}s{seed}")
-        scenario(f"random tree {n} hosts, seed {seed}", topo, size, args.algorithm)
+        scenario(f"random tree {n} hosts, seed {seed}", topo, size, args.algorithm, parts, args.repeat)
     return 0
 
 

@@ -56,7 +56,17 @@ from .protocol import IncomingTransfer, Msg, OutgoingTransfer
 if TYPE_CHECKING:
     from ..topology import Topology
 
-__all__ = ["Adapter", "make_adapter", "continue_from", "with_link_rates", "SLOW", "SUSTAIN", "WINDOW", "MIN_GAIN"]
+__all__ = [
+    "Adapter",
+    "make_adapter",
+    "continue_from",
+    "with_done",
+    "with_link_rates",
+    "SLOW",
+    "SUSTAIN",
+    "WINDOW",
+    "MIN_GAIN",
+]
 
 SLOW = 0.5  # a transfer below this fraction of its prediction is slow
 SUSTAIN = 2.0  # s a transfer must stay slow before anything is done
@@ -95,13 +105,28 @@ def _cut(ranges, have: IntervalSet) -> list[tuple[int, int]]:
     return [(s, e - s) for off, length in ranges for s, e in have.missing(off, off + length)]
 
 
+def with_done(plan: Plan, holdings: Mapping[str, IntervalSet], done: Set[int]) -> dict[str, IntervalSet]:
+    """``holdings`` with the ranges of the transfers ``done`` added to their receivers: a
+    receiver says a transfer is done as soon as it holds its bytes, but reports what it holds
+    only every tenth of a second (later on a busy machine), so the holdings the coordinator
+    has may lack bytes of transfers it already knows done."""
+    out = {h: iv.copy() for h, iv in holdings.items()}
+    for i in done:
+        t = plan.transfers[i]
+        out.setdefault(t.dst, IntervalSet()).add_ranges(t.ranges)
+    return out
+
+
 def continue_from(plan: Plan, holdings: Mapping[str, IntervalSet], skip: Set[int] = frozenset()) -> Plan:
-    """What is left of ``plan`` when every host holds ``holdings`` (transfers ``skip`` done):
+    """What is left of ``plan`` when every host holds ``holdings`` (transfers ``skip`` done,
+    so their receivers hold their bytes whatever ``holdings`` says: :func:`with_done`):
     each transfer without the bytes its receiver holds; a pipelined transfer out of a relay
     split into the part its sender holds now (sent from its store at once) and the part it
-    will receive (pipelined behind the transfer that brings it, which the simulator finds when
-    that transfer carries exactly these ranges, as when the receiver is behind its sender)."""
+    will receive, pipelined behind the transfer of the rest that brings the relay most of
+    these bytes (:func:`_pipeline_behind`)."""
+    holdings = with_done(plan, holdings, skip)
     kept: list[tuple[int, Transfer]] = []
+    waits: list[int] = []  # positions in ``kept`` of the parts their senders will receive
     for i, t in enumerate(plan.transfers):
         if i in skip:
             continue
@@ -111,20 +136,61 @@ def continue_from(plan: Plan, holdings: Mapping[str, IntervalSet], skip: Set[int
         base = dataclasses.replace(t, ranges=tuple(rest), upstream=None, after=())
         src_has = holdings.get(t.src, IntervalSet())
         held = src_has.covered_parts(rest)
-        if not t.pipelined or not held or held == rest:
+        if not t.pipelined or held == rest:
             kept.append((i, base))
             continue
-        kept.append((i, dataclasses.replace(base, ranges=tuple(held))))
+        if held:
+            kept.append((i, dataclasses.replace(base, ranges=tuple(held))))
+        waits.append(len(kept))
         kept.append((i, dataclasses.replace(base, ranges=tuple(_cut(rest, src_has)))))
     index: dict[int, list[int]] = {}
     for j, (i, _) in enumerate(kept):
         index.setdefault(i, []).append(j)
-    transfers = tuple(
+    transfers = [
         dataclasses.replace(t, after=tuple(j for a in plan.transfers[i].after for j in index.get(a, ())))
         for i, t in kept
-    )
+    ]
     initial = {h: tuple((s, e - s) for s, e in iv) for h, iv in holdings.items() if iv.total}
-    return dataclasses.replace(plan, transfers=transfers, initial=initial)
+    rest_plan = dataclasses.replace(plan, transfers=tuple(transfers), initial=initial)
+    return _pipeline_behind(rest_plan, waits)
+
+
+def _pipeline_behind(plan: Plan, waits: list[int]) -> Plan:
+    """``plan`` with each transfer ``waits`` (pipelined, its sender lacks its bytes) declaring
+    as its upstream the transfer into its sender that carries most of its bytes. A relay fed
+    by several transfers (stable's trees, a held part and a part to come) seldom gets our
+    ranges as one contiguous run of a single transfer, which is all the simulator looks for
+    by itself; without an upstream it would predict the relay forwarding only once it holds
+    everything. Where the upstream's sequence does not contain ours, the simulator pipelines
+    from its start (our k-th byte follows its k-th): close when the gaps are small. Declared
+    upstreams that would wait on one another in a cycle are left to the simulator."""
+    from ..plan.graph import predecessors, topological_order
+
+    into: dict[str, list[int]] = {}
+    for j, t in enumerate(plan.transfers):
+        into.setdefault(t.dst, []).append(j)
+    transfers = list(plan.transfers)
+    for w in waits:
+        t = transfers[w]
+        want = IntervalSet()
+        want.add_ranges(t.ranges)
+        best, most = None, 0
+        for j in into.get(t.src, ()):
+            carried = sum(length for _, length in want.covered_parts(plan.transfers[j].ranges))
+            if carried > most:
+                best, most = j, carried
+        if best is not None:
+            transfers[w] = dataclasses.replace(t, upstream=best)
+    declared = dataclasses.replace(plan, transfers=tuple(transfers))
+
+    def cycle(i: int, msg: str) -> Exception:
+        return ValueError(msg)
+
+    try:
+        topological_order(predecessors(declared), cycle)
+    except ValueError:
+        return plan
+    return declared
 
 
 class Adapter:
@@ -283,8 +349,8 @@ class Adapter:
             self.history.clear()
             return None
         self.topology = self._changed(ests, report)
-        snapshot = {h: iv.copy() for h, iv in holdings.items()}
         skip = {j for j in range(len(self.plan.transfers)) if self.offset + j in done}
+        snapshot = with_done(self.plan, holdings, skip)  # the new plan's rest starts from it too
         old_rest = continue_from(self.plan, snapshot, skip)
         if self.verify or self.planner is None:
             report["outcome"] = "the believed topology is corrected; the plan is kept (verifying)"
