@@ -37,11 +37,10 @@ import threading
 import time
 import uuid
 
-from topocast.intervals import IntervalSet
 from topocast.plan import Broadcast
 from topocast.planners import get_planner
 from topocast.runtime import perform
-from topocast.runtime.adapt import continue_from
+from topocast.runtime.adapt import continue_from, predicted_holdings
 from topocast.runtime.calibration import GOODPUT_TESTBED, scale_caps
 from topocast.runtime.calibration import scale_topology as scale
 from topocast.runtime.launchers import TestbedLauncher
@@ -99,7 +98,7 @@ class Bench:
         only = self.forced_drop
         res = simulate(plan, scale_topology(self.topo), chunk_size=CHUNK)
         at = res.makespan / 4
-        held = held_at(plan, res.transfer_times, at)
+        held = predicted_holdings(plan, res.transfer_times, at)
         done = {i for i, (_, end) in enumerate(res.transfer_times) if end <= at}
         last = max(res.per_host, key=lambda h: res.per_host[h].time)
         hosts, frontier = {last}, [last]
@@ -147,23 +146,6 @@ class Bench:
                 if a != b and a != self.source and pick in self.topo.route(a, b):
                     return link, a, b
         return link, None, None
-
-
-def held_at(plan, times, t: float) -> dict[str, IntervalSet]:
-    """What every host holds at ``t`` when each transfer sends its ranges in order at a
-    steady rate between its predicted start and end (``times``)."""
-    held = {plan.source: IntervalSet([(0, plan.size)])}
-    for tr, (a, b) in zip(plan.transfers, times):
-        if t <= a:
-            continue
-        n = tr.nbytes if t >= b else int(tr.nbytes * (t - a) / (b - a))
-        iv = held.setdefault(tr.dst, IntervalSet())
-        for off, length in tr.ranges:
-            if n <= 0:
-                break
-            iv.add(off, off + min(length, n))
-            n -= length
-    return held
 
 
 def scale_topology(topo):

@@ -9,7 +9,7 @@ from topocast.intervals import IntervalSet
 from topocast.plan import Broadcast
 from topocast.planners import get_planner
 from topocast.runtime import adapt as adapt_module
-from topocast.runtime.adapt import Adapter, continue_from
+from topocast.runtime.adapt import Adapter, continue_from, predicted_holdings
 from topocast.runtime.estimate import Observation, estimate_links
 
 from .helpers import chain_plan, two_switch
@@ -234,23 +234,6 @@ def test_a_done_transfer_counts_as_held_when_the_holdings_lag():
     assert all(h.time < float("inf") for h in res.per_host.values())
 
 
-def _held_at(plan, times, t):
-    """What every host holds at ``t`` when each transfer sends its ranges in order at a
-    steady rate between its simulated start and end."""
-    held = {plan.source: IntervalSet([(0, plan.size)])}
-    for tr, (a, b) in zip(plan.transfers, times):
-        if t <= a:
-            continue
-        n = tr.nbytes if t >= b else int(tr.nbytes * (t - a) / (b - a))
-        iv = held.setdefault(tr.dst, IntervalSet())
-        for off, length in tr.ranges:
-            if n <= 0:
-                break
-            iv.add(off, off + min(length, n))
-            n -= length
-    return held
-
-
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 10_000), at=st.floats(0.05, 1.0), lag=st.floats(0.0, 0.3))
 def test_the_rest_of_a_stable_plan_completes_from_any_moment_with_lagging_holdings(seed, at, lag):
@@ -264,7 +247,7 @@ def test_the_rest_of_a_stable_plan_completes_from_any_moment_with_lagging_holdin
     res = simulate(plan, topo, chunk_size=64 * 1024)
     now = at * res.makespan
     done = {i for i, (_, end) in enumerate(res.transfer_times) if end <= now}
-    holdings = _held_at(plan, res.transfer_times, max(0.0, now - lag * res.makespan))
+    holdings = predicted_holdings(plan, res.transfer_times, max(0.0, now - lag * res.makespan))
     rest = continue_from(plan, holdings, done)
     after = simulate(rest, topo, chunk_size=64 * 1024)
     assert all(h.time < float("inf") for h in after.per_host.values())
@@ -284,5 +267,5 @@ def test_the_rest_of_a_plan_is_predicted_about_as_long_as_what_was_left(seed, at
     res = simulate(plan, topo, chunk_size=64 * 1024)
     now = at * res.makespan
     done = {i for i, (_, end) in enumerate(res.transfer_times) if end <= now}
-    rest = continue_from(plan, _held_at(plan, res.transfer_times, now), done)
+    rest = continue_from(plan, predicted_holdings(plan, res.transfer_times, now), done)
     assert now + simulate(rest, topo, chunk_size=64 * 1024).makespan <= 1.5 * res.makespan

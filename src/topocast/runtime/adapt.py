@@ -61,6 +61,7 @@ __all__ = [
     "make_adapter",
     "continue_from",
     "with_done",
+    "predicted_holdings",
     "with_link_rates",
     "SLOW",
     "SUSTAIN",
@@ -115,6 +116,26 @@ def with_done(plan: Plan, holdings: Mapping[str, IntervalSet], done: Set[int]) -
         t = plan.transfers[i]
         out.setdefault(t.dst, IntervalSet()).add_ranges(t.ranges)
     return out
+
+
+def predicted_holdings(plan: Plan, times, t: float) -> dict[str, IntervalSet]:
+    """What every host holds at ``t`` when each transfer sends its ranges in order at a
+    steady rate between its predicted start and end (``times``, e.g. a simulation's
+    ``transfer_times``): the holdings a re-plan at ``t`` would start from."""
+    held: dict[str, IntervalSet] = {}
+    if plan.source is not None:
+        held[plan.source] = IntervalSet([(0, plan.size)])
+    for tr, (a, b) in zip(plan.transfers, times):
+        if t <= a:
+            continue
+        n = tr.nbytes if t >= b else int(tr.nbytes * (t - a) / (b - a))
+        iv = held.setdefault(tr.dst, IntervalSet())
+        for off, length in tr.ranges:
+            if n <= 0:
+                break
+            iv.add(off, off + min(length, n))
+            n -= length
+    return held
 
 
 def continue_from(plan: Plan, holdings: Mapping[str, IntervalSet], skip: Set[int] = frozenset()) -> Plan:
