@@ -128,6 +128,11 @@ class Bench:
             if key is None or (round(old / new, 2), carried[i]) > key:
                 key = (round(old / new, 2), carried[i])
                 best = (old / new, link.src, link.dst, old, new, link.bandwidth)
+        if best is None and only:
+            raise SystemExit(
+                f"bench_adapt: --drop {'-'.join(only)}: no link {only[0]} -> {only[1]} that a transfer of the plan "
+                f"crosses, other than the source's own (expected A-B, two adjacent nodes of the network)"
+            )
         return best
 
     def pick_traffic(self, plan):
