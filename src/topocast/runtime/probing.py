@@ -379,7 +379,8 @@ class RateWatch:
         self.times: list[float] = []
         self.counts: list[int] = []
         self.total = 0
-        self.history: list[tuple[float, float]] = []
+        self.checked_at: list[float] = []  # when each estimate was taken (increasing)
+        self.estimates: list[float] = []
         self.next_check = 0.0
 
     def add(self, t: float, nbytes: int, queued: int = 0) -> None:
@@ -394,13 +395,16 @@ class RateWatch:
             return False
         self.next_check = now + CHECK_EVERY
         rate = (_at(self.times, self.counts, now) - _at(self.times, self.counts, self.start)) / (now - self.start)
-        self.history.append((now, rate))
+        self.checked_at.append(now)
+        self.estimates.append(rate)
         if now - self.start < self.min_window:
             return False
-        recent = [r for t, r in self.history if t >= now - self.min_window / 2]
+        # the estimates of the last half window, found by bisection: a long transfer is
+        # checked every CHECK_EVERY, and a scan of all its estimates would grow with its age
+        recent = self.estimates[bisect.bisect_left(self.checked_at, now - self.min_window / 2) :]
         # a slow transfer's frames come seldom: its last three estimates count, however old
-        if self.below is not None and len(self.history) >= 3:
-            if all(r < self.below for r in recent + [r for _, r in self.history[-3:]]):
+        if self.below is not None and len(self.estimates) >= 3:
+            if all(r < self.below for r in recent + self.estimates[-3:]):
                 return True
         if len(recent) < 3 or rate <= 0 or rate * (now - self.start) < self.min_bytes:
             return False
