@@ -79,7 +79,11 @@ class Terminated(KeyboardInterrupt):
     clean-up runs (agents stopped, temporary directories removed)."""
 
 
-_sigterm = threading.Event()  # a SIGTERM came: whatever error follows is its consequence
+# a signal came: whatever error follows is its consequence (a KeyboardInterrupt raised
+# inside a C extension's import comes back as another error, numpy's "PyCapsule_Import
+# could not import module ...")
+_sigterm = threading.Event()
+_sigint = threading.Event()
 
 
 def _on_sigterm(signum, frame) -> None:
@@ -87,12 +91,20 @@ def _on_sigterm(signum, frame) -> None:
     raise Terminated()
 
 
+def _on_sigint(signum, frame) -> None:
+    _sigint.set()
+    raise KeyboardInterrupt()
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     # the handler goes in before the parser is built (importing the subcommands takes a
     # while on a loaded machine), so that a SIGTERM at any moment after start-up says so
     in_main_thread = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, _on_sigterm) if in_main_thread else None
+    _sigterm.clear()
+    _sigint.clear()
+    if in_main_thread:
+        previous = signal.signal(signal.SIGTERM, _on_sigterm), signal.signal(signal.SIGINT, _on_sigint)
     try:
         command = argv[0] if argv and argv[0] in COMMAND_MODULES else None
         parser = build_parser(only=command)
@@ -123,15 +135,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"topocast: error: a connection or pipe closed unexpectedly ({exc})", file=sys.stderr)
         return EXIT_FAILED
     except Exception:
-        # Terminated raised inside a C extension's import comes back as another error
-        # (numpy: "PyCapsule_Import could not import module ..."): still a SIGTERM
-        if not _sigterm.is_set():
-            raise
-        print("topocast: terminated (SIGTERM)", file=sys.stderr)
-        return EXIT_TERMINATED
+        if _sigterm.is_set():
+            print("topocast: terminated (SIGTERM)", file=sys.stderr)
+            return EXIT_TERMINATED
+        if _sigint.is_set():
+            print("topocast: interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        raise
     finally:
         if in_main_thread:
-            signal.signal(signal.SIGTERM, previous)
+            signal.signal(signal.SIGTERM, previous[0])
+            signal.signal(signal.SIGINT, previous[1])
 
 
 def _stdout_closed() -> bool:
