@@ -161,3 +161,12 @@ def test_a_signal_turned_into_another_error_by_an_import_is_still_that_signal(mo
     monkeypatch.setattr(cmd_planners, "run", importing)
     assert main(["planners"]) == code
     assert words in capsys.readouterr().err
+
+
+def test_the_end_after_a_signal_does_not_wait_for_a_stuck_thread():
+    """After a signal, ``python -m topocast`` ends with :func:`exit_now`: the signal's
+    exception may have left an import lock held, and a thread importing a module behind it
+    (the table's modules load in the background during a run) would never end."""
+    stuck = "import threading, topocast.cli.main as m; threading.Thread(target=threading.Event().wait).start(); m.exit_now(130)"
+    proc = subprocess.run([sys.executable, "-c", stuck], env=_env(), timeout=60, capture_output=True, text=True)
+    assert proc.returncode == 130, proc.stderr

@@ -18,6 +18,9 @@ def _interrupted_while_loading(signum, frame):
 signal.signal(signal.SIGTERM, _terminated_while_loading)
 signal.signal(signal.SIGINT, _interrupted_while_loading)
 
-from .cli.main import main  # noqa: E402  (after the handler: this import takes a while on a loaded machine)
+from .cli.main import EXIT_INTERRUPTED, EXIT_TERMINATED, exit_now, main  # noqa: E402  (after the handlers)
 
-raise SystemExit(main())
+code = main()
+if code in (EXIT_INTERRUPTED, EXIT_TERMINATED):  # see exit_now: a signal may have left an import lock held
+    exit_now(code)
+raise SystemExit(code)

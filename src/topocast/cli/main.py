@@ -170,11 +170,18 @@ def _silence_stdout() -> None:
 
 
 def console_script() -> NoReturn:
-    """The installed ``topocast`` command: :func:`main`, then the exit handlers and a flush
-    of the standard streams, then the process ends without the interpreter's module-by-module
-    teardown (tens of milliseconds with numpy and rich loaded, after the work is done).
-    ``python -m topocast`` exits normally, so profilers that write at exit still can."""
-    code = main()
+    """The installed ``topocast`` command: :func:`main`, then :func:`exit_now` (the
+    interpreter's module-by-module teardown costs tens of milliseconds with numpy and rich
+    loaded, after the work is done). ``python -m topocast`` exits normally, so profilers that
+    write at exit still can."""
+    exit_now(main())
+
+
+def exit_now(code: int) -> NoReturn:
+    """The exit handlers and a flush of the standard streams, then the process ends without
+    waiting for its other threads. After a signal this is the only safe end: the signal's
+    exception may have landed inside an import (importlib's module locks are Python code), and
+    a thread importing a module whose lock was left held would wait forever at exit."""
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:
