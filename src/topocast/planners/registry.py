@@ -103,12 +103,14 @@ def _import_modules_quoting(collective: str, name: str) -> None:
     for module in sorted(pkgutil.iter_modules(spec.submodule_search_locations), key=lambda m: m.name):
         if module.ispkg or module.name.startswith("_"):
             continue
+        full = f"{spec.name}.{module.name}"
+        origin = getattr(importlib.util.find_spec(full), "origin", None)
         try:
-            text = (Path(module.module_finder.path) / f"{module.name}.py").read_text(encoding="utf-8")
-        except (AttributeError, OSError, UnicodeDecodeError):
+            text = Path(origin).read_text(encoding="utf-8") if origin else ""
+        except (OSError, UnicodeDecodeError):
             continue
         if any(q in text for q in quoted):
-            importlib.import_module(f"{spec.name}.{module.name}")
+            importlib.import_module(full)
             if _lookup(collective, name) is not None:
                 return
 
