@@ -76,10 +76,8 @@ class _MList(list):
     line: int | None = None
 
 
-class _MarkLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """SafeLoader that remembers the line of every mapping and sequence (1-based); on
-    libyaml's parser where PyYAML was built with it (the same objects and line marks, a
-    few times faster than the pure-Python parser)."""
+class _MarkLoader(yaml.SafeLoader):
+    """SafeLoader that remembers the line of every mapping and sequence (1-based)."""
 
 
 def _construct_mapping(loader: _MarkLoader, node: yaml.MappingNode) -> _MDict:
