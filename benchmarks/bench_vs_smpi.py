@@ -22,7 +22,8 @@ Pairs (topocast planner / SMPI algorithm):
 * allreduce ``rabenseifner`` / ``smpi/allreduce:rab_rdb``
 
 Timings are of child processes (os.wait4: user + sys CPU, peak RSS), the lower of
-``--repeat`` runs; the machine load is printed beside each row. SMPI parts are skipped, with
+``--repeat`` runs (topocast's bytecode and numba's kernels cached, as on an installation after
+its first run); the machine load is printed beside each row. SMPI parts are skipped, with
 a line saying so, when ``smpirun``/``smpicc`` are missing (Debian: ``apt-get install
 libsimgrid-dev``).
 
@@ -186,6 +187,9 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"unknown algorithms {unknown}; known: {', '.join(PAIRS)}")
     print(f"seed {seed}, size {args.size} bytes, core {args.core}, python {sys.version.split()[0]}, {load()}")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")])))
+    # topocast runs as an installation does: its bytecode cached after the first run (as
+    # numba's kernels are), even where the environment turns the cache off
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     report = []
     with tempfile.TemporaryDirectory(prefix="topocast-smpi-") as tmp:
         work = Path(tmp)

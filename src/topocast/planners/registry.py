@@ -4,7 +4,10 @@ The built-in planners are found, not listed: every public module (no leading ``_
 subpackage of :mod:`topocast.planners` (one per collective) is imported once a listing needs
 them all, and registers its planners with :func:`~.registration.register_planner`. A
 look-up by name first imports only the module of that name (``planners/broadcast/stable.py``
-for ``stable``), so a command that uses one planner does not import them all.
+for ``stable``), then only the modules of that collective whose source text quotes the name
+(``scatter_allgather.py`` for ``scatter_allgather_rdb``, ``depth_first.py`` for the alias
+``dfs``), and all of them only if neither registered it; so a command that uses one planner
+does not import them all. The registrations themselves are always the modules' own.
 
 Listings follow one order whatever was imported first: built-in planners by collective
 (``broadcast``, ``allreduce``, ``redistribute``), within a collective by module name, selectors
@@ -16,8 +19,10 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import importlib.util
 import pkgutil
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import UnknownPlanner
@@ -83,6 +88,33 @@ def _import_own_module(collective: str, name: str) -> None:
             raise
 
 
+def _import_modules_quoting(collective: str, name: str) -> None:
+    """Import the built-in planner modules of ``collective`` whose source quotes ``name``
+    (as ``"name"`` or ``'name'``), in module order, until one registers it. Reading a few
+    dozen small files costs far less than importing every planner and what they import.
+    A package whose sources cannot be read (frozen, zipped) is left to ``_ensure_loaded``."""
+    try:
+        spec = importlib.util.find_spec(f"{__package__}.{collective}")
+    except ModuleNotFoundError:
+        return
+    if spec is None or not spec.submodule_search_locations:
+        return
+    quoted = (f'"{name}"', f"'{name}'")
+    for module in sorted(pkgutil.iter_modules(spec.submodule_search_locations), key=lambda m: m.name):
+        if module.ispkg or module.name.startswith("_"):
+            continue
+        full = f"{spec.name}.{module.name}"
+        origin = getattr(importlib.util.find_spec(full), "origin", None)
+        try:
+            text = Path(origin).read_text(encoding="utf-8") if origin else ""
+        except (OSError, UnicodeDecodeError):
+            continue
+        if any(q in text for q in quoted):
+            importlib.import_module(full)
+            if _lookup(collective, name) is not None:
+                return
+
+
 def available_planners(collective: str | None = None, *, include_selectors: bool = True) -> list[PlannerInfo]:
     """Registered planners (optionally of one collective), in listing order (module doc)."""
     _ensure_loaded()
@@ -104,6 +136,9 @@ def get_planner(collective: str, name: str | Callable[..., Plan]) -> PlannerInfo
     info = _lookup(collective, name)
     if info is None:
         _import_own_module(collective, name)
+        info = _lookup(collective, name)
+    if info is None and not _all_loaded:
+        _import_modules_quoting(collective, name)
         info = _lookup(collective, name)
     if info is None:
         _ensure_loaded()

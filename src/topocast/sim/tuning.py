@@ -22,5 +22,8 @@ SMALL_SOLVE = 48
 COMPILE_AFTER = 250_000
 COMPILE_PER_TRANSFER = 8
 # the fast core runs plans that qualify for the compiled event loop (sim.loop, numba
-# installed) on it from this many transfers
+# installed) on it from this many transfers: below, numba's start (its import and the
+# set-up of its compiler at the first kernel call) costs more than the engine's loop; the
+# break-even, measured per family in docs/performance.md, lies between a few hundred and a
+# few thousand transfers
 LOOP_AFTER = 1000
