@@ -166,9 +166,11 @@ def run_once(st, topo, plan, *, adapt=False, planner=None, change=None, traffic=
         if flows:
             time.sleep(2.0)
         timer = None
+        cpu_at_start: list[float] = []
 
         def on_start(_procs):
             nonlocal timer
+            cpu_at_start.append(_own_cpu())
             if change:
                 timer = threading.Timer(
                     change[0], set_rate, args=(st, change[1], change[2], change[3]), kwargs={"one_way": True}
@@ -192,7 +194,26 @@ def run_once(st, topo, plan, *, adapt=False, planner=None, change=None, traffic=
                 timer.join()
             if flows:
                 flows.stop()
+    RUN_CPU.update(
+        coordinator=_own_cpu() - cpu_at_start[0] if cpu_at_start else float("nan"),
+        agents=sum(out.cpu.values()),
+        busy=out.cpu_busy,
+    )
     return out.result.makespan, out.replans, out.failed
+
+
+RUN_CPU: dict[str, float] = {}  # the last run's CPU seconds: the coordinator's from the start on, the agents'
+
+
+def _own_cpu() -> float:
+    """This process's CPU seconds (user + system), every thread."""
+    t = os.times()
+    return t.user + t.system
+
+
+def _cpu_note() -> str:
+    c = RUN_CPU
+    return f"coordinator {c['coordinator']:.2f} s CPU, agents {c['agents']:.1f} s, machine busy {c['busy'] or 0:.0%}"
 
 
 def scenario(name: str, topo, size: int, algorithm: str, parts: set[str], repeat: int) -> None:
@@ -207,7 +228,7 @@ def scenario(name: str, topo, size: int, algorithm: str, parts: set[str], repeat
             print(f"-- repeat {k + 1} of {repeat}")
             base = pred
             if "unchanged" in parts:
-                base = unchanged(st, topo, plan, bench)
+                base = unchanged(st, topo, plan, bench, adapt_first=k % 2 == 1)
             if "drop" in parts:
                 drop(st, topo, plan, bench, base)
             if "traffic" in parts:
@@ -221,15 +242,26 @@ def _load() -> str:
     return "load " + " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-def unchanged(st, topo, plan, bench) -> float:
-    """Nothing changes: the run without and with ``--adapt``; returns the makespan without."""
-    base, r0, f0 = run_once(st, topo, plan)
-    based, r1, f1 = run_once(st, topo, plan, adapt=True, planner=bench.planner)
+def unchanged(st, topo, plan, bench, adapt_first: bool = False) -> float:
+    """Nothing changes: the run without and with ``--adapt`` (in that order, or the other way
+    round when ``adapt_first``: repeats alternate, so a load that drifts does not favour one
+    side); returns the makespan without."""
+    if adapt_first:
+        based, r1, f1 = run_once(st, topo, plan, adapt=True, planner=bench.planner)
+        cpu_with = _cpu_note()
+        base, r0, f0 = run_once(st, topo, plan)
+        cpu_without = _cpu_note()
+    else:
+        base, r0, f0 = run_once(st, topo, plan)
+        cpu_without = _cpu_note()
+        based, r1, f1 = run_once(st, topo, plan, adapt=True, planner=bench.planner)
+        cpu_with = _cpu_note()
     print(
         f"nothing changes: {base:.2f} s without --adapt, {based:.2f} s with (cost {based / base - 1:+.1%}, "
         f"target <= 3 %); re-plans {sum(r['applied'] for r in r1)} (decisions {len(r1)}; target 0); "
-        f"failed {f0 or f1 or 'none'}; {_load()}"
+        f"failed {f0 or f1 or 'none'}; {'adapt first' if adapt_first else 'adapt second'}; {_load()}"
     )
+    print(f"  CPU without: {cpu_without}; with: {cpu_with}")
     return base
 
 
