@@ -265,6 +265,7 @@ def unchanged(st, topo, plan, bench, adapt_first: bool = False) -> float:
         f"failed {f0 or f1 or 'none'}; {'adapt first' if adapt_first else 'adapt second'}; {_load()}"
     )
     print(f"  CPU without: {cpu_without}; with: {cpu_with}")
+    _print_decisions(r1)
     return base
 
 
