@@ -333,9 +333,9 @@ def events(st, topo, plan, bench, base: float, spec: str) -> None:
             for (a, b), rate in rates.items():
                 set_rate(st, a, b, rate, one_way=True)
         print(
-            f"  {'with' if adapt else 'without'} --adapt: {t:.2f} s, failed {failed or 'none'} (every other "
-            f"host verified the whole message); decisions {len(reps)}, re-plans {sum(r['applied'] for r in reps)}; "
-            f"{_load()}"
+            f"  {'with' if adapt else 'without'} --adapt: {t:.2f} s, "
+            f"{f'failed {failed}, the others verified' if failed else 'every host verified'} the whole message; "
+            f"decisions {len(reps)}, re-plans {sum(r['applied'] for r in reps)}; {_load()}"
         )
         _print_decisions(reps)
 
