@@ -15,12 +15,15 @@ and goodput 0.9 as ``run --launcher testbed``:
 * **background traffic**: TCP flows at half the rate of the busiest switch-to-switch link (or
   host link on a switchless tree), in the plan's direction, for the whole run: without
   ``--adapt``, with it, and a plan made for the residual capacity (same traffic).
+* **events** (``--events FRACTION:A-B:FACTOR,...``): the link changes given, each at a fraction
+  of the unchanged run's makespan (one way, A -> B, to FACTOR of its rate; 1 restores it):
+  a drop off the busiest path, two drops, a drop that recovers; without ``--adapt`` and with.
 
 Every run holds ``/tmp/topocast-bench.lock``. Figures: makespans, re-plans, the ratios the
 targets name (docs/guide.md, "Runs that follow the network")::
 
     PYTHONPATH=src python benchmarks/bench_adapt.py --size 256MiB [--seed N] [--only hetero]
-        [--parts unchanged,drop,traffic] [--repeat N]
+        [--parts unchanged,drop,traffic,events] [--events 0.25:h5-sw2:0.2,0.6:h5-sw2:1] [--repeat N]
 
 Without ``unchanged``, the drop comes at a quarter of the predicted makespan.
 """
@@ -73,6 +76,7 @@ def with_rate(topo, a: str, b: str, factor: float, one_way: bool = False):
 
 class Bench:
     forced_drop: tuple[str, str] | None = None  # --drop A-B: that link direction, not the pick
+    events = ""  # --events: the link changes of the ``events`` part
 
     def __init__(self, topo, size: int, algorithm: str):
         self.topo, self.size = topo, size
@@ -157,23 +161,22 @@ def scale_topology(topo):
     return scale(topo, GOODPUT_TESTBED)
 
 
-def run_once(st, topo, plan, *, adapt=False, planner=None, change=None, traffic=None) -> tuple[float, list, dict]:
-    """One run under the lock; ``change``: (seconds, a, b, rate) applied while it runs;
-    ``traffic``: (a, b, rate) running for the whole run."""
+def run_once(st, topo, plan, *, adapt=False, planner=None, changes=(), traffic=None) -> tuple[float, list, dict]:
+    """One run under the lock; ``changes``: (seconds, a, b, rate) each, applied while it runs
+    (one way, a -> b); ``traffic``: (a, b, rate) running for the whole run."""
     with open(LOCK, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         flows = Traffic(st, *traffic[:2], rate=traffic[2], flows=2).start() if traffic else None
         if flows:
             time.sleep(2.0)
-        timer = None
+        timers: list[threading.Timer] = []
+        cpu_at_start: list[float] = []
 
         def on_start(_procs):
-            nonlocal timer
-            if change:
-                timer = threading.Timer(
-                    change[0], set_rate, args=(st, change[1], change[2], change[3]), kwargs={"one_way": True}
-                )
-                timer.start()
+            cpu_at_start.append(_own_cpu())
+            for at, a, b, rate in changes:
+                timers.append(threading.Timer(at, set_rate, args=(st, a, b, rate), kwargs={"one_way": True}))
+                timers[-1].start()
 
         try:
             out = perform(
@@ -188,11 +191,30 @@ def run_once(st, topo, plan, *, adapt=False, planner=None, change=None, traffic=
                 on_start=on_start,
             )
         finally:
-            if timer is not None:
+            for timer in timers:
                 timer.join()
             if flows:
                 flows.stop()
+    RUN_CPU.update(
+        coordinator=_own_cpu() - cpu_at_start[0] if cpu_at_start else float("nan"),
+        agents=sum(out.cpu.values()),
+        busy=out.cpu_busy,
+    )
     return out.result.makespan, out.replans, out.failed
+
+
+RUN_CPU: dict[str, float] = {}  # the last run's CPU seconds: the coordinator's from the start on, the agents'
+
+
+def _own_cpu() -> float:
+    """This process's CPU seconds (user + system), every thread."""
+    t = os.times()
+    return t.user + t.system
+
+
+def _cpu_note() -> str:
+    c = RUN_CPU
+    return f"coordinator {c['coordinator']:.2f} s CPU, agents {c['agents']:.1f} s, machine busy {c['busy'] or 0:.0%}"
 
 
 def scenario(name: str, topo, size: int, algorithm: str, parts: set[str], repeat: int) -> None:
@@ -207,11 +229,13 @@ def scenario(name: str, topo, size: int, algorithm: str, parts: set[str], repeat
             print(f"-- repeat {k + 1} of {repeat}")
             base = pred
             if "unchanged" in parts:
-                base = unchanged(st, topo, plan, bench)
+                base = unchanged(st, topo, plan, bench, adapt_first=k % 2 == 1)
             if "drop" in parts:
                 drop(st, topo, plan, bench, base)
             if "traffic" in parts:
                 background(st, topo, plan, bench)
+            if "events" in parts:
+                events(st, topo, plan, bench, base, Bench.events)
     finally:
         down(tb)
         print(f"# {_load()}")
@@ -221,15 +245,27 @@ def _load() -> str:
     return "load " + " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-def unchanged(st, topo, plan, bench) -> float:
-    """Nothing changes: the run without and with ``--adapt``; returns the makespan without."""
-    base, r0, f0 = run_once(st, topo, plan)
-    based, r1, f1 = run_once(st, topo, plan, adapt=True, planner=bench.planner)
+def unchanged(st, topo, plan, bench, adapt_first: bool = False) -> float:
+    """Nothing changes: the run without and with ``--adapt`` (in that order, or the other way
+    round when ``adapt_first``: repeats alternate, so a load that drifts does not favour one
+    side); returns the makespan without."""
+    if adapt_first:
+        based, r1, f1 = run_once(st, topo, plan, adapt=True, planner=bench.planner)
+        cpu_with = _cpu_note()
+        base, r0, f0 = run_once(st, topo, plan)
+        cpu_without = _cpu_note()
+    else:
+        base, r0, f0 = run_once(st, topo, plan)
+        cpu_without = _cpu_note()
+        based, r1, f1 = run_once(st, topo, plan, adapt=True, planner=bench.planner)
+        cpu_with = _cpu_note()
     print(
         f"nothing changes: {base:.2f} s without --adapt, {based:.2f} s with (cost {based / base - 1:+.1%}, "
         f"target <= 3 %); re-plans {sum(r['applied'] for r in r1)} (decisions {len(r1)}; target 0); "
-        f"failed {f0 or f1 or 'none'}; {_load()}"
+        f"failed {f0 or f1 or 'none'}; {'adapt first' if adapt_first else 'adapt second'}; {_load()}"
     )
+    print(f"  CPU without: {cpu_without}; with: {cpu_with}")
+    _print_decisions(r1)
     return base
 
 
@@ -244,11 +280,11 @@ def drop(st, topo, plan, bench, base: float) -> None:
     )
     change = (at, a, b, rate * 0.2)
     try:
-        slow, _, f2 = run_once(st, topo, plan, change=change)
+        slow, _, f2 = run_once(st, topo, plan, changes=[change])
     finally:
         set_rate(st, a, b, rate, one_way=True)
     try:
-        fast, reps, f3 = run_once(st, topo, plan, adapt=True, planner=bench.planner, change=change)
+        fast, reps, f3 = run_once(st, topo, plan, adapt=True, planner=bench.planner, changes=[change])
     finally:
         set_rate(st, a, b, rate, one_way=True)
     changed = with_rate(topo, a, b, 0.2, one_way=True)
@@ -268,6 +304,43 @@ def drop(st, topo, plan, bench, base: float) -> None:
         f"remaining share ({(fast - at) / after_ref - 1:+.0%}; target within 20 %); "
         f"failed {f2 or f3 or f4 or 'none'}; {_load()}"
     )
+    _print_decisions(reps)
+
+
+def events(st, topo, plan, bench, base: float, spec: str) -> None:
+    """The link changes ``spec`` (``FRACTION:A-B:FACTOR,...``: at FRACTION of ``base``, the
+    direction A -> B at FACTOR of its rate in the topology; 1 restores it), without and with
+    ``--adapt``: makespans, whether every host verified, every decision."""
+    changes, rates = [], {}
+    for item in spec.split(","):
+        try:
+            frac, ab, factor = item.split(":")
+            a, b = ab.split("-")
+            link = next(lk for lk in topo.links if (lk.src, lk.dst) == (a, b))
+            changes.append((float(frac) * base, a, b, link.bandwidth * float(factor)))
+        except (ValueError, StopIteration):
+            raise SystemExit(
+                f"bench_adapt: --events {item!r}: expected FRACTION:A-B:FACTOR with A-B a link of the network"
+            ) from None
+        rates[(a, b)] = link.bandwidth
+    print("events: " + ", ".join(f"{at:.2f} s {a}->{b} {r * 8e-6:.1f} Mbit/s" for at, a, b, r in changes))
+    for adapt in (False, True):
+        try:
+            t, reps, failed = run_once(
+                st, topo, plan, adapt=adapt, planner=bench.planner if adapt else None, changes=changes
+            )
+        finally:
+            for (a, b), rate in rates.items():
+                set_rate(st, a, b, rate, one_way=True)
+        print(
+            f"  {'with' if adapt else 'without'} --adapt: {t:.2f} s, "
+            f"{f'failed {failed}, the others verified' if failed else 'every host verified'} the whole message; "
+            f"decisions {len(reps)}, re-plans {sum(r['applied'] for r in reps)}; {_load()}"
+        )
+        _print_decisions(reps)
+
+
+def _print_decisions(reps) -> None:
     for r in reps:
         what = ", ".join(f"{c['link']} -> {c['new_bit_s'] / 1e6:.1f} Mbit/s" for c in r["changed"])
         probed = "; ".join(f"probe {p.get('measured_bit_s')} chose {p.get('chosen', '-')}" for p in r.get("probe", ()))
@@ -314,7 +387,15 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=None, help="random tree (default: drawn now, printed)")
     ap.add_argument("--only", choices=("hetero", "tree"), default=None)
     ap.add_argument("--sustain", type=float, default=None, help="seconds slow before a decision (adapt.SUSTAIN)")
-    ap.add_argument("--parts", default="unchanged,drop,traffic", help="comma-separated: unchanged, drop, traffic")
+    ap.add_argument(
+        "--parts", default="unchanged,drop,traffic", help="comma-separated: unchanged, drop, traffic, events"
+    )
+    ap.add_argument(
+        "--events",
+        default="",
+        help="FRACTION:A-B:FACTOR,...: the events part's link changes (at FRACTION of the makespan, A->B at "
+        "FACTOR of its rate; 1 restores it)",
+    )
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--drop", default=None, help="A-B: drop this link direction (default: picked, see Bench.pick_drop)")
     ap.add_argument("--predict-only", action="store_true", help="the simulator's figures for the drop, no run")
@@ -340,8 +421,11 @@ def main() -> int:
         return 2
     size = int(parse_size(args.size))
     parts = set(args.parts.split(","))
-    if not parts <= {"unchanged", "drop", "traffic"}:
-        ap.error(f"--parts: expected unchanged, drop, traffic, not {args.parts!r}")
+    if not parts <= {"unchanged", "drop", "traffic", "events"}:
+        ap.error(f"--parts: expected unchanged, drop, traffic, events, not {args.parts!r}")
+    if ("events" in parts) != bool(args.events):
+        ap.error("--events and the events part go together (--parts ...,events --events FRACTION:A-B:FACTOR,...)")
+    Bench.events = args.events
     seed = args.seed if args.seed is not None else random.randrange(1 << 20)
     print(f"seed {seed}")
     if args.only in (None, "hetero"):

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from topocast.intervals import IntervalSet
-from topocast.plan import Broadcast
+from topocast.plan import Broadcast, Plan, Transfer
 from topocast.planners import get_planner
 from topocast.runtime import adapt as adapt_module
 from topocast.runtime.adapt import Adapter, continue_from, predicted_holdings
@@ -269,3 +269,26 @@ def test_the_rest_of_a_plan_is_predicted_about_as_long_as_what_was_left(seed, at
     done = {i for i, (_, end) in enumerate(res.transfer_times) if end <= now}
     rest = continue_from(plan, predicted_holdings(plan, res.transfer_times, now), done)
     assert now + simulate(rest, topo, chunk_size=64 * 1024).makespan <= 1.5 * res.makespan
+
+
+def test_a_coordinator_busy_longer_than_the_silence_threshold_kills_no_agent(tmp_path, monkeypatch):
+    """While the coordinator computes (a re-plan, a slow callback, a loaded machine) the
+    agents' messages wait in its queue: that time is not their silence."""
+    import time
+
+    from topocast.runtime import make_launcher, perform, watch
+
+    monkeypatch.setattr(watch, "SILENT_AFTER", 1.5)  # above the agents' 1 s heartbeat
+    size = 1_000_000
+    tr = [Transfer.of("s", "a", 0, size, rate_cap=1e6), Transfer.of("a", "b", 0, size, pipelined=True)]
+    plan = Plan.broadcast("s", size, ["a", "b"], tr, planner="hand")
+    stalled = []
+
+    def on_progress(held, t):
+        if not stalled and held["a"] > size * 0.2:
+            stalled.append(t)
+            time.sleep(2.0)  # longer than SILENT_AFTER: every agent's last word is older than that
+
+    out = perform(plan, launcher=make_launcher("local"), on_progress=on_progress, dest_dir=str(tmp_path), timeout=30)
+    assert stalled, "the run ended before the coordinator could stall"
+    assert out.failed == {} and not any("silent" in w for w in out.warnings), (out.failed, out.warnings)

@@ -25,6 +25,7 @@ __all__ = ["Watch", "holders", "stop_all", "wanted_total", "ProgressCallback", "
 ProgressCallback = Callable[[dict[str, float], float], object]  # (bytes held per host, seconds)
 
 SILENT_AFTER = 5.0  # s without a word from a live agent (its progress heartbeat comes every second): stopped or hung
+STALL = 0.5  # s the coordinator's loop may spend away from its messages before that time is excused (_excuse)
 LOST_SETTLE = 1.0  # s after a death before bytes no live host holds count as lost (progress reports arrive every 0.1 s)
 
 
@@ -75,14 +76,16 @@ class Watch:
 
     def run(self, timeout: float | None, idle_timeout: float, on_progress: ProgressCallback | None) -> None:
         last_cb = 0.0
+        got_at = time.monotonic()  # when the coordinator last took a message (or found none)
         while len(self.done) + len(self.failed) < len(self.wanted):
+            self._excuse(time.monotonic() - got_at)
             if self._gave_up(timeout, idle_timeout):
                 break
             try:
                 h, msg = self.events.get(timeout=0.1)
             except queue.Empty:
                 h, msg = None, None
-            now = time.monotonic()
+            now = got_at = time.monotonic()
             if h is not None and msg is None:  # control connection closed: the agent is gone
                 self._on_gone(h)
             elif h is not None:
@@ -157,6 +160,16 @@ class Watch:
         for o in self.hosts:
             if o not in self.dead and o != skip:
                 send_quietly(self.conns[o], msg)
+
+    def _excuse(self, busy: float) -> None:
+        """The coordinator did not read its messages for ``busy`` seconds (a re-plan, a slow
+        ``on_progress``, a machine too loaded to run it): what the agents sent meanwhile waits
+        in the queue, so that time counts neither as their silence nor as a stalled run."""
+        if busy <= STALL:
+            return
+        for h in self.last_heard:
+            self.last_heard[h] += busy
+        self.last_moved += busy
 
     def _kill_silent(self, now: float) -> None:
         """An agent silent for ``SILENT_AFTER`` seconds is stopped or hung: killed, and
