@@ -59,42 +59,52 @@ def _route_matrix(topology: Topology, hosts: Sequence[str]):
 
 
 def _tree_route_matrix(topology: Topology, hosts: Sequence[str]) -> np.ndarray | None:
-    """``_route_matrix`` on a tree, every pair at once: the walk of ``Topology.route`` (up to
-    the lowest common ancestor, then down) taken one level per step for all pairs, instead of
-    h^2 walks in Python. None when a route is missing (a one-way link): the caller falls back to
+    """``_route_matrix`` on a tree, every pair at once: the path of ``Topology.route`` (up
+    from ``h_i`` to the lowest common ancestor, then down to ``h_j``) read off each host's
+    chain of ancestors, one position of the paths per step for all pairs, instead of h^2
+    walks in Python. None when a route is missing (a one-way link): the caller falls back to
     ``Topology.route``, which names the pair."""
     parent, depth, up, down = (np.asarray(x, dtype=np.int64) for x in topology._rooted_tree())
     idx = np.array([topology.index(x) for x in hosts], dtype=np.int64)
     if (depth[idx] < 0).any():
         return None
     h, pad = len(hosts), len(topology.links)
-    a, b = np.repeat(idx, h), np.tile(idx, h)
-    rises, falls = [], []  # per step: the link taken (or -2: no move)
-    while True:
-        moving = a != b
-        if not moving.any():
-            break
-        da, db = depth[a], depth[b]
-        ma, mb = moving & (da >= db), moving & (db >= da)
-        rises.append(np.where(ma, up[a], -2))
-        falls.append(np.where(mb, down[b], -2))
-        a = np.where(ma, parent[a], a)
-        b = np.where(mb, parent[b], b)
-    if not rises:
-        return np.full((h, h, 1), pad, dtype=np.int64)
-    rise, fall = np.stack(rises, axis=1), np.stack(falls, axis=1)  # pairs x steps
-    if (rise == -1).any() or (fall == -1).any():
+    dep = depth[idx]
+    top = int(dep.max(initial=0))
+    # anc[i, d]: the ancestor of h_i at depth d (padded with a value no other host's holds)
+    anc = np.repeat(-1 - np.arange(h, dtype=np.int64)[:, None], top + 1, axis=1)
+    cur = idx.copy()
+    for _ in range(top + 1):
+        live = cur >= 0
+        anc[live, depth[cur[live]]] = cur[live]
+        cur = np.where(live, parent[np.maximum(cur, 0)], -1)
+    same = anc[:, None, :] == anc[None, :, :]
+    lca = np.where(same.all(axis=2), top + 1, same.argmin(axis=2)) - 1  # depth of the common ancestor
+    del same
+    node = np.maximum(anc, 0)
+    rise_len = dep[:, None] - lca  # links up from h_i; then dep_j - lca links down to h_j
+    lmax = max(int((rise_len + dep[None, :] - lca).max(initial=0)), 1)
+    # rise[i, k]: the k-th link up from h_i
+    steps = np.arange(top)
+    rise = np.full((h, max(top, lmax)), pad, dtype=np.int64)
+    below = steps[None, :] < dep[:, None]
+    rise[:, :top] = np.where(below, up[node[np.arange(h)[:, None], np.maximum(dep[:, None] - steps, 0)]], pad)
+    # fall[j, off + d]: the link down onto depth d towards h_j, pad above depth 1 and past h_j,
+    # so that the k-th link of a route, once falling, is fall[j, off + 2 lca + 1 + k - dep_i]
+    off = top + 1
+    width = off + 2 * top + lmax + 2
+    fall = np.full((h, width), pad, dtype=np.int64)
+    depths = np.arange(top + 1)
+    on_path = (depths[None, :] >= 1) & (depths[None, :] <= dep[:, None])
+    fall[:, off : off + top + 1] = np.where(on_path, down[node], pad)
+    at = (2 * lca + 1 - dep[:, None] + off) + (np.arange(h) * width)[None, :]
+    flat = fall.ravel()
+    mat = np.empty((h, h, lmax), dtype=np.int64)
+    for k in range(lmax):
+        mat[:, :, k] = np.where(k < rise_len, rise[:, k][:, None], flat.take(at + k))
+    if (mat == -1).any():
         return None
-    rise_len, fall_len = (rise >= 0).sum(axis=1), (fall >= 0).sum(axis=1)
-    lmax = max(int((rise_len + fall_len).max()), 1)
-    mat = np.full((h * h, lmax), pad, dtype=np.int64)
-    rows = np.broadcast_to(np.arange(h * h)[:, None], rise.shape)
-    # rises in walking order, then falls from the common ancestor down (last fall step first)
-    m = rise >= 0
-    mat[rows[m], (np.cumsum(m, axis=1) - 1)[m]] = rise[m]
-    m = fall >= 0
-    mat[rows[m], (rise_len[:, None] + fall_len[:, None] - np.cumsum(m, axis=1))[m]] = fall[m]
-    return mat.reshape(h, h, lmax)
+    return mat
 
 
 def _with_declared_routes(topology: Topology, hosts: Sequence[str], mat: np.ndarray) -> np.ndarray:
@@ -149,27 +159,48 @@ def dijkstra_tree(
         return hops
     res_of, res_cap = resource_arrays(topology)
     res_mat = np.append(res_of, len(res_cap))[mat]
-    return _load_aware_hops(_by_multiplicity(res_mat), np.append(res_cap, np.inf), len(res_cap), hosts)
+    mats = _by_multiplicity(res_mat, _declared_pairs(topology, hosts))
+    return _load_aware_hops(mats, np.append(res_cap, np.inf), len(res_cap), hosts)
 
 
-def _by_multiplicity(res_mat: np.ndarray) -> list[tuple[float, np.ndarray]]:
-    """``res_mat`` split by how many times each entry's resource appears in its route: a list
-    of (k, matrix of the resources crossed k times, padded), k = 1 alone when none repeats.
+def _declared_pairs(topology: Topology, hosts: Sequence[str]) -> np.ndarray:
+    """(h, h) bool: the host pairs with a declared route, the only routes that may cross a
+    resource twice (a path of the tree or of the fewest-hop search crosses each cable once,
+    and only a cable's two directions share a resource) [I]."""
+    where = {x: i for i, x in enumerate(hosts)}
+    pairs = [(where[u], where[v]) for u, v in topology.routes if u in where and v in where]
+    out = np.zeros((len(hosts), len(hosts)), dtype=bool)
+    if pairs:
+        out[tuple(np.array(pairs).T)] = True
+    return out
+
+
+def _by_multiplicity(res_mat: np.ndarray, may_repeat: np.ndarray | None = None) -> list[tuple[float, np.ndarray]]:
+    """``res_mat`` (each route's resources, then padding) split by how many times each
+    entry's resource appears in its route: a list of (k, matrix of the resources crossed k
+    times, padded), k = 1 alone when none repeats. ``may_repeat``: (h, h) bool, the routes
+    that may cross a resource more than once (None: any); those that do are sorted, the
+    others are kept as they are.
 
     A declared route up to a gateway and back crosses one cable twice; a shared cable is one
     resource for both directions. A hop crossing a resource k times gets at most
     ``c / (load + k)`` of it [I]."""
     pad = res_mat.max(initial=0)
-    ordered = np.sort(res_mat, axis=2)
-    repeats = ((ordered[..., 1:] == ordered[..., :-1]) & (ordered[..., 1:] < pad)).any(axis=2)
+    maybe = np.ones(res_mat.shape[:2], dtype=bool) if may_repeat is None else may_repeat
+    rows = np.sort(res_mat[maybe], axis=1)
+    repeats = ((rows[:, 1:] == rows[:, :-1]) & (rows[:, 1:] < pad)).any(axis=1)
     if not repeats.any():
         return [(1.0, res_mat)]
-    mult = np.ones(res_mat.shape, dtype=np.int64)
-    rows = res_mat[repeats]
-    mult[repeats] = (rows[:, :, None] == rows[:, None, :]).sum(axis=2)
+    where = tuple(np.argwhere(maybe)[repeats].T)
+    rows = rows[repeats]
+    mult = (rows[:, :, None] == rows[:, None, :]).sum(axis=2)
+    ks = set(np.unique(mult[rows < pad]).tolist())
+    if int((res_mat[..., 0] < pad).sum()) > len(rows):  # a route without repeats: all k = 1
+        ks.add(1)
     out = []
-    for k in np.unique(mult[res_mat < pad]).tolist():
-        mat = np.sort(np.where(mult == k, res_mat, pad), axis=2)
+    for k in sorted(ks):
+        mat = res_mat.copy() if k == 1 else np.full_like(res_mat, pad)
+        mat[where] = np.sort(np.where(mult == k, rows, pad), axis=1)
         width = max(int((mat < pad).sum(axis=2).max()), 1)
         out.append((float(k), np.ascontiguousarray(mat[..., :width])))
     return out
