@@ -31,7 +31,7 @@ import numpy as np
 from ...errors import InputError
 from ...plan import Broadcast, Plan, Transfer
 from ..registration import register_planner
-from ._trees import resource_arrays
+from ._trees import resource_arrays, undirected_tree
 
 if TYPE_CHECKING:
     from ...topology import Topology
@@ -160,7 +160,8 @@ def dijkstra_tree(
     res_of, res_cap = resource_arrays(topology)
     res_mat = np.append(res_of, len(res_cap))[mat]
     mats = _by_multiplicity(res_mat, _declared_pairs(topology, hosts))
-    return _load_aware_hops(mats, np.append(res_cap, np.inf), len(res_cap), hosts)
+    cuts = _Cuts(topology, hosts, res_of) if undirected_tree(topology) else None
+    return _load_aware_hops(mats, np.append(res_cap, np.inf), len(res_cap), hosts, cuts)
 
 
 def _declared_pairs(topology: Topology, hosts: Sequence[str]) -> np.ndarray:
@@ -204,6 +205,65 @@ def _by_multiplicity(res_mat: np.ndarray, may_repeat: np.ndarray | None = None) 
         width = max(int((mat < pad).sum(axis=2).max()), 1)
         out.append((float(k), np.ascontiguousarray(mat[..., :width])))
     return out
+
+
+class _Cuts:
+    """On a tree of two-way links: the candidate hops whose routes cross each directed link.
+
+    Removing the cable of a directed link parts the tree in two; every walk between the two
+    parts crosses it, a declared route up to a gateway and back as well as the tree path. So
+    the hops from the hosts on the link's near side to those on its far side (a rectangle
+    of the candidate matrix: rows x columns) all cross it, at least once, and
+    ``c(e) / (load(e) + 1)`` bounds each of them. Lowering their bounds to it when a hop
+    loads the link keeps them exact where the link is their bottleneck, instead of stale.
+    Links every route out of each row host (or into each column host) crosses are already
+    kept exact by the per-host terms (:func:`_mandatory_terms`) and are skipped [I]."""
+
+    def __init__(self, topology: Topology, hosts: Sequence[str], res_of: np.ndarray) -> None:
+        parent, _, up, down = topology._rooted_tree()
+        n = topology.n_nodes
+        children: list[list[int]] = [[] for _ in range(n)]
+        for v in range(n):
+            if parent[v] >= 0:
+                children[parent[v]].append(v)
+        tin, tout = [0] * n, [0] * n  # preorder interval of each subtree
+        clock, stack = 0, [(0, False)]
+        while stack:
+            v, done = stack.pop()
+            if done:
+                tout[v] = clock
+                continue
+            tin[v], clock = clock, clock + 1
+            stack.append((v, True))
+            stack.extend((c, False) for c in children[v])
+        self.tin, self.tout = tin, tout
+        self.host_tin = np.array([tin[topology.index(x)] for x in hosts])
+        self.res_of = res_of
+        # directed link -> (the node below its cable, whether the link leaves that subtree)
+        self.side: dict[int, tuple[int, bool]] = {}
+        for v in range(n):
+            if parent[v] >= 0:
+                self.side[up[v]] = (v, True)
+                self.side[down[v]] = (v, False)
+        self.links_of: dict[int, list[int]] = {}
+        for lid, r in enumerate(res_of.tolist()):
+            self.links_of.setdefault(r, []).append(lid)
+        self._sides: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
+
+    def rectangles(self, res: int, sends_over: np.ndarray, receives_over: np.ndarray):
+        """(rows, columns) bool masks over the hosts: the hops that cross resource ``res`` and
+        whose per-host terms do not already count it (one pair per directed link)."""
+        known = self._sides.get(res)
+        if known is None:
+            known = []
+            for lid in self.links_of.get(res, ()):
+                below, leaves = self.side[lid]
+                inside = (self.host_tin >= self.tin[below]) & (self.host_tin < self.tout[below])
+                rows, cols = (inside, ~inside) if leaves else (~inside, inside)
+                if rows.any() and cols.any() and not (sends_over[res, rows].all() or receives_over[res, cols].all()):
+                    known.append((rows, cols))
+            self._sides[res] = known
+        return known
 
 
 #: Stale candidates re-evaluated at once, at first (doubled while none is still exact).
@@ -292,7 +352,7 @@ def _best_candidate(bound: np.ndarray, row_top: np.ndarray, evaluate) -> tuple[i
             size *= 2
 
 
-def _load_aware_hops(mats, cap, n_links, hosts):
+def _load_aware_hops(mats, cap, n_links, hosts, cuts: _Cuts | None = None):
     """The load-aware greedy: repeatedly add the hop u->v (u in the tree, v not) of largest
     ``min(rate[u], min_{e in route(u,v)} c(e) / (load(e) + k(e)))``, lowest (u, v) on ties
     (``mats``: (k, resource ids crossed k times by every route, padded with ``n_links``),
@@ -362,6 +422,13 @@ def _load_aware_hops(mats, cap, n_links, hosts):
         cols = np.flatnonzero(receives_over[hit].any(axis=0) & out)
         bound[rows] = np.minimum(bound[rows], sending(rows)[:, None])
         bound[:, cols] = np.minimum(bound[:, cols], receiving(cols)[None, :])
+        if cuts is not None:
+            for res in np.unique(hit).tolist():
+                term = cap[res] / (load[res] + 1.0)
+                for near, far in cuts.rectangles(res, sends_over, receives_over):
+                    # a row whose bounds are all at most the term keeps them
+                    block = np.ix_(np.flatnonzero(near & ~out & (row_top > term)), np.flatnonzero(far & out))
+                    bound[block] = np.minimum(bound[block], term)
         hops.append((hosts[u], hosts[v]))
         join(v)
     return hops
