@@ -158,11 +158,11 @@ def test_every_hop_of_a_cut_rectangle_crosses_its_resource(seed, sharing):
     """The rectangles the greedy lowers when a hop loads a resource (tree platforms) hold only
     hops whose routes, declared or not, cross that resource, so ``c / (load + 1)`` bounds
     each of them; and the greedy still builds the plain greedy's tree."""
+    from dataclasses import replace
+
     from topocast.planners.broadcast._trees import resource_arrays
     from topocast.planners.broadcast.dijkstra import _Cuts
     from topocast.topology.multisite import multi_site_platform
-
-    from dataclasses import replace
 
     topo = multi_site_platform(30, seed=seed, n_sites=3)
     topo = topo.replace(links=[replace(pl, sharing=sharing) for pl in topo.physical_links])
