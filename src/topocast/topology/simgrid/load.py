@@ -148,6 +148,10 @@ def _declared_routes(
     return out, unmapped, unrouted, no_route
 
 
+#: What crossing a piece of route from a node gives (:meth:`_RouteWalker._advance`).
+_Step = tuple[tuple[str, ...], str, str | None] | None
+
+
 class _RouteWalker:
     """Draw a list of SimGrid resources as a node path on the imported graph.
 
@@ -160,7 +164,7 @@ class _RouteWalker:
         self.by_name: dict[str, list[tuple[str, str]]] = defaultdict(list)
         self.connector: dict[str, set[str]] = defaultdict(set)
         self.hubs: dict[str, str] = {}
-        self._memo: dict[tuple[str, str | None, tuple[str, ...]], tuple | None] = {}
+        self._memo: dict[tuple[str, str | None, tuple[str, ...]], _Step] = {}
         for pl in topo.physical_links:
             pairs = [(pl.a, pl.b)] if pl.directed else [(pl.a, pl.b), (pl.b, pl.a)]
             name = pl.name or ""
@@ -195,7 +199,7 @@ class _RouteWalker:
                 return [mid, target]
         return None
 
-    def _advance(self, cur: str, bus: str | None, resources: tuple[str, ...]):
+    def _advance(self, cur: str, bus: str | None, resources: tuple[str, ...]) -> _Step:
         """Cross ``resources`` from node ``cur`` (``bus``: the bus whose hub ``cur`` is):
         (nodes stepped onto, last node, its bus), or None when a resource cannot be drawn."""
         nodes: list[str] = []
@@ -223,8 +227,9 @@ class _RouteWalker:
         memo = self._memo
         for piece in pieces:
             key = (cur, bus, piece)
-            step = memo.get(key, _UNWALKED)
-            if step is _UNWALKED:
+            if key in memo:
+                step = memo[key]
+            else:
                 step = memo[key] = self._advance(cur, bus, piece)
             if step is None:
                 return None
@@ -234,10 +239,6 @@ class _RouteWalker:
         if hop is None:
             return None
         return tuple(path + hop)
-
-
-#: A piece of route :class:`_RouteWalker` has not walked yet from a given node.
-_UNWALKED = object()
 
 
 # ---------------------------------------------------------------------- export
