@@ -151,3 +151,37 @@ def test_lazy_greedy_evaluates_each_candidate_at_most_once_per_step(monkeypatch)
     assert calls
     for n_ties, evaluated in calls:
         assert len(evaluated) <= n_ties and len(np.unique(evaluated)) == len(evaluated)
+
+
+@pytest.mark.parametrize("seed,sharing", [(5, "shared"), (6, "duplex")])
+def test_every_hop_of_a_cut_rectangle_crosses_its_resource(seed, sharing):
+    """The rectangles the greedy lowers when a hop loads a resource (tree platforms) hold only
+    hops whose routes, declared or not, cross that resource, so ``c / (load + 1)`` bounds
+    each of them; and the greedy still builds the plain greedy's tree."""
+    from dataclasses import replace
+
+    from topocast.planners.broadcast._trees import resource_arrays
+    from topocast.planners.broadcast.dijkstra import _Cuts
+    from topocast.topology.multisite import multi_site_platform
+
+    topo = multi_site_platform(30, seed=seed, n_sites=3)
+    topo = topo.replace(links=[replace(pl, sharing=sharing) for pl in topo.physical_links])
+    hosts = list(topo.hosts)
+    res_of, cap = resource_arrays(topo)
+    cuts = _Cuts(topo, hosts, res_of)
+    nothing = np.zeros((len(cap) + 1, len(hosts)), dtype=bool)  # no per-host term: every rectangle
+    crossed = {
+        (i, j): set(res_of[list(topo.route(u, v))].tolist())
+        for i, u in enumerate(hosts)
+        for j, v in enumerate(hosts)
+        if i != j
+    }
+    seen = 0
+    for res in range(len(cap)):
+        for near, far in cuts.rectangles(res, nothing, nothing):
+            for i in np.flatnonzero(near).tolist():
+                for j in np.flatnonzero(far).tolist():
+                    assert res in crossed[(i, j)]
+                    seen += 1
+    assert seen
+    assert dijkstra_tree(topo, hosts[0], hosts[1:]) == plain_routed_greedy(topo, hosts[0], hosts[1:])

@@ -31,7 +31,7 @@ import numpy as np
 from ...errors import InputError
 from ...plan import Broadcast, Plan, Transfer
 from ..registration import register_planner
-from ._trees import resource_arrays
+from ._trees import resource_arrays, undirected_tree
 
 if TYPE_CHECKING:
     from ...topology import Topology
@@ -59,42 +59,52 @@ def _route_matrix(topology: Topology, hosts: Sequence[str]):
 
 
 def _tree_route_matrix(topology: Topology, hosts: Sequence[str]) -> np.ndarray | None:
-    """``_route_matrix`` on a tree, every pair at once: the walk of ``Topology.route`` (up to
-    the lowest common ancestor, then down) taken one level per step for all pairs, instead of
-    h^2 walks in Python. None when a route is missing (a one-way link): the caller falls back to
+    """``_route_matrix`` on a tree, every pair at once: the path of ``Topology.route`` (up
+    from ``h_i`` to the lowest common ancestor, then down to ``h_j``) read off each host's
+    chain of ancestors, one position of the paths per step for all pairs, instead of h^2
+    walks in Python. None when a route is missing (a one-way link): the caller falls back to
     ``Topology.route``, which names the pair."""
     parent, depth, up, down = (np.asarray(x, dtype=np.int64) for x in topology._rooted_tree())
     idx = np.array([topology.index(x) for x in hosts], dtype=np.int64)
     if (depth[idx] < 0).any():
         return None
     h, pad = len(hosts), len(topology.links)
-    a, b = np.repeat(idx, h), np.tile(idx, h)
-    rises, falls = [], []  # per step: the link taken (or -2: no move)
-    while True:
-        moving = a != b
-        if not moving.any():
-            break
-        da, db = depth[a], depth[b]
-        ma, mb = moving & (da >= db), moving & (db >= da)
-        rises.append(np.where(ma, up[a], -2))
-        falls.append(np.where(mb, down[b], -2))
-        a = np.where(ma, parent[a], a)
-        b = np.where(mb, parent[b], b)
-    if not rises:
-        return np.full((h, h, 1), pad, dtype=np.int64)
-    rise, fall = np.stack(rises, axis=1), np.stack(falls, axis=1)  # pairs x steps
-    if (rise == -1).any() or (fall == -1).any():
+    dep = depth[idx]
+    top = int(dep.max(initial=0))
+    # anc[i, d]: the ancestor of h_i at depth d (padded with a value no other host's holds)
+    anc = np.repeat(-1 - np.arange(h, dtype=np.int64)[:, None], top + 1, axis=1)
+    cur = idx.copy()
+    for _ in range(top + 1):
+        live = cur >= 0
+        anc[live, depth[cur[live]]] = cur[live]
+        cur = np.where(live, parent[np.maximum(cur, 0)], -1)
+    same = anc[:, None, :] == anc[None, :, :]
+    lca = np.where(same.all(axis=2), top + 1, same.argmin(axis=2)) - 1  # depth of the common ancestor
+    del same
+    node = np.maximum(anc, 0)
+    rise_len = dep[:, None] - lca  # links up from h_i; then dep_j - lca links down to h_j
+    lmax = max(int((rise_len + dep[None, :] - lca).max(initial=0)), 1)
+    # rise[i, k]: the k-th link up from h_i
+    steps = np.arange(top)
+    rise = np.full((h, max(top, lmax)), pad, dtype=np.int64)
+    below = steps[None, :] < dep[:, None]
+    rise[:, :top] = np.where(below, up[node[np.arange(h)[:, None], np.maximum(dep[:, None] - steps, 0)]], pad)
+    # fall[j, off + d]: the link down onto depth d towards h_j, pad above depth 1 and past h_j,
+    # so that the k-th link of a route, once falling, is fall[j, off + 2 lca + 1 + k - dep_i]
+    off = top + 1
+    width = off + 2 * top + lmax + 2
+    fall = np.full((h, width), pad, dtype=np.int64)
+    depths = np.arange(top + 1)
+    on_path = (depths[None, :] >= 1) & (depths[None, :] <= dep[:, None])
+    fall[:, off : off + top + 1] = np.where(on_path, down[node], pad)
+    at = (2 * lca + 1 - dep[:, None] + off) + (np.arange(h) * width)[None, :]
+    flat = fall.ravel()
+    mat = np.empty((h, h, lmax), dtype=np.int64)
+    for k in range(lmax):
+        mat[:, :, k] = np.where(k < rise_len, rise[:, k][:, None], flat.take(at + k))
+    if (mat == -1).any():
         return None
-    rise_len, fall_len = (rise >= 0).sum(axis=1), (fall >= 0).sum(axis=1)
-    lmax = max(int((rise_len + fall_len).max()), 1)
-    mat = np.full((h * h, lmax), pad, dtype=np.int64)
-    rows = np.broadcast_to(np.arange(h * h)[:, None], rise.shape)
-    # rises in walking order, then falls from the common ancestor down (last fall step first)
-    m = rise >= 0
-    mat[rows[m], (np.cumsum(m, axis=1) - 1)[m]] = rise[m]
-    m = fall >= 0
-    mat[rows[m], (rise_len[:, None] + fall_len[:, None] - np.cumsum(m, axis=1))[m]] = fall[m]
-    return mat.reshape(h, h, lmax)
+    return mat
 
 
 def _with_declared_routes(topology: Topology, hosts: Sequence[str], mat: np.ndarray) -> np.ndarray:
@@ -149,30 +159,111 @@ def dijkstra_tree(
         return hops
     res_of, res_cap = resource_arrays(topology)
     res_mat = np.append(res_of, len(res_cap))[mat]
-    return _load_aware_hops(_by_multiplicity(res_mat), np.append(res_cap, np.inf), len(res_cap), hosts)
+    mats = _by_multiplicity(res_mat, _declared_pairs(topology, hosts))
+    cuts = _Cuts(topology, hosts, res_of) if undirected_tree(topology) else None
+    return _load_aware_hops(mats, np.append(res_cap, np.inf), len(res_cap), hosts, cuts)
 
 
-def _by_multiplicity(res_mat: np.ndarray) -> list[tuple[float, np.ndarray]]:
-    """``res_mat`` split by how many times each entry's resource appears in its route: a list
-    of (k, matrix of the resources crossed k times, padded), k = 1 alone when none repeats.
+def _declared_pairs(topology: Topology, hosts: Sequence[str]) -> np.ndarray:
+    """(h, h) bool: the host pairs with a declared route, the only routes that may cross a
+    resource twice (a path of the tree or of the fewest-hop search crosses each cable once,
+    and only a cable's two directions share a resource) [I]."""
+    where = {x: i for i, x in enumerate(hosts)}
+    pairs = [(where[u], where[v]) for u, v in topology.routes if u in where and v in where]
+    out = np.zeros((len(hosts), len(hosts)), dtype=bool)
+    if pairs:
+        out[tuple(np.array(pairs).T)] = True
+    return out
+
+
+def _by_multiplicity(res_mat: np.ndarray, may_repeat: np.ndarray | None = None) -> list[tuple[float, np.ndarray]]:
+    """``res_mat`` (each route's resources, then padding) split by how many times each
+    entry's resource appears in its route: a list of (k, matrix of the resources crossed k
+    times, padded), k = 1 alone when none repeats. ``may_repeat``: (h, h) bool, the routes
+    that may cross a resource more than once (None: any); those that do are sorted, the
+    others are kept as they are.
 
     A declared route up to a gateway and back crosses one cable twice; a shared cable is one
     resource for both directions. A hop crossing a resource k times gets at most
     ``c / (load + k)`` of it [I]."""
     pad = res_mat.max(initial=0)
-    ordered = np.sort(res_mat, axis=2)
-    repeats = ((ordered[..., 1:] == ordered[..., :-1]) & (ordered[..., 1:] < pad)).any(axis=2)
+    maybe = np.ones(res_mat.shape[:2], dtype=bool) if may_repeat is None else may_repeat
+    rows = np.sort(res_mat[maybe], axis=1)
+    repeats = ((rows[:, 1:] == rows[:, :-1]) & (rows[:, 1:] < pad)).any(axis=1)
     if not repeats.any():
         return [(1.0, res_mat)]
-    mult = np.ones(res_mat.shape, dtype=np.int64)
-    rows = res_mat[repeats]
-    mult[repeats] = (rows[:, :, None] == rows[:, None, :]).sum(axis=2)
+    where = tuple(np.argwhere(maybe)[repeats].T)
+    rows = rows[repeats]
+    mult = (rows[:, :, None] == rows[:, None, :]).sum(axis=2)
+    ks = set(np.unique(mult[rows < pad]).tolist())
+    if int((res_mat[..., 0] < pad).sum()) > len(rows):  # a route without repeats: all k = 1
+        ks.add(1)
     out = []
-    for k in np.unique(mult[res_mat < pad]).tolist():
-        mat = np.sort(np.where(mult == k, res_mat, pad), axis=2)
+    for k in sorted(ks):
+        mat = res_mat.copy() if k == 1 else np.full_like(res_mat, pad)
+        mat[where] = np.sort(np.where(mult == k, rows, pad), axis=1)
         width = max(int((mat < pad).sum(axis=2).max()), 1)
         out.append((float(k), np.ascontiguousarray(mat[..., :width])))
     return out
+
+
+class _Cuts:
+    """On a tree of two-way links: the candidate hops whose routes cross each directed link.
+
+    Removing the cable of a directed link parts the tree in two; every walk between the two
+    parts crosses it, a declared route up to a gateway and back as well as the tree path. So
+    the hops from the hosts on the link's near side to those on its far side (a rectangle
+    of the candidate matrix: rows x columns) all cross it, at least once, and
+    ``c(e) / (load(e) + 1)`` bounds each of them. Lowering their bounds to it when a hop
+    loads the link keeps them exact where the link is their bottleneck, instead of stale.
+    Links every route out of each row host (or into each column host) crosses are already
+    kept exact by the per-host terms (:func:`_mandatory_terms`) and are skipped [I]."""
+
+    def __init__(self, topology: Topology, hosts: Sequence[str], res_of: np.ndarray) -> None:
+        parent, _, up, down = topology._rooted_tree()
+        n = topology.n_nodes
+        children: list[list[int]] = [[] for _ in range(n)]
+        for v in range(n):
+            if parent[v] >= 0:
+                children[parent[v]].append(v)
+        tin, tout = [0] * n, [0] * n  # preorder interval of each subtree
+        clock, stack = 0, [(0, False)]
+        while stack:
+            v, done = stack.pop()
+            if done:
+                tout[v] = clock
+                continue
+            tin[v], clock = clock, clock + 1
+            stack.append((v, True))
+            stack.extend((c, False) for c in children[v])
+        self.tin, self.tout = tin, tout
+        self.host_tin = np.array([tin[topology.index(x)] for x in hosts])
+        self.res_of = res_of
+        # directed link -> (the node below its cable, whether the link leaves that subtree)
+        self.side: dict[int, tuple[int, bool]] = {}
+        for v in range(n):
+            if parent[v] >= 0:
+                self.side[up[v]] = (v, True)
+                self.side[down[v]] = (v, False)
+        self.links_of: dict[int, list[int]] = {}
+        for lid, r in enumerate(res_of.tolist()):
+            self.links_of.setdefault(r, []).append(lid)
+        self._sides: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
+
+    def rectangles(self, res: int, sends_over: np.ndarray, receives_over: np.ndarray):
+        """(rows, columns) bool masks over the hosts: the hops that cross resource ``res`` and
+        whose per-host terms do not already count it (one pair per directed link)."""
+        known = self._sides.get(res)
+        if known is None:
+            known = []
+            for lid in self.links_of.get(res, ()):
+                below, leaves = self.side[lid]
+                inside = (self.host_tin >= self.tin[below]) & (self.host_tin < self.tout[below])
+                rows, cols = (inside, ~inside) if leaves else (~inside, inside)
+                if rows.any() and cols.any() and not (sends_over[res, rows].all() or receives_over[res, cols].all()):
+                    known.append((rows, cols))
+            self._sides[res] = known
+        return known
 
 
 #: Stale candidates re-evaluated at once, at first (doubled while none is still exact).
@@ -261,7 +352,7 @@ def _best_candidate(bound: np.ndarray, row_top: np.ndarray, evaluate) -> tuple[i
             size *= 2
 
 
-def _load_aware_hops(mats, cap, n_links, hosts):
+def _load_aware_hops(mats, cap, n_links, hosts, cuts: _Cuts | None = None):
     """The load-aware greedy: repeatedly add the hop u->v (u in the tree, v not) of largest
     ``min(rate[u], min_{e in route(u,v)} c(e) / (load(e) + k(e)))``, lowest (u, v) on ties
     (``mats``: (k, resource ids crossed k times by every route, padded with ``n_links``),
@@ -331,6 +422,13 @@ def _load_aware_hops(mats, cap, n_links, hosts):
         cols = np.flatnonzero(receives_over[hit].any(axis=0) & out)
         bound[rows] = np.minimum(bound[rows], sending(rows)[:, None])
         bound[:, cols] = np.minimum(bound[:, cols], receiving(cols)[None, :])
+        if cuts is not None:
+            for res in np.unique(hit).tolist():
+                term = cap[res] / (load[res] + 1.0)
+                for near, far in cuts.rectangles(res, sends_over, receives_over):
+                    # a row whose bounds are all at most the term keeps them
+                    block = np.ix_(np.flatnonzero(near & ~out & (row_top > term)), np.flatnonzero(far & out))
+                    bound[block] = np.minimum(bound[block], term)
         hops.append((hosts[u], hosts[v]))
         join(v)
     return hops

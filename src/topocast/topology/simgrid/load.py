@@ -120,35 +120,36 @@ def _declared_routes(
             elif zone.routing != "cluster":
                 groups.append(hosts)
     skip = set(unrouted)
+    # hosts below a zone whose routing is not reproduced: SimGrid's route is not known
+    unknown = {h for group in groups for h in group if skip.intersection(router._chain_of(h))}
+    # on a tree of two-way links a walk is the one path between its ends iff it visits no
+    # node twice, so a walk is told from topocast's own route without routing the pair
+    tree = topo.is_tree() and not any(pl.directed for pl in topo.physical_links)
     out: dict[tuple[str, str], tuple[str, ...]] = {}
     unmapped = unmapped_clusters
     no_route: list[tuple[str, str]] = []
     for group in groups:
         for a in group:
+            if a in unknown:
+                continue
             for b in group:
-                if a == b or (a, b) in topo.routes:
+                if a == b or b in unknown or (a, b) in topo.routes:
                     continue
                 try:
-                    resources = _route_or_none(router, a, b, skip)
+                    pieces = router.route_pieces(a, b)
                 except TopologyError:
                     no_route.append((a, b))  # SimGrid would fail on this pair
                     continue
-                if resources is None:
-                    continue
-                path = walker.walk(a, b, resources)
+                path = walker.walk(a, b, pieces)
                 if path is None:
                     unmapped += 1
-                elif path != topo.route_nodes(a, b):
+                elif (len(set(path)) < len(path)) if tree else (path != topo.route_nodes(a, b)):
                     out[(a, b)] = path
     return out, unmapped, unrouted, no_route
 
 
-def _route_or_none(router: SimGridRouter, a: str, b: str, skip: set[str]) -> list[str] | None:
-    """SimGrid's route, or None when a zone on the way is one whose routing is not reproduced."""
-    for chain in (router._chain_of(a), router._chain_of(b)):
-        if skip.intersection(chain):
-            return None
-    return router.route(a, b)
+#: What crossing a piece of route from a node gives (:meth:`_RouteWalker._advance`).
+_Step = tuple[tuple[str, ...], str, str | None] | None
 
 
 class _RouteWalker:
@@ -163,6 +164,7 @@ class _RouteWalker:
         self.by_name: dict[str, list[tuple[str, str]]] = defaultdict(list)
         self.connector: dict[str, set[str]] = defaultdict(set)
         self.hubs: dict[str, str] = {}
+        self._memo: dict[tuple[str, str | None, tuple[str, ...]], _Step] = {}
         for pl in topo.physical_links:
             pairs = [(pl.a, pl.b)] if pl.directed else [(pl.a, pl.b), (pl.b, pl.a)]
             name = pl.name or ""
@@ -197,8 +199,10 @@ class _RouteWalker:
                 return [mid, target]
         return None
 
-    def walk(self, src: str, dst: str, resources: list[str]) -> tuple[str, ...] | None:
-        path, cur, bus = [src], src, None
+    def _advance(self, cur: str, bus: str | None, resources: tuple[str, ...]) -> _Step:
+        """Cross ``resources`` from node ``cur`` (``bus``: the bus whose hub ``cur`` is):
+        (nodes stepped onto, last node, its bus), or None when a resource cannot be drawn."""
+        nodes: list[str] = []
         for res in resources:
             key = self._key(res)
             if key is None:
@@ -210,9 +214,27 @@ class _RouteWalker:
                     step = (hop, v)
             if step is None:
                 return None
-            path += step[0] + [step[1]]
+            nodes += step[0] + [step[1]]
             cur = step[1]
             bus = self.hubs.get(cur)
+        return tuple(nodes), cur, bus
+
+    def walk(self, src: str, dst: str, pieces: list[tuple[str, ...]]) -> tuple[str, ...] | None:
+        """The node path of a route given as pieces of resources (``SimGridRouter.route_pieces``):
+        a walk crosses the resources one after the other, so each piece, from where it starts,
+        is walked once for all the host pairs whose routes hold it."""
+        path, cur, bus = [src], src, None
+        memo = self._memo
+        for piece in pieces:
+            key = (cur, bus, piece)
+            if key in memo:
+                step = memo[key]
+            else:
+                step = memo[key] = self._advance(cur, bus, piece)
+            if step is None:
+                return None
+            path += step[0]
+            cur, bus = step[1], step[2]
         hop = self._hop(cur, dst, bus)
         if hop is None:
             return None

@@ -71,7 +71,7 @@ class SimGridRouter:
         self.zones = zones
         self.zone_of = zone_of
         self.source = source
-        self._floyd: dict[str, tuple[dict[str, int], np.ndarray]] = {}
+        self._floyd: dict[str, tuple[dict[str, int], list[list[int]]]] = {}
         self._chain: dict[str, list[str]] = {}
 
     def supported(self, zone: str) -> bool:
@@ -92,10 +92,15 @@ class SimGridRouter:
 
     def route(self, src: str, dst: str) -> list[str]:
         """SimGrid's ``get_global_route(src, dst)`` as a list of resource names."""
+        return [link for piece in self.route_pieces(src, dst) for link in piece]
+
+    def route_pieces(self, src: str, dst: str) -> list[tuple[str, ...]]:
+        """:meth:`route` as the pieces it is assembled from, in order (their concatenation):
+        declared routes, a cluster's private links and backbone. The pieces are the zones'
+        own tuples, so a caller that walks every host pair can work on each piece once."""
         zs, zd = self.zone_of[src], self.zone_of[dst]
         if zs == zd:
-            links, _, _ = self.local(zs, src, dst)
-            return list(links)
+            return self._local_pieces(zs, src, dst)[0]
         cs, cd = self._chain_of(src), self._chain_of(dst)
         k = 0
         while k < min(len(cs), len(cd)) and cs[k] == cd[k]:
@@ -104,13 +109,13 @@ class SimGridRouter:
         src_vertex = cs[k] if k < len(cs) else src  # the child zone holding src, or src itself
         dst_vertex = cd[k] if k < len(cd) else dst
         # steps 2 and 3
-        links, gw_src, gw_dst = self.local(common, src_vertex, dst_vertex)
-        out: list[str] = []
+        pieces, gw_src, gw_dst = self._local_pieces(common, src_vertex, dst_vertex)
+        out: list[tuple[str, ...]] = []
         if src_vertex != src:
-            out += self.route(src, self._gateway(gw_src, src_vertex, "gw_src"))
-        out += links
+            out += self.route_pieces(src, self._gateway(gw_src, src_vertex, "gw_src"))
+        out += pieces
         if dst_vertex != dst:
-            out += self.route(self._gateway(gw_dst, dst_vertex, "gw_dst"), dst)
+            out += self.route_pieces(self._gateway(gw_dst, dst_vertex, "gw_dst"), dst)
         return out
 
     def _gateway(self, gw: str | None, zone: str, which: str) -> str:
@@ -122,6 +127,11 @@ class SimGridRouter:
 
     def local(self, zid: str, src: str, dst: str) -> tuple[tuple[str, ...], str | None, str | None]:
         """The zone's own route between two of its vertices: (resources, gw_src, gw_dst)."""
+        pieces, gw_src, gw_dst = self._local_pieces(zid, src, dst)
+        return tuple(link for piece in pieces for link in piece), gw_src, gw_dst
+
+    def _local_pieces(self, zid: str, src: str, dst: str) -> tuple[list[tuple[str, ...]], str | None, str | None]:
+        """:meth:`local` as pieces (:meth:`route_pieces`)."""
         zone = self.zones[zid]
         if zone.routing == "cluster":
             return self._star(zone, src, dst)
@@ -133,23 +143,23 @@ class SimGridRouter:
                 raise TopologyError(
                     f"zone {zid!r} ({zone.routing}) declares no route from {src!r} to {dst!r}", source=self.source
                 )
-            return r
+            return [r[0]], r[1], r[2]
         raise TopologyError(f"routing={zone.routing!r} of zone {zid!r} is not reproduced", source=self.source)
 
     # -- Cluster / <cluster>: a star around the backbone
     def _star(self, zone: SgZone, src: str, dst: str):
         star = zone.star or {}
-        links: list[str] = []
+        pieces: list[tuple[str, ...]] = []
         if src in star:
-            links += star[src][0]
+            pieces.append(star[src][0])
         if zone.backbone is not None:
-            links.append(zone.backbone)
+            pieces.append((zone.backbone,))
         if dst in star:
-            links += star[dst][1]
-        return tuple(links), None, None
+            pieces.append(star[dst][1])
+        return pieces, None, None
 
     # -- Floyd: chains of declared routes, cost = number of links
-    def _floyd_tables(self, zone: SgZone) -> tuple[dict[str, int], np.ndarray]:
+    def _floyd_tables(self, zone: SgZone) -> tuple[dict[str, int], list[list[int]]]:
         tables = self._floyd.get(zone.name)
         if tables is not None:
             return tables
@@ -173,16 +183,17 @@ class SimGridRouter:
             if better.any():
                 cost = np.where(better, via, cost)
                 pred = np.where(better, pred[c][None, :], pred)
-        tables = (index, pred)
+        tables = (index, pred.tolist())  # read one entry at a time: lists are faster
         self._floyd[zone.name] = tables
         return tables
 
     def _floyd_route(self, zone: SgZone, src: str, dst: str):
         index, pred = self._floyd_tables(zone)
         s, cur = index[src], index[dst]
+        row = pred[s]
         stack = []
         while True:
-            p = int(pred[s, cur])
+            p = row[cur]
             if p < 0:
                 raise TopologyError(
                     f"zone {zone.name!r} (Floyd) has no chain of routes from {src!r} to {dst!r}", source=self.source
@@ -192,12 +203,12 @@ class SimGridRouter:
             if cur == s:
                 break
         stack.reverse()
-        links: list[str] = []
+        pieces: list[tuple[str, ...]] = []
         prev_gw_dst = None
         for r_links, gw_src, gw_dst in stack:
             if zone.recursive and prev_gw_dst is not None and gw_src is not None and prev_gw_dst != gw_src:
-                links += self.route(prev_gw_dst, gw_src)
-            links += r_links
+                pieces += self.route_pieces(prev_gw_dst, gw_src)
+            pieces.append(r_links)
             prev_gw_dst = gw_dst
         gw_first, gw_last = (stack[0][1], stack[-1][2]) if zone.recursive else (None, None)
-        return tuple(links), gw_first, gw_last
+        return pieces, gw_first, gw_last
