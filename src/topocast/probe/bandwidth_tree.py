@@ -286,12 +286,20 @@ def _together(hosts: list, pr: _Prober, rate: dict) -> nx.Graph:
 def _largest_cliques_first(together, hosts: list) -> list[list]:
     """Hosts under one switch are never separated from each other (a clique of ``together``);
     hosts under different switches were separated at least once, except for the odd pair
-    whose round left their link idle: take the largest clique, then the largest of the rest."""
+    whose round left their link idle, and a slow host, whose transfers fill no link between
+    switches, is separated from hardly anyone: it fits many cliques, and the largest clique
+    can take in the slow hosts of other switches in place of its own fast ones. So each
+    host weighs one more than the hosts it was separated from (what its place rests on),
+    and the heaviest clique is taken first, then the heaviest of the rest."""
+    separations = {h: len(hosts) - 1 - together.degree(h) for h in hosts}
     groups: list[list] = []
     left = together.copy()
     while left.number_of_nodes():
         # ties go to the clique of the earliest hosts (the same answer on every run)
-        best = min(nx.find_cliques(left), key=lambda c: (-len(c), sorted(hosts.index(h) for h in c)))
+        best = min(
+            nx.find_cliques(left),
+            key=lambda c: (-sum(1 + separations[h] for h in c), -len(c), sorted(hosts.index(h) for h in c)),
+        )
         groups.append(sorted(best, key=hosts.index))
         left.remove_nodes_from(best)
     return groups
@@ -330,11 +338,11 @@ def _under_candidate(pr: _Prober, together, x: str, home: list, cand: list) -> b
        (x moves).
 
     When neither meets its load, x stays in H."""
-    sure = sorted(
-        (m for m in home if m != x),
-        key=lambda m: (all(together.has_edge(m, c) for c in cand), -pr.samples.speed(m)),
-    )
-    into = pr.fastest(cand)
+    # only hosts separated from the other group are sure to be where their group is (a slow
+    # host put in either group by the cliques may not be): they alone carry the load and
+    # receive the probe
+    sure = pr.fastest([m for m in home if m != x and not all(together.has_edge(m, c) for c in cand)])
+    into = pr.fastest([c for c in cand if not all(together.has_edge(c, m) for m in home if m != x)])
     k = min(len(sure), len(into) - 1, FLOWS_PER_PAIR)
     if k >= 1 and _contend(pr, (x, into[k]), *[(sure[i], into[i]) for i in range(k)]):
         return False
