@@ -75,8 +75,12 @@ def test_a_chain_with_asymmetric_links_is_not_planned_as_a_star(noise_seed):
     inferred = build_topology(tree, list(truth.hosts), goodput=0.955)
     assert host_groups(bandwidth_equivalent(inferred)) == host_groups(truth)
     assert len(inferred.switches) == 3
-    (alternative,) = inferred.measured["alternatives"]
-    assert alternative["chosen"] in inferred.switches and alternative["switch"] not in inferred.switches
+    assert _switch_tree_shape(inferred) == _switch_tree_shape(truth)
+    # the chain is found by the level tests (the third group attached to the group whose
+    # switch its link meets) or, where they do not tell, kept by the least-loss rule with
+    # the star written as its alternative
+    for alternative in inferred.measured.get("alternatives", []):
+        assert alternative["chosen"] in inferred.switches and alternative["switch"] not in inferred.switches
     assert _worst_stable(truth, inferred, ["h0", "h5", "h2"]) >= 0.95
 
 

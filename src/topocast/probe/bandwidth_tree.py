@@ -597,6 +597,7 @@ def _switch_tree(groups: list, pair_rates: dict, level_tree: _LevelTree | None =
             tree.join(*sorted(members))
         else:
             tree.join_level(members, _cliques(level_tree, members, tree.clusters))
+    tree.drop_relays()
     return tree.switches, tree.links, _path_floors(tree.links, tree.node_of, pair_rates, tree.floors)
 
 
@@ -660,6 +661,19 @@ class _TreeBuilder:
         self.links.append((u, v))
         self.floors[(u, v)], self.floors[(v, u)] = self.floor(cu, cv), self.floor(cv, cu)
 
+    def drop_relays(self) -> None:
+        """A new switch left with two links (two groups joined, then a third attached to
+        one of them) relays between two nodes: one link joins them instead (the same rates
+        for every set of transfers)."""
+        for hub in [s for s in self.switches if s not in self.node_of]:
+            ends = [lk for lk in self.links if hub in lk]
+            if len(ends) == 2:
+                u, v = (a if b == hub else b for a, b in ends)
+                self.links = [lk for lk in self.links if hub not in lk] + [(u, v)]
+                self.floors[(u, v)] = max(self.floors.get((u, hub), 0.0), self.floors.get((hub, v), 0.0))
+                self.floors[(v, u)] = max(self.floors.get((v, hub), 0.0), self.floors.get((hub, u), 0.0))
+                self.switches.remove(hub)
+
     def join(self, a: int, b: int) -> None:
         """The last two clusters, their top switches linked directly."""
         self._link(self.top[a], self.top[b], self.clusters[a], self.clusters[b])
@@ -692,10 +706,13 @@ class _TreeBuilder:
         # member with the most links among them
         new_top = hubs[0] if hubs else top[max(members, key=lambda m: sum(top[m] in lk for lk in self.links[first:]))]
         keep = min(members)
+        # two groups joined (a hub of two links: one link between them, in effect) are
+        # placed one by one too: a group joining them later can be tested against each
+        placed = cliques or (len(members) == 2 and all(len(self.clusters[c]) == 1 for c in members))
         merged = [g for c in sorted(members) for g in self.clusters.pop(c)]
         for c in members:
             self.parts.pop(c)
-        self.clusters[keep], self.parts[keep], top[keep] = merged, list(merged) if cliques else [], new_top
+        self.clusters[keep], self.parts[keep], top[keep] = merged, list(merged) if placed else [], new_top
 
 
 def _cliques(level_tree: _LevelTree | None, members: set, clusters: dict) -> list | None:
