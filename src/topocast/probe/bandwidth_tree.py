@@ -17,10 +17,12 @@ shared with other transfers):
    (the first round measured twice; the spread of its transfers that ran at their hosts'
    rates both times), within bounds; rounds with a transfer near the threshold are measured
    once more and the rates averaged. Hosts under one switch are never separated from each
-   other: the groups are the largest cliques of never-separated hosts, taken largest first
-   (a pair across a link that its round left idle is not separated, but a whole group
-   rarely is). A host whose own link is too slow to fill any switch-to-switch link is
-   separated from nobody: it is placed by contention tests on totals (``_under_candidate``:
+   other: the groups are the cliques of never-separated hosts, the heaviest first, each
+   host weighing one more than the hosts it was separated from (a pair across a link that
+   its round left idle is not separated, but a whole group rarely is; a slow host fits
+   many cliques and weighs little). A host whose own link is too slow to fill any
+   switch-to-switch link is separated from nobody: it is placed by contention tests on
+   totals between hosts sure of their group (``_under_candidate``:
    transfers between its group and the candidate group fill the link between them, one way
    and then the other; does the host's own transfer take its share of that total?), and a
    host left alone though never separated from some group joins it. Before that, each
@@ -40,7 +42,8 @@ shared with other transfers):
    join at one level, each is tested for lying between the others (it takes in from two of
    them at once more than one link carries, and neither loses anything: one round per
    group, and per pair of groups at a group found to have two links or more); a group
-   joining such a chain later is linked to the group its link meets, found the same way.
+   joining such a chain, or two groups joined alone, later is linked to the group its link
+   meets, found the same way.
    Without such evidence the groups stay under one new switch, as before.
 4. **Link rates**: every link of that tree measured as on a known tree (``link_rates``),
    the host links from the round robin's transfers; each link between switches in a round
