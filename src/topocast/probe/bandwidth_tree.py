@@ -205,9 +205,9 @@ def _group_by_round_robin(hosts: list, pr: _Prober) -> list[list]:
     host sends one transfer and receives one, so host links are never shared and a transfer
     slower than its two hosts allow crossed a switch-to-switch link that limited it (slow, or
     shared with the round's other transfers): its hosts are under different switches. The
-    groups are the largest cliques of hosts never so separated, checked by their own round
-    robins, and the hosts that no transfer separated from a second group are placed by
-    contention tests."""
+    groups are the heaviest cliques of hosts never so separated (``_heaviest_cliques_first``),
+    checked by their own round robins, and the hosts that no transfer separated from a
+    second group are placed by contention tests."""
     rounds = [pairs + [(b, a) for a, b in pairs] for pairs in round_robin(hosts)]
     rate: dict[tuple, list] = {}
     for k, flows in enumerate(rounds):
@@ -230,11 +230,11 @@ def _group_by_round_robin(hosts: list, pr: _Prober) -> list[list]:
             for f, r in zip(flows, pr.repeat(flows, [statistics.fmean(rate[f]) for f in flows], separating=True)):
                 rate[f].append(r)
     together = _together(hosts, pr, rate)
-    groups = _largest_cliques_first(together, hosts)
+    groups = _heaviest_cliques_first(together, hosts)
     split = _split_by_own_round_robins(groups, pr)
     if split:
         together.remove_edges_from(split)
-        groups = _largest_cliques_first(together, hosts)
+        groups = _heaviest_cliques_first(together, hosts)
     return _adopt_lone_hosts(_settle_ambiguous(groups, together, pr), together)
 
 
@@ -286,7 +286,7 @@ def _together(hosts: list, pr: _Prober, rate: dict) -> nx.Graph:
     return together
 
 
-def _largest_cliques_first(together, hosts: list) -> list[list]:
+def _heaviest_cliques_first(together, hosts: list) -> list[list]:
     """Hosts under one switch are never separated from each other (a clique of ``together``);
     hosts under different switches were separated at least once, except for the odd pair
     whose round left their link idle, and a slow host, whose transfers fill no link between
