@@ -75,8 +75,12 @@ def test_a_chain_with_asymmetric_links_is_not_planned_as_a_star(noise_seed):
     inferred = build_topology(tree, list(truth.hosts), goodput=0.955)
     assert host_groups(bandwidth_equivalent(inferred)) == host_groups(truth)
     assert len(inferred.switches) == 3
-    (alternative,) = inferred.measured["alternatives"]
-    assert alternative["chosen"] in inferred.switches and alternative["switch"] not in inferred.switches
+    assert _switch_tree_shape(inferred) == _switch_tree_shape(truth)
+    # the chain is found by the level tests (the third group attached to the group whose
+    # switch its link meets) or, where they do not tell, kept by the least-loss rule with
+    # the star written as its alternative
+    for alternative in inferred.measured.get("alternatives", []):
+        assert alternative["chosen"] in inferred.switches and alternative["switch"] not in inferred.switches
     assert _worst_stable(truth, inferred, ["h0", "h5", "h2"]) >= 0.95
 
 
@@ -149,3 +153,35 @@ def test_contention_experiments_deny_the_explanations_the_network_contradicts(tr
     net = FakeNetwork(_three_switches(hub=truth_is_hub), goodput=1.0, noise=0.0)
     standing, count = decide_by_contention(star, net.bulk, 0.3, 0.1)
     assert standing == {"x": left} and count > 0
+
+
+def test_slow_hosts_do_not_displace_a_switchs_fast_hosts_from_its_group():
+    """Network 732773459 of the family: sw0 holds three fast hosts and three slow ones
+    (121-160 Mbit/s) between sw1 and sw2 (526/434 and 403/981 Mbit/s). The slow hosts' transfers
+    fill no link between switches, so hardly anything separates them from anyone: the largest
+    clique of never-separated hosts took two of them into sw2's group in place of two of its
+    fast hosts, and the contention tests that place them loaded and probed hosts that were
+    themselves misplaced. Cliques weighted by the separations their hosts rest on, and tests
+    between hosts sure of their group, give the truth's groups (3 noise seeds of 4; 0 of 4
+    before)."""
+    truth = random_network(732773459, min_hosts=8, max_hosts=32)
+    right = 0
+    for noise_seed in range(4):
+        net = FakeNetwork(truth, noise=0.03, seed=noise_seed, uneven=True)
+        _, tree = infer_trees(list(truth.hosts), net.rtt, net.bulk, 0.3, 200e-6)
+        inferred = build_topology(tree, list(truth.hosts), goodput=0.955, measurements=tree.measurements)
+        right += host_groups(bandwidth_equivalent(inferred)) == host_groups(bandwidth_equivalent(truth))
+    assert right >= 3
+
+
+def test_a_group_joining_two_joined_groups_is_attached_where_its_link_meets():
+    """Network 371237439 of the family: single linkage joined two groups under a hub and
+    each later group to the hub above (a caterpillar of hubs around groups that form a chain
+    in fact); no merge of one hub reaches the truth, and `stable` from it reached 0.78 of the
+    truth's plan. Two groups joined are now placed one by one, so the level tests attach the
+    next group to the one whose switch its link meets: the truth's tree."""
+    truth = random_network(371237439, min_hosts=8, max_hosts=32)
+    net = FakeNetwork(truth, noise=0.03, seed=0, uneven=True)
+    _, tree = infer_trees(list(truth.hosts), net.rtt, net.bulk, 0.3, 200e-6)
+    inferred = build_topology(tree, list(truth.hosts), goodput=0.955, measurements=tree.measurements)
+    assert _switch_tree_shape(inferred) == _switch_tree_shape(truth)

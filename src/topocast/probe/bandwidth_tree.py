@@ -17,10 +17,12 @@ shared with other transfers):
    (the first round measured twice; the spread of its transfers that ran at their hosts'
    rates both times), within bounds; rounds with a transfer near the threshold are measured
    once more and the rates averaged. Hosts under one switch are never separated from each
-   other: the groups are the largest cliques of never-separated hosts, taken largest first
-   (a pair across a link that its round left idle is not separated, but a whole group
-   rarely is). A host whose own link is too slow to fill any switch-to-switch link is
-   separated from nobody: it is placed by contention tests on totals (``_under_candidate``:
+   other: the groups are the cliques of never-separated hosts, the heaviest first, each
+   host weighing one more than the hosts it was separated from (a pair across a link that
+   its round left idle is not separated, but a whole group rarely is; a slow host fits
+   many cliques and weighs little). A host whose own link is too slow to fill any
+   switch-to-switch link is separated from nobody: it is placed by contention tests on
+   totals between hosts sure of their group (``_under_candidate``:
    transfers between its group and the candidate group fill the link between them, one way
    and then the other; does the host's own transfer take its share of that total?), and a
    host left alone though never separated from some group joins it. Before that, each
@@ -40,7 +42,8 @@ shared with other transfers):
    join at one level, each is tested for lying between the others (it takes in from two of
    them at once more than one link carries, and neither loses anything: one round per
    group, and per pair of groups at a group found to have two links or more); a group
-   joining such a chain later is linked to the group its link meets, found the same way.
+   joining such a chain, or two groups joined alone, later is linked to the group its link
+   meets, found the same way.
    Without such evidence the groups stay under one new switch, as before.
 4. **Link rates**: every link of that tree measured as on a known tree (``link_rates``),
    the host links from the round robin's transfers; each link between switches in a round
@@ -202,9 +205,9 @@ def _group_by_round_robin(hosts: list, pr: _Prober) -> list[list]:
     host sends one transfer and receives one, so host links are never shared and a transfer
     slower than its two hosts allow crossed a switch-to-switch link that limited it (slow, or
     shared with the round's other transfers): its hosts are under different switches. The
-    groups are the largest cliques of hosts never so separated, checked by their own round
-    robins, and the hosts that no transfer separated from a second group are placed by
-    contention tests."""
+    groups are the heaviest cliques of hosts never so separated (``_heaviest_cliques_first``),
+    checked by their own round robins, and the hosts that no transfer separated from a
+    second group are placed by contention tests."""
     rounds = [pairs + [(b, a) for a, b in pairs] for pairs in round_robin(hosts)]
     rate: dict[tuple, list] = {}
     for k, flows in enumerate(rounds):
@@ -227,11 +230,11 @@ def _group_by_round_robin(hosts: list, pr: _Prober) -> list[list]:
             for f, r in zip(flows, pr.repeat(flows, [statistics.fmean(rate[f]) for f in flows], separating=True)):
                 rate[f].append(r)
     together = _together(hosts, pr, rate)
-    groups = _largest_cliques_first(together, hosts)
+    groups = _heaviest_cliques_first(together, hosts)
     split = _split_by_own_round_robins(groups, pr)
     if split:
         together.remove_edges_from(split)
-        groups = _largest_cliques_first(together, hosts)
+        groups = _heaviest_cliques_first(together, hosts)
     return _adopt_lone_hosts(_settle_ambiguous(groups, together, pr), together)
 
 
@@ -283,15 +286,23 @@ def _together(hosts: list, pr: _Prober, rate: dict) -> nx.Graph:
     return together
 
 
-def _largest_cliques_first(together, hosts: list) -> list[list]:
+def _heaviest_cliques_first(together, hosts: list) -> list[list]:
     """Hosts under one switch are never separated from each other (a clique of ``together``);
     hosts under different switches were separated at least once, except for the odd pair
-    whose round left their link idle: take the largest clique, then the largest of the rest."""
+    whose round left their link idle, and a slow host, whose transfers fill no link between
+    switches, is separated from hardly anyone: it fits many cliques, and the largest clique
+    can take in the slow hosts of other switches in place of its own fast ones. So each
+    host weighs one more than the hosts it was separated from (what its place rests on),
+    and the heaviest clique is taken first, then the heaviest of the rest."""
+    separations = {h: len(hosts) - 1 - together.degree(h) for h in hosts}
     groups: list[list] = []
     left = together.copy()
     while left.number_of_nodes():
         # ties go to the clique of the earliest hosts (the same answer on every run)
-        best = min(nx.find_cliques(left), key=lambda c: (-len(c), sorted(hosts.index(h) for h in c)))
+        best = min(
+            nx.find_cliques(left),
+            key=lambda c: (-sum(1 + separations[h] for h in c), -len(c), sorted(hosts.index(h) for h in c)),
+        )
         groups.append(sorted(best, key=hosts.index))
         left.remove_nodes_from(best)
     return groups
@@ -330,11 +341,11 @@ def _under_candidate(pr: _Prober, together, x: str, home: list, cand: list) -> b
        (x moves).
 
     When neither meets its load, x stays in H."""
-    sure = sorted(
-        (m for m in home if m != x),
-        key=lambda m: (all(together.has_edge(m, c) for c in cand), -pr.samples.speed(m)),
-    )
-    into = pr.fastest(cand)
+    # only hosts separated from the other group are sure to be where their group is (a slow
+    # host put in either group by the cliques may not be): they alone carry the load and
+    # receive the probe
+    sure = pr.fastest([m for m in home if m != x and not all(together.has_edge(m, c) for c in cand)])
+    into = pr.fastest([c for c in cand if not all(together.has_edge(c, m) for m in home if m != x)])
     k = min(len(sure), len(into) - 1, FLOWS_PER_PAIR)
     if k >= 1 and _contend(pr, (x, into[k]), *[(sure[i], into[i]) for i in range(k)]):
         return False
@@ -589,6 +600,7 @@ def _switch_tree(groups: list, pair_rates: dict, level_tree: _LevelTree | None =
             tree.join(*sorted(members))
         else:
             tree.join_level(members, _cliques(level_tree, members, tree.clusters))
+    tree.drop_relays()
     return tree.switches, tree.links, _path_floors(tree.links, tree.node_of, pair_rates, tree.floors)
 
 
@@ -652,6 +664,19 @@ class _TreeBuilder:
         self.links.append((u, v))
         self.floors[(u, v)], self.floors[(v, u)] = self.floor(cu, cv), self.floor(cv, cu)
 
+    def drop_relays(self) -> None:
+        """A new switch left with two links (two groups joined, then a third attached to
+        one of them) relays between two nodes: one link joins them instead (the same rates
+        for every set of transfers)."""
+        for hub in [s for s in self.switches if s not in self.node_of]:
+            ends = [lk for lk in self.links if hub in lk]
+            if len(ends) == 2:
+                u, v = (a if b == hub else b for a, b in ends)
+                self.links = [lk for lk in self.links if hub not in lk] + [(u, v)]
+                self.floors[(u, v)] = max(self.floors.get((u, hub), 0.0), self.floors.get((hub, v), 0.0))
+                self.floors[(v, u)] = max(self.floors.get((v, hub), 0.0), self.floors.get((hub, u), 0.0))
+                self.switches.remove(hub)
+
     def join(self, a: int, b: int) -> None:
         """The last two clusters, their top switches linked directly."""
         self._link(self.top[a], self.top[b], self.clusters[a], self.clusters[b])
@@ -684,10 +709,13 @@ class _TreeBuilder:
         # member with the most links among them
         new_top = hubs[0] if hubs else top[max(members, key=lambda m: sum(top[m] in lk for lk in self.links[first:]))]
         keep = min(members)
+        # two groups joined (a hub of two links: one link between them, in effect) are
+        # placed one by one too: a group joining them later can be tested against each
+        placed = cliques or (len(members) == 2 and all(len(self.clusters[c]) == 1 for c in members))
         merged = [g for c in sorted(members) for g in self.clusters.pop(c)]
         for c in members:
             self.parts.pop(c)
-        self.clusters[keep], self.parts[keep], top[keep] = merged, list(merged) if cliques else [], new_top
+        self.clusters[keep], self.parts[keep], top[keep] = merged, list(merged) if placed else [], new_top
 
 
 def _cliques(level_tree: _LevelTree | None, members: set, clusters: dict) -> list | None:
