@@ -104,7 +104,7 @@ def _small_packet_class(ns: str, dev: str, r: str, b: str) -> None:
     distributions' default) serve such sparse flows first; a kernel with neither gets it from
     HTB and u32 here. With GRO a receiver sends about one ACK per tens of kB, so not charging
     ACKs to the data's rate is exact to a fraction of a percent. A FIFO switch port would
-    still delay them: ``ack_priority=False`` builds that."""
+    still delay them: ``ack_priority=False`` builds that. ARP packets go to the same class."""
     _tc(
         ns,
         "class",
@@ -152,6 +152,9 @@ def _small_packet_class(ns: str, dev: str, r: str, b: str) -> None:
         "flowid",
         "1:2",
     )
+    # address resolution too: a neighbour query that waits behind (or is dropped by) a full
+    # data queue fails after three tries, and the hosts lose each other (No route to host)
+    _tc(ns, "filter", "add", "dev", dev, "parent", "1:", "prio", "3", "protocol", "arp", "u32", "match", "u32", "0", "0", "flowid", "1:2")
 
 
 def _shape(
