@@ -154,7 +154,7 @@ def _small_packet_class(ns: str, dev: str, r: str, b: str) -> None:
     )
     # address resolution too: a neighbour query that waits behind (or is dropped by) a full
     # data queue fails after three tries, and the hosts lose each other (No route to host)
-    _tc(ns, "filter", "add", "dev", dev, "parent", "1:", "prio", "3", "protocol", "arp", "u32", "match", "u32", "0", "0", "flowid", "1:2")
+    _tc(ns, *f"filter add dev {dev} parent 1: prio 3 protocol arp u32 match u32 0 0 flowid 1:2".split())
 
 
 def _shape(
