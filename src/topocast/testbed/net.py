@@ -363,6 +363,7 @@ def _build(
         st.warnings.append("this kernel has no sch_netem: link latency is NOT emulated (bandwidth only)")
     _add_identities(st, hosts, wiring.host_if)
     _add_routes(topo, st, wiring)
+    _static_neighbours(st, wiring.host_if)
     for h in hosts:
         for dev, addr, _ in wiring.host_if[h]:
             assert ipaddress.ip_interface(addr).ip in EMULATION_BLOCK
@@ -536,6 +537,31 @@ def _add_routes(topo, st: TestbedState, wiring: _Wiring) -> None:
             if len(host_if[h]) > 1:
                 args += ["src", st.host_addr[h]]
             _ip(*args)
+
+
+def _static_neighbours(st: TestbedState, host_if: dict[str, list]) -> None:
+    """Step 6: every host knows the hardware address of every other host interface on its
+    subnets (permanent neighbour entries): no address resolution while the links' queues
+    are full, where a query lost three times makes the kernel answer No route to host."""
+    on_net: dict = {}
+    for h, ifs in host_if.items():
+        for dev, addr, _ in ifs:
+            shown = _ip("-n", st.host_ns[h], "-j", "link", "show", "dev", dev).stdout
+            mac = json.loads(shown)[0]["address"]
+            iface = ipaddress.ip_interface(addr)
+            on_net.setdefault(iface.network, []).append((h, dev, str(iface.ip), mac))
+    lines: dict[str, list[str]] = {}
+    for members in on_net.values():
+        for h, dev, _, _ in members:
+            lines.setdefault(h, []).extend(
+                f"neigh replace {ip} lladdr {mac} dev {dev} nud permanent" for x, _, ip, mac in members if x != h
+            )
+    for h, batch in lines.items():
+        r = subprocess.run(
+            ["ip", "-n", st.host_ns[h], "-batch", "-"], input="\n".join(batch) + "\n", capture_output=True, text=True
+        )
+        if r.returncode:
+            raise TestbedError(f"static neighbours of {h} failed: {r.stderr.strip()[-300:]}", element="testbed")
 
 
 def _sysctl(ns: str, key: str, value: str) -> None:
