@@ -134,6 +134,7 @@ def probe_to_file(args: argparse.Namespace, output: str) -> tuple[Topology, Prob
     goodput = goodput_from_args(args, kind)
     hosts = probe_hosts(args, launcher)
     _check_writable(output)
+    launcher.prepare(fork_this_process=True)  # agents forked, not each an interpreter start
     t0 = time.monotonic()
     session = ProbeSession(hosts, launcher)
     try:

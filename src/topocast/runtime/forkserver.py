@@ -22,7 +22,9 @@ server's stdin and stdout.
 
 * request ``{"id": N, "boot": {...}, "cwd": DIR, "stderr": PATH}``: fork one agent with
   that boot record (the agent's stdin line under ``python -m``), working directory and
-  stderr file; reply ``{"id": N, "pid": PID}``;
+  stderr file; reply ``{"id": N, "pid": PID}``; with ``"netns": NAME`` the agent first
+  enters the named network namespace (``ip netns``'s ``/var/run/netns/NAME``), as
+  ``ip netns exec NAME`` would start it (the testbed launcher);
 * when an agent exits: ``{"exit": PID, "code": C}`` (``C`` as ``Popen.returncode``: the exit
   status, or minus the signal number).
 
@@ -91,6 +93,8 @@ def _run_child(request: dict, run_boot) -> None:
     code = 1
     try:
         os.setsid()
+        if request.get("netns"):
+            _enter_netns(request["netns"])
         os.chdir(request["cwd"])
         null = os.open(os.devnull, os.O_RDWR)
         os.dup2(null, 0)
@@ -109,6 +113,28 @@ def _run_child(request: dict, run_boot) -> None:
             sys.stderr.flush()
         finally:
             os._exit(code)
+
+
+NETNS_DIR = "/var/run/netns"
+CLONE_NEWNET = 0x40000000
+
+
+def _enter_netns(name: str) -> None:
+    """This process into the network namespace ``name`` (``setns(2)``; ``os.setns`` is
+    Python 3.12's)."""
+    fd = os.open(os.path.join(NETNS_DIR, name), os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        if hasattr(os, "setns"):
+            os.setns(fd, CLONE_NEWNET)
+        else:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            if libc.setns(fd, CLONE_NEWNET) != 0:
+                err = ctypes.get_errno()
+                raise OSError(err, f"setns into network namespace {name}: {os.strerror(err)}")
+    finally:
+        os.close(fd)
 
 
 def _reap(pid: int, reply) -> None:
@@ -200,16 +226,19 @@ class ForkServerClient:
     def start(self, boot: dict) -> ForkedAgent:
         return self.start_all([boot])[0]
 
-    def start_all(self, boots: list[dict]) -> list[ForkedAgent]:
-        """Fork one agent per boot record: every request is written at once, then the
-        replies are collected (the server forks them one after the other)."""
+    def start_all(self, boots: list[dict], netns: list[str] | None = None) -> list[ForkedAgent]:
+        """Fork one agent per boot record (each in the network namespace of ``netns`` at the
+        same position, when given): every request is written at once, then the replies are
+        collected (the server forks them one after the other)."""
         stderr_paths = {}
         requests = b""
-        for boot in boots:
+        for k, boot in enumerate(boots):
             n = next(self._ids)
             stderr_paths[n] = os.path.join(self._dir, f"agent-{n}.err")
             open(stderr_paths[n], "wb").close()
             request = {"id": n, "boot": boot, "cwd": os.getcwd(), "stderr": stderr_paths[n]}
+            if netns is not None:
+                request["netns"] = netns[k]
             requests += json.dumps(request).encode() + b"\n"
         assert self.proc.stdin is not None
         with self._lock:

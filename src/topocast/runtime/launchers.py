@@ -202,6 +202,27 @@ class TestbedLauncher(Launcher):
     def command(self, host: str) -> list[str]:
         return ["ip", "netns", "exec", self.state.namespace(host), sys.executable, "-m", "topocast.runtime.agent"]
 
+    def prepare(self, *, fork_this_process: bool = False) -> None:
+        from .forkserver import fork_server
+
+        fork_server(_agent_env(), fork_this_process=fork_this_process)
+
+    def start(self, host: str, boot: dict) -> Any:
+        return self.start_all({host: boot})[host]
+
+    def start_all(self, boots: dict[str, dict]) -> dict[str, Any]:
+        """Forked by the fork server (``runtime.forkserver``) into each host's namespace, as
+        the local launcher's are: a fork instead of an interpreter start and its imports per
+        host (tens of hosts on a machine of few cores); ``ip netns exec`` when there is no
+        server."""
+        from .forkserver import fork_server
+
+        namespaces = [self.state.namespace(h) for h in boots]
+        try:
+            return dict(zip(boots, fork_server(_agent_env()).start_all(list(boots.values()), namespaces), strict=True))
+        except OSError:
+            return {host: Launcher.start(self, host, boot) for host, boot in boots.items()}
+
     def close(self) -> None:
         if self._dir is None:
             return

@@ -104,7 +104,7 @@ def _small_packet_class(ns: str, dev: str, r: str, b: str) -> None:
     distributions' default) serve such sparse flows first; a kernel with neither gets it from
     HTB and u32 here. With GRO a receiver sends about one ACK per tens of kB, so not charging
     ACKs to the data's rate is exact to a fraction of a percent. A FIFO switch port would
-    still delay them: ``ack_priority=False`` builds that."""
+    still delay them: ``ack_priority=False`` builds that. ARP packets go to the same class."""
     _tc(
         ns,
         "class",
@@ -152,6 +152,9 @@ def _small_packet_class(ns: str, dev: str, r: str, b: str) -> None:
         "flowid",
         "1:2",
     )
+    # address resolution too: a neighbour query that waits behind (or is dropped by) a full
+    # data queue fails after three tries, and the hosts lose each other (No route to host)
+    _tc(ns, *f"filter add dev {dev} parent 1: prio 3 protocol arp u32 match u32 0 0 flowid 1:2".split())
 
 
 def _shape(
@@ -360,6 +363,7 @@ def _build(
         st.warnings.append("this kernel has no sch_netem: link latency is NOT emulated (bandwidth only)")
     _add_identities(st, hosts, wiring.host_if)
     _add_routes(topo, st, wiring)
+    _static_neighbours(st, wiring.host_if)
     for h in hosts:
         for dev, addr, _ in wiring.host_if[h]:
             assert ipaddress.ip_interface(addr).ip in EMULATION_BLOCK
@@ -533,6 +537,31 @@ def _add_routes(topo, st: TestbedState, wiring: _Wiring) -> None:
             if len(host_if[h]) > 1:
                 args += ["src", st.host_addr[h]]
             _ip(*args)
+
+
+def _static_neighbours(st: TestbedState, host_if: dict[str, list]) -> None:
+    """Step 6: every host knows the hardware address of every other host interface on its
+    subnets (permanent neighbour entries): no address resolution while the links' queues
+    are full, where a query lost three times makes the kernel answer No route to host."""
+    on_net: dict = {}
+    for h, ifs in host_if.items():
+        for dev, addr, _ in ifs:
+            shown = _ip("-n", st.host_ns[h], "-j", "link", "show", "dev", dev).stdout
+            mac = json.loads(shown)[0]["address"]
+            iface = ipaddress.ip_interface(addr)
+            on_net.setdefault(iface.network, []).append((h, dev, str(iface.ip), mac))
+    lines: dict[str, list[str]] = {}
+    for members in on_net.values():
+        for h, dev, _, _ in members:
+            lines.setdefault(h, []).extend(
+                f"neigh replace {ip} lladdr {mac} dev {dev} nud permanent" for x, _, ip, mac in members if x != h
+            )
+    for h, batch in lines.items():
+        r = subprocess.run(
+            ["ip", "-n", st.host_ns[h], "-batch", "-"], input="\n".join(batch) + "\n", capture_output=True, text=True
+        )
+        if r.returncode:
+            raise TestbedError(f"static neighbours of {h} failed: {r.stderr.strip()[-300:]}", element="testbed")
 
 
 def _sysctl(ns: str, key: str, value: str) -> None:
