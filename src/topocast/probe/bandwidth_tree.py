@@ -385,19 +385,15 @@ def _separated(pr: _Prober, rate: dict, x: str, y: str) -> bool:
 
 def _contradicted_rounds(rounds: list, rate: dict, pr: _Prober, hosts: list) -> list[list]:
     """The rounds of the separated pairs whose two hosts are separated from the same other
-    hosts (at least ``SAME_PROFILE`` of those that either is not separated from, or all
-    when each is separated from every other): hosts under different switches differ at
-    least on each other's switch mates. Hosts that both are separated from say nothing
-    either way: counted, they would make every separated pair of a network of many small
-    groups look alike."""
+    hosts (at least ``SAME_PROFILE`` of them): hosts under different switches differ at least
+    on each other's switch mates."""
     sep = {(x, y): _separated(pr, rate, x, y) for x in hosts for y in hosts if x != y}
     suspect = set()
     for i, x in enumerate(hosts):
         for y in hosts[i + 1 :]:
             others = [h for h in hosts if h not in (x, y)]
-            telling = [h for h in others if not (sep[(x, h)] and sep[(y, h)])] or others
-            if sep[(x, y)] and telling:
-                same = sum(sep[(x, h)] == sep[(y, h)] for h in telling) / len(telling)
+            if sep[(x, y)] and others:
+                same = sum(sep[(x, h)] == sep[(y, h)] for h in others) / len(others)
                 if same >= SAME_PROFILE:
                     suspect |= {(x, y), (y, x)}
     return [flows for flows in rounds if suspect & set(flows)]
