@@ -170,3 +170,35 @@ def test_the_end_after_a_signal_does_not_wait_for_a_stuck_thread():
     stuck = "import threading, topocast.cli.main as m; threading.Thread(target=threading.Event().wait).start(); m.exit_now(130)"
     proc = subprocess.run([sys.executable, "-c", stuck], env=_env(), timeout=60, capture_output=True, text=True)
     assert proc.returncode == 130, proc.stderr
+
+
+def test_an_agent_dying_after_ready_stops_an_all_or_nothing_run_before_the_start(monkeypatch, capsys):
+    """Every agent reported ready, then one died while the prediction was still being made:
+    with --all-or-nothing that is still a failure before the start, and no byte moves."""
+    from topocast.runtime import coordinator, startup
+
+    real = startup.send_trims
+    started = []
+
+    def trims_then_a_death(plan, conns, kept):
+        real(plan, conns, kept)
+        procs = _session_procs[0]
+        procs["a1"].kill()
+        procs["a1"].wait()
+
+    _session_procs: list = []
+    real_hand_out = coordinator.hand_out
+
+    def hand_out(run, *rest, **kw):
+        _session_procs.append(run.procs)
+        return real_hand_out(run, *rest, **kw)
+
+    real_go = coordinator._go_and_watch
+    monkeypatch.setattr(startup, "send_trims", trims_then_a_death)
+    monkeypatch.setattr(coordinator, "hand_out", hand_out)
+    monkeypatch.setattr(coordinator, "_go_and_watch", lambda *a, **k: started.append(1) or real_go(*a, **k))
+    argv = ["run", "builtin:hetero-2switch", "-a", "flat", "-s", "s", "--size", "64KiB", "--all-or-nothing"]
+    assert main(argv) == 1
+    out, err = capsys.readouterr()
+    assert "a1 failed before the start" in err and "SIGKILL" in err, (out, err)
+    assert not started

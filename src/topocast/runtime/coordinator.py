@@ -30,7 +30,7 @@ from .agents import RunError, RunInputError
 from .cpuload import STEAL_WARN, busy_share, cpu_times, cpu_verdict, niced_share, steal_share
 from .message import RESUME_MAX_BYTES, check_room, prepare_message
 from .protocol import AgentConfig, Msg
-from .startup import Session, hand_out, start_agents
+from .startup import Session, hand_out, require_alive, start_agents
 from .store import peak_rss
 from .watch import ProgressCallback, Watch, stop_all, wanted_total
 
@@ -178,6 +178,8 @@ def perform(
         )
         if before_start is not None:
             before_start()
+        if all_or_nothing:
+            require_alive(run)
         # step 4: go, and watch
         wall, stats = _go_and_watch(run, launcher, digests, adapter, on_start, on_progress, timeout, idle_timeout)
         # step 5: stop the agents, collect their CPU time

@@ -102,6 +102,17 @@ def hand_out(run: Session, settings: AgentConfig, digest_job: Future, lenient: b
     return digests
 
 
+def require_alive(run: Session) -> None:
+    """All or nothing, just before the start: an agent that reported ready and has exited
+    since (while the prediction was made, say) is still a failure before the start, and no
+    byte moves. (Without all or nothing it is handled as a death during the run: its peers
+    repair from other holders.)"""
+    for h in run.hosts:
+        code = run.procs[h].poll()
+        if code is not None:
+            raise RunError(f"agent for {h} failed before the start: {describe_exit(code)}{stderr_tail(run.procs, [h])}")
+
+
 def transfers_of(plan: Plan, h: str) -> tuple[tuple[OutgoingTransfer, ...], tuple[IncomingTransfer, ...]]:
     """Host ``h``'s outgoing and incoming transfers, as the agents' configuration has them."""
     out = tuple(
