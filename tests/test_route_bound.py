@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from scipy.optimize import linprog
 
 from topocast.bounds import broadcast_bounds
-from topocast.bounds.route import route_bounds, routes_are_fixed
+from topocast.bounds.route import route_bounds, routes_are_fixed, solve_route_bounds
 from topocast.plan import Broadcast, Plan, Transfer
 from topocast.planners.registry import get_planner
 from topocast.sim import simulate
@@ -40,12 +40,18 @@ def _bounds(topo, src):
 @quick
 @given(st.integers(2, 30), st.integers(0, 8), st.booleans(), st.integers(0, 10**6))
 def test_equal_to_the_max_flow_sum_on_symmetric_trees(n, s, leaves, seed):
+    """Stable Broadcast's result, which ``route_bounds`` takes on such trees without the LP:
+    the LP itself finds Σ max-flow, and each host's own bound is its max-flow."""
     topo = random_tree(n, s, hosts_as_leaves=leaves, seed=seed)
     src = topo.hosts[seed % n]
     b, rb = _bounds(topo, src)
+    solved = solve_route_bounds(topo, src, b.per_host_rate)
     assert routes_are_fixed(topo)
-    assert rb.steady == pytest.approx(b.aggregate_bandwidth, rel=1e-9)
-    assert rb.aggregate == pytest.approx(b.aggregate_bandwidth, rel=1e-9)
+    for bound in (rb, solved):
+        assert bound.steady == pytest.approx(b.aggregate_bandwidth, rel=1e-9)
+        assert bound.aggregate == pytest.approx(b.aggregate_bandwidth, rel=1e-9)
+        for h, rate in b.per_host_rate.items():
+            assert bound.per_host_rate[h] == pytest.approx(rate, rel=1e-9)
 
 
 @quick

@@ -49,7 +49,7 @@ import numpy as np
 if TYPE_CHECKING:
     from ..topology import Topology
 
-__all__ = ["RouteBound", "Reference", "route_bounds", "routes_are_fixed", "reference_bound"]
+__all__ = ["RouteBound", "Reference", "route_bounds", "solve_route_bounds", "routes_are_fixed", "reference_bound"]
 
 
 @dataclass(frozen=True)
@@ -174,7 +174,31 @@ def _mandatory(topology: Topology, into: bool) -> list[Counter[int]]:
 def route_bounds(topology: Topology, source: str, per_host_maxflow: Mapping[str, float]) -> RouteBound:
     """The route-aware bounds of a broadcast from ``source`` to the hosts of
     ``per_host_maxflow`` (each destination's max-flow, as :func:`topocast.bounds.broadcast_bounds`
-    gives it). Meaningful where :func:`routes_are_fixed`; never above Σ max-flow."""
+    gives it). Meaningful where :func:`routes_are_fixed`; never above Σ max-flow.
+
+    On a tree of full-duplex links with the same capacity both ways and no declared route,
+    Stable Broadcast's result (every destination can receive at its own max-flow at once,
+    docs/algorithms.md 1) makes both bounds Σ max-flow and each host's bound its max-flow:
+    no linear programme is solved there (its solver's import alone costs more than many
+    simulations). :func:`solve_route_bounds` solves it anywhere; the tests check the two agree."""
+    if _every_host_at_its_max_flow(topology):
+        total = float(sum(per_host_maxflow.values()))
+        return RouteBound(total, total, dict(per_host_maxflow))
+    return solve_route_bounds(topology, source, per_host_maxflow)
+
+
+def _every_host_at_its_max_flow(topology: Topology) -> bool:
+    """A tree of full-duplex cables, each as fast both ways, routes the tree's own."""
+    return (
+        not topology.routes
+        and topology.is_tree()
+        and topology.is_symmetric()
+        and all(pl.sharing == "duplex" and not pl.directed for pl in topology.physical_links)
+    )
+
+
+def solve_route_bounds(topology: Topology, source: str, per_host_maxflow: Mapping[str, float]) -> RouteBound:
+    """:func:`route_bounds` by its linear programme, wherever the routes are fixed."""
     from ..lp import solve
 
     dests = list(per_host_maxflow)
