@@ -170,25 +170,48 @@ def test_intermediate_switch_matches_simgrid(intermediate_switch, tmp_path):
 
 
 # ---------------------------------------------------------------- the real platforms
-PLATFORMS = {  # file -> (exact import?, sample size or None for every pair)
+PLATFORMS = {  # file -> None for every pair, or the size of a random sample beside one pair
+    # between every two host groups (hosts behind one router: a cluster), so that every kind
+    # of route (within a cluster, between clusters of a site, between sites) is compared
     "small_platform.xml": None,
     "griffon.xml": None,
-    "g5k.xml": 20000,
+    "g5k.xml": 2000,
 }
+
+
+def _sample_pairs(t, hosts: list[str], size: int) -> list[list[str]]:
+    """One random pair from every ordered pair of host groups (the same group included,
+    where it has two hosts), and ``size`` random pairs more."""
+    rng = random.Random(0)
+    groups: dict[str, list[str]] = {}
+    for h in hosts:
+        groups.setdefault(t.neighbors(h)[0], []).append(h)
+    pairs = []
+    for a_group in groups.values():
+        for b_group in groups.values():
+            a, b = rng.choice(a_group), rng.choice(b_group)
+            if a == b and len(b_group) > 1:
+                b = rng.choice([x for x in b_group if x != a])
+            if a != b:
+                pairs.append([a, b])
+    everyone = [[a, b] for a in hosts for b in hosts if a != b]
+    return pairs + rng.sample(everyone, size)
 
 
 @needs_simgrid
 @pytest.mark.slow
 @pytest.mark.parametrize("fname", sorted(PLATFORMS))
 def test_real_platform_routes_match_simgrid(data_dir, tmp_path, fname):
-    """Every host pair (a random sample on g5k) crosses SimGrid's links, in SimGrid's order.
+    """Every host pair (on g5k a pair between every two clusters and a random sample)
+    crosses SimGrid's links, in SimGrid's order.
     Clusters need the exact import (SimGrid's intra-cluster routes cross the backbone)."""
     platform = data_dir / "simgrid" / fname
     t = load_simgrid(platform, exact=True)
     hosts = sorted(t.hosts)
-    pairs = [[a, b] for a in hosts for b in hosts if a != b]
-    if PLATFORMS[fname] is not None:
-        pairs = random.Random(0).sample(pairs, PLATFORMS[fname])
+    if PLATFORMS[fname] is None:
+        pairs = [[a, b] for a in hosts for b in hosts if a != b]
+    else:
+        pairs = _sample_pairs(t, hosts, PLATFORMS[fname])
     compared, unrouted, diffs = compare_with_simgrid(platform, t, tmp_path, pairs)
     print(f"{fname}: {compared} pairs compared, {unrouted} that SimGrid cannot route")
     assert compared > 0 and diffs == []
