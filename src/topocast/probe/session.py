@@ -26,7 +26,7 @@ from ..runtime.agents import (
     stop_agent,
     wait_exit,
 )
-from ..runtime.probing import DEFAULT_MIN_BYTES, DEFAULT_MIN_WINDOW, DEFAULT_TOLERANCE
+from ..runtime.probing import DEFAULT_MIN_BYTES, DEFAULT_MIN_WINDOW, DEFAULT_TOLERANCE, EstimateHistory, steady
 from ..runtime.protocol import Msg
 
 __all__ = ["ProbeSession", "ProbeError", "Flow", "TotalWatch"]
@@ -279,7 +279,7 @@ class TotalWatch:
         self.tolerance = float(settings.get("tolerance", DEFAULT_TOLERANCE))
         self.min_bytes = int(settings.get("min_bytes", DEFAULT_MIN_BYTES))
         self.latest: dict[int, tuple[float, float]] = {}
-        self.history: list[tuple[float, float]] = []
+        self.history = EstimateHistory()
         self.done = not ids
 
     def report(self, mid: int, span: float, nbytes: float, now: float) -> None:
@@ -289,13 +289,12 @@ class TotalWatch:
         if len(self.latest) < len(self.ids) or min(s for s, _ in self.latest.values()) < self.min_window / 2:
             return
         total = sum(n / s for s, n in self.latest.values())
-        self.history.append((now, total))
+        self.history.add(now, total)
         if min(s for s, _ in self.latest.values()) < self.min_window or total <= 0:
             return
         if sum(n for _, n in self.latest.values()) < self.min_bytes:
             return
-        recent = [r for t, r in self.history if t >= now - self.min_window / 2]
-        self.done = len(recent) >= 3 and all(abs(r - total) <= self.tolerance * total for r in recent)
+        self.done = steady(self.history.since(now - self.min_window / 2), total, self.tolerance)
 
 
 def robust_rtt(rtts: list[float]) -> float:

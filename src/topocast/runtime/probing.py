@@ -362,6 +362,31 @@ def _queued(conn: Conn) -> int:
         return 0
 
 
+class EstimateHistory:
+    """Rate estimates in the order they were taken; the ones since an instant found by
+    bisection (a long transfer is estimated every ``CHECK_EVERY``, and a scan of all its
+    estimates would grow with its age)."""
+
+    def __init__(self) -> None:
+        self.times: list[float] = []  # when each estimate was taken (increasing)
+        self.rates: list[float] = []
+
+    def add(self, t: float, rate: float) -> None:
+        self.times.append(t)
+        self.rates.append(rate)
+
+    def since(self, t: float) -> list[float]:
+        return self.rates[bisect.bisect_left(self.times, t) :]
+
+    def __len__(self) -> int:
+        return len(self.rates)
+
+
+def steady(recent: list[float], rate: float, tolerance: float) -> bool:
+    """At least three recent estimates, all within ``tolerance`` of the current ``rate``."""
+    return len(recent) >= 3 and all(abs(r - rate) <= tolerance * rate for r in recent)
+
+
 class RateWatch:
     """The running rate of a transfer over a window from ``start`` to now, and whether it
     has settled: the window is at least ``min_window`` long and holds at least ``min_bytes``,
@@ -379,8 +404,7 @@ class RateWatch:
         self.times: list[float] = []
         self.counts: list[int] = []
         self.total = 0
-        self.checked_at: list[float] = []  # when each estimate was taken (increasing)
-        self.estimates: list[float] = []
+        self.history = EstimateHistory()
         self.next_check = 0.0
 
     def add(self, t: float, nbytes: int, queued: int = 0) -> None:
@@ -395,20 +419,17 @@ class RateWatch:
             return False
         self.next_check = now + CHECK_EVERY
         rate = (_at(self.times, self.counts, now) - _at(self.times, self.counts, self.start)) / (now - self.start)
-        self.checked_at.append(now)
-        self.estimates.append(rate)
+        self.history.add(now, rate)
         if now - self.start < self.min_window:
             return False
-        # the estimates of the last half window, found by bisection: a long transfer is
-        # checked every CHECK_EVERY, and a scan of all its estimates would grow with its age
-        recent = self.estimates[bisect.bisect_left(self.checked_at, now - self.min_window / 2) :]
+        recent = self.history.since(now - self.min_window / 2)
         # a slow transfer's frames come seldom: its last three estimates count, however old
-        if self.below is not None and len(self.estimates) >= 3:
-            if all(r < self.below for r in recent + self.estimates[-3:]):
+        if self.below is not None and len(self.history) >= 3:
+            if all(r < self.below for r in recent + self.history.rates[-3:]):
                 return True
-        if len(recent) < 3 or rate <= 0 or rate * (now - self.start) < self.min_bytes:
+        if rate <= 0 or rate * (now - self.start) < self.min_bytes:
             return False
-        return all(abs(r - rate) <= self.tolerance * rate for r in recent)
+        return steady(recent, rate, self.tolerance)
 
 
 def window_rate(marks: list[tuple[float, int]], window: tuple | None) -> float:
