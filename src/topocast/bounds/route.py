@@ -73,11 +73,13 @@ def routes_are_fixed(topology: Topology) -> bool:
     (one path per pair). Elsewhere a plan may give transfers other paths (docs/design.md)."""
     if topology.routes:
         return True
-    return topology.is_tree() and not any(pl.directed for pl in topology.physical_links)
+    return topology.is_two_way_tree()
 
 
-class _Tree:
-    """The topology's tree rooted at node 0: children, preorder intervals, hosts per subtree."""
+class RootedTree:
+    """The topology's tree rooted at node 0: parent, the links up and down, children, preorder
+    intervals (node ``x`` is in the subtree of ``v`` iff ``tin[v] <= tin[x] < tout[v]``), hosts
+    per subtree."""
 
     def __init__(self, topology: Topology) -> None:
         parent, _, up, down = topology._rooted_tree()
@@ -153,7 +155,7 @@ def _mandatory(topology: Topology, into: bool) -> list[Counter[int]]:
                 declared[v].append(u)
             else:
                 declared[u].append(v)
-    tree = _Tree(topology) if topology.is_tree() else None
+    tree = RootedTree(topology) if topology.is_tree() else None
     result: list[Counter[int]] = []
     for i, h in enumerate(hosts):
         peers = declared[h] if tree is not None else [p for p in hosts if p != h]
@@ -191,9 +193,9 @@ def _every_host_at_its_max_flow(topology: Topology) -> bool:
     """A tree of full-duplex cables, each as fast both ways, routes the tree's own."""
     return (
         not topology.routes
-        and topology.is_tree()
+        and topology.is_two_way_tree()
         and topology.is_symmetric()
-        and all(pl.sharing == "duplex" and not pl.directed for pl in topology.physical_links)
+        and all(pl.sharing == "duplex" for pl in topology.physical_links)
     )
 
 

@@ -555,6 +555,10 @@ class Topology:
         """True when the physical links form a tree (connected, no cycles)."""
         return len(self.physical_links) == len(self.nodes) - 1
 
+    def is_two_way_tree(self) -> bool:
+        """True for a tree of two-way links: every host pair has one path, the tree's."""
+        return self.is_tree() and not any(pl.directed for pl in self.physical_links)
+
     def is_symmetric(self) -> bool:
         """True when every cable has the same bandwidth in both directions."""
         return all(pl.bandwidth_ba is None or pl.bandwidth_ba == pl.bandwidth for pl in self.physical_links)

@@ -64,7 +64,7 @@ def undirected_tree(topology: Topology) -> bool:
     Cached per topology: the pipelines ask it once per hop list."""
     known = _TREE.get(topology)
     if known is None:
-        known = topology.is_tree() and not any(getattr(pl, "directed", False) for pl in topology.physical_links)
+        known = topology.is_two_way_tree()
         _TREE[topology] = known
     return known
 

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ...bounds.route import RootedTree
 from ...errors import InputError
 from ...plan import Broadcast, Plan, Transfer
 from ..registration import register_planner
@@ -220,31 +221,17 @@ class _Cuts:
     kept exact by the per-host terms (:func:`_mandatory_terms`) and are skipped [I]."""
 
     def __init__(self, topology: Topology, hosts: Sequence[str], res_of: np.ndarray) -> None:
-        parent, _, up, down = topology._rooted_tree()
-        n = topology.n_nodes
-        children: list[list[int]] = [[] for _ in range(n)]
-        for v in range(n):
-            if parent[v] >= 0:
-                children[parent[v]].append(v)
-        tin, tout = [0] * n, [0] * n  # preorder interval of each subtree
-        clock, stack = 0, [(0, False)]
-        while stack:
-            v, done = stack.pop()
-            if done:
-                tout[v] = clock
-                continue
-            tin[v], clock = clock, clock + 1
-            stack.append((v, True))
-            stack.extend((c, False) for c in children[v])
+        tree = RootedTree(topology)
+        tin, tout = tree.tin, tree.tout  # preorder interval of each subtree
         self.tin, self.tout = tin, tout
         self.host_tin = np.array([tin[topology.index(x)] for x in hosts])
         self.res_of = res_of
         # directed link -> (the node below its cable, whether the link leaves that subtree)
         self.side: dict[int, tuple[int, bool]] = {}
-        for v in range(n):
-            if parent[v] >= 0:
-                self.side[up[v]] = (v, True)
-                self.side[down[v]] = (v, False)
+        for v, p in enumerate(tree.parent):
+            if p >= 0:
+                self.side[tree.up[v]] = (v, True)
+                self.side[tree.down[v]] = (v, False)
         self.links_of: dict[int, list[int]] = {}
         for lid, r in enumerate(res_of.tolist()):
             self.links_of.setdefault(r, []).append(lid)

@@ -124,7 +124,7 @@ def _declared_routes(
     unknown = {h for group in groups for h in group if skip.intersection(router._chain_of(h))}
     # on a tree of two-way links a walk is the one path between its ends iff it visits no
     # node twice, so a walk is told from topocast's own route without routing the pair
-    tree = topo.is_tree() and not any(pl.directed for pl in topo.physical_links)
+    tree = topo.is_two_way_tree()
     out: dict[tuple[str, str], tuple[str, ...]] = {}
     unmapped = unmapped_clusters
     no_route: list[tuple[str, str]] = []
