@@ -34,6 +34,20 @@ def test_a_directory_as_the_message_is_bad_input(tmp_path, capsys):
     assert f"{folder}: the message must be a regular file" in text
 
 
+def test_a_device_or_a_pipe_as_the_message_says_what_it_is(tmp_path, capsys):
+    pipe = tmp_path / "fifo"
+    os.mkfifo(pipe)
+    for path, kind in (("/dev/null", "a character device"), (str(pipe), "a pipe")):
+        code, text = _cli(capsys, "run", "builtin:hetero-2switch", "-a", "flat", "--file", path)
+        assert code == 2 and "Traceback" not in text
+        assert f"{path}: the message must be a regular file, not {kind}" in text, text
+
+
+def test_a_chunk_of_zero_bytes_is_refused_not_replaced_by_the_default(capsys):
+    code, text = _cli(capsys, "run", "builtin:hetero-2switch", "-a", "flat", "--size", "4KiB", "--chunk-size", "0")
+    assert code == 2 and "--chunk-size: must be at least one byte" in text, text
+
+
 @pytest.mark.parametrize("field", ["collective", "size_bytes", "initial", "wanted", "transfers"])
 def test_a_plan_without_a_field_names_it_and_the_file(tmp_path, capsys, field):
     plan = tmp_path / "plan.json"

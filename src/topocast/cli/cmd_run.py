@@ -157,14 +157,9 @@ def _load_target(args, launcher: Launcher | None):
     if not args.algorithm:
         raise InputError("with a topology, give --algorithm NAME (see topocast planners)", element=target)
     if args.file is not None:
-        import os
+        from ..runtime.message import message_file_stat
 
-        try:
-            size = os.path.getsize(args.file)
-        except OSError as exc:
-            raise InputError(f"cannot read ({exc.strerror})", source=args.file) from None
-        if not os.path.isfile(args.file):
-            raise InputError("the message must be a regular file, not a directory", source=args.file)
+        size = message_file_stat(args.file).st_size
     elif args.size is not None:
         size = int(args.size)
     else:
@@ -219,7 +214,9 @@ def run(args: argparse.Namespace) -> int:
         # runs one thread and holds little) while we plan
         launcher.prepare(fork_this_process=True)
     plan, topo, algorithm = _load_target(args, launcher)
-    chunk = int(args.chunk_size or DEFAULT_CHUNK)
+    if args.chunk_size is not None and int(args.chunk_size) <= 0:
+        raise InputError(f"must be at least one byte, got {args.chunk_size!r} (e.g. 64KiB)", element="--chunk-size")
+    chunk = DEFAULT_CHUNK if args.chunk_size is None else int(args.chunk_size)
     goodput = goodput_from_args(args, kind)
     plan = scale_caps(plan, goodput).with_chunk_size(chunk)
     if launcher is not None:

@@ -11,9 +11,32 @@ from ..intervals import IntervalSet
 from ..plan import Plan
 from .agents import RunError, RunInputError
 
-__all__ = ["prepare_message", "check_room", "RESUME_MAX_BYTES"]
+__all__ = ["prepare_message", "check_room", "message_file_stat", "RESUME_MAX_BYTES"]
 
 RESUME_MAX_BYTES = 128 << 30  # larger messages: no resume (the piece hashes would not fit one control message)
+
+
+def message_file_stat(file: str) -> os.stat_result:
+    """The message file's status, or a :class:`RunInputError` naming the file and what it is
+    instead of a regular file (a directory, a device such as ``/dev/zero``, a pipe): the
+    agents read the message at offsets, and its size fixes the plan."""
+    try:
+        st = os.stat(file)
+    except OSError as exc:
+        raise RunInputError(f"{file}: cannot read the message ({exc.strerror})") from None
+    if not stat.S_ISREG(st.st_mode):
+        kind = next((name for test, name in _NOT_REGULAR if test(st.st_mode)), "not a regular file")
+        raise RunInputError(f"{file}: the message must be a regular file, not {kind}")
+    return st
+
+
+_NOT_REGULAR = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a pipe"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 def prepare_message(plan: Plan, file: str | None, seed: int, pieces: bool = False):
@@ -26,12 +49,7 @@ def prepare_message(plan: Plan, file: str | None, seed: int, pieces: bool = Fals
     from .resume import digest_from_pieces, message_piece_hashes
 
     if file is not None:
-        try:
-            st = os.stat(file)
-        except OSError as exc:
-            raise RunInputError(f"{file}: cannot read the message ({exc.strerror})") from None
-        if not stat.S_ISREG(st.st_mode):
-            raise RunInputError(f"{file}: the message must be a regular file, not a directory or a device")
+        st = message_file_stat(file)
         if st.st_size != plan.size:
             raise RunInputError(f"{file}: the plan moves {plan.size} bytes but the file has {st.st_size}")
         data_spec: dict = {"file": os.path.abspath(file), "stat": [st.st_size, st.st_mtime_ns]}
