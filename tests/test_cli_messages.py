@@ -150,3 +150,23 @@ def test_run_of_a_plan_file_refuses_the_options_of_a_topology(tmp_path, capsys):
     capsys.readouterr()
     code, text = _cli(capsys, "run", str(plan), "--destinations", "a1")
     assert code == 2 and "--destinations goes with a topology" in text
+
+
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        (["simulate", "builtin:hetero-2switch", "-a", "stable", "--chunk-size=-1"], "--chunk-size: size: cannot be negative"),
+        (["compare", "builtin:hetero-2switch", "--time-limit=-1s"], "--time-limit: time: cannot be negative"),
+        (
+            ["simulate", "builtin:hetero-2switch", "-a", "stable", "--default-bandwidth", "1Gbps"],
+            "--default-bandwidth applies to GraphML (Topology Zoo) files only",
+        ),
+    ],
+)
+def test_an_option_that_would_be_ignored_or_mean_nothing_is_refused(capsys, argv, expected):
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse's own refusal
+        code = exc.code
+    text = "".join(capsys.readouterr())
+    assert code == 2 and expected in text, text

@@ -8,7 +8,7 @@ import sys
 import time
 
 from ..errors import InputError
-from .common import help_of, print_json
+from .common import help_of, load_topology_with_default, print_json
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -111,11 +111,10 @@ def _tc_rate(rate: object) -> str:
 
 def _up(args) -> int:
     from ..testbed import up
-    from ..topology import load_topology
     from ..units import parse_bandwidth
 
     dbw = parse_bandwidth(args.default_bandwidth, field="--default-bandwidth") if args.default_bandwidth else None
-    topo = load_topology(args.topology, default_bandwidth=dbw)
+    topo = load_topology_with_default(args.topology, dbw)
     from ..testbed.net import HTB_BURST
 
     if args.htb_burst is not None and not args.htb_burst > 0:

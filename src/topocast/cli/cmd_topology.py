@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from ..errors import TopologyError
 from ..units import format_bandwidth, format_time
-from .common import add_topology_args, bandwidth_arg, help_of, print_json, time_arg
+from .common import add_topology_args, bandwidth_arg, help_of, load_topology_with_default, print_json, time_arg
 
 if TYPE_CHECKING:
     from ..topology import Topology
@@ -235,8 +235,6 @@ def topology_info(
 
 
 def _load_for_show(args: argparse.Namespace) -> tuple[Topology, TopologyInfo]:
-    from ..topology import load_topology
-
     spec = args.topology
     if str(spec).lower().endswith(".graphml") and args.default_bandwidth is None:
         from ..topology.graphml import graphml_summary, load_graphml
@@ -254,7 +252,7 @@ def _load_for_show(args: argparse.Namespace) -> tuple[Topology, TopologyInfo]:
             return t, topology_info(t, speeds_from=speeds, missing=missing)
         t = load_graphml(spec)
         return t, topology_info(t, missing=[])
-    t = load_topology(spec, default_bandwidth=args.default_bandwidth)
+    t = load_topology_with_default(spec, args.default_bandwidth)
     return t, topology_info(t)
 
 
@@ -399,8 +397,6 @@ def _write(topology: Topology, output: str, simgrid_routing: str = "auto") -> No
 
 
 def run_convert(args: argparse.Namespace) -> int:
-    from ..topology import load_topology
-
     if args.simgrid_exact:
         if not str(args.input).lower().endswith(".xml"):
             raise TopologyError("--simgrid-exact applies to SimGrid .xml files only", source=args.input)
@@ -414,7 +410,7 @@ def run_convert(args: argparse.Namespace) -> int:
 
         t = load_graphml(args.input, default_bandwidth=args.default_bandwidth, geo_latency=True)
     else:
-        t = load_topology(args.input, default_bandwidth=args.default_bandwidth)
+        t = load_topology_with_default(args.input, args.default_bandwidth)
     _write(t, args.output, args.simgrid_routing)
     print(f"wrote {args.output}: {len(t.hosts)} hosts, {len(t.switches)} switches, {len(t.physical_links)} links")
     return 0

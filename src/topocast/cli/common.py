@@ -25,6 +25,7 @@ __all__ = [
     "time_arg",
     "add_topology_args",
     "load_topology_arg",
+    "load_topology_with_default",
     "print_json",
     "console",
     "check_output",
@@ -65,14 +66,17 @@ def check_output(
         )
 
 
-def _wrap(parser, field):
+def _wrap(parser, field, *, negative_ok: bool = True):
     def conv(text):
-        try:
-            return parser(text, field=field)
-        except InputError as exc:
-            import argparse
+        import argparse
 
+        try:
+            value = parser(text, field=field)
+        except InputError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
+        if not negative_ok and value < 0:
+            raise argparse.ArgumentTypeError(f"{field}: cannot be negative, got {text!r}")
+        return value
 
     conv.__name__ = field
     return conv
@@ -84,7 +88,7 @@ def _rate_tolerance(text, field):
     return check_rate_tolerance(text, option=field)
 
 
-size_arg = _wrap(parse_size, "size")
+size_arg = _wrap(parse_size, "size", negative_ok=False)
 rate_tolerance_arg = _wrap(_rate_tolerance, "--rate-tolerance")
 
 
@@ -104,7 +108,7 @@ def add_rate_tolerance_arg(p: argparse.ArgumentParser) -> None:
 
 
 bandwidth_arg = _wrap(parse_bandwidth, "bandwidth")
-time_arg = _wrap(parse_time, "time")
+time_arg = _wrap(parse_time, "time", negative_ok=False)
 
 
 def add_topology_args(p: argparse.ArgumentParser) -> None:
@@ -153,9 +157,18 @@ def resolve_source(topology: Topology, source: str | None, option: str = "--sour
 
 
 def load_topology_arg(args: argparse.Namespace) -> Topology:
+    return load_topology_with_default(args.topology, getattr(args, "default_bandwidth", None))
+
+
+def load_topology_with_default(spec, default_bandwidth: float | None) -> Topology:
+    """``load_topology``, refusing ``--default-bandwidth`` where it would be ignored: only a
+    Topology Zoo file may leave a link without its speed."""
+    from ..errors import TopologyError
     from ..topology import load_topology
 
-    return load_topology(args.topology, default_bandwidth=getattr(args, "default_bandwidth", None))
+    if default_bandwidth is not None and not str(spec).lower().endswith(".graphml"):
+        raise TopologyError("--default-bandwidth applies to GraphML (Topology Zoo) files only", source=str(spec))
+    return load_topology(spec, default_bandwidth=default_bandwidth)
 
 
 def _jsonable(x):
