@@ -11,7 +11,7 @@ import time
 from typing import TYPE_CHECKING, TypedDict
 
 from ..errors import InputError
-from .common import print_json
+from .common import print_json, time_arg
 from .launch_options import add_launcher_options, goodput_defaults, goodput_from_args, launcher_from_args
 
 
@@ -79,7 +79,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def add_probe_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--probe-duration",
-        type=float,
+        type=time_arg,
         default=1.0,
         metavar="SECONDS",
         help="longest timed transfer (default 1.0): each stops earlier, together with the others "
@@ -88,7 +88,7 @@ def add_probe_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pings", type=int, default=10, help="round trips per pair of hosts measured (default 10)")
     p.add_argument(
         "--rtt-threshold",
-        type=float,
+        type=time_arg,
         default=200e-6,
         metavar="SECONDS",
         help="round-trip differences below this are noise (default 200e-6: within one room, switch "
@@ -96,7 +96,7 @@ def add_probe_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--verify-seconds",
-        type=float,
+        type=time_arg,
         default=4.0,
         metavar="SECONDS",
         help="how long the check runs its plan (probe --verify; run --probe checks the file it wrote "

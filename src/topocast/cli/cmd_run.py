@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InputError
 from ..units import format_mbit, format_size
 from .cmd_probe import add_probe_options, probe_to_file
-from .common import add_rate_tolerance_arg, print_json, size_arg
+from .common import add_rate_tolerance_arg, print_json, size_arg, time_arg
 from .launch_options import add_launcher_options, goodput_defaults, goodput_from_args, launcher_from_args
 
 if TYPE_CHECKING:
@@ -93,10 +93,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "rest again on what every host holds (broadcast, needs the topology; see docs/guide.md)",
     )
     add_rate_tolerance_arg(p)
-    p.add_argument("--timeout", type=float, default=None, help="give up after this many seconds (default: no limit)")
+    p.add_argument("--timeout", type=time_arg, default=None, help="give up after this many seconds (default: no limit)")
     p.add_argument(
         "--idle-timeout",
-        type=float,
+        type=time_arg,
         default=60.0,
         metavar="SECONDS",
         help="give up when no byte has moved anywhere for this long (default 60)",

@@ -8,7 +8,7 @@ import sys
 import time
 
 from ..errors import InputError
-from .common import help_of, load_topology_with_default, print_json
+from .common import help_of, load_topology_with_default, print_json, time_arg
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     u.add_argument("--default-bandwidth", default=None, help="bandwidth for links the file gives none")
     u.add_argument(
         "--queue",
-        type=float,
+        type=time_arg,
         default=None,
         metavar="SECONDS",
         help="leaf queue per shaped direction, in seconds of its rate (bfifo; default: pfifo of txqueuelen packets)",
@@ -48,7 +48,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     u.add_argument(
         "--htb-burst",
-        type=float,
+        type=time_arg,
         default=None,
         metavar="SECONDS",
         help="token bucket of every shaped class, in seconds of its rate (default 0.005)",
@@ -80,7 +80,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     f.add_argument("a", metavar="A", help="sending host")
     f.add_argument("b", metavar="B", help="receiving host")
     f.add_argument("--rate", default=None, help="total rate of the flows (default: as fast as TCP goes)")
-    f.add_argument("--duration", type=float, default=None, metavar="SECONDS", help="default: until Ctrl-C")
+    f.add_argument("--duration", type=time_arg, default=None, metavar="SECONDS", help="default: until Ctrl-C")
     f.add_argument("--flows", type=int, default=1, help="parallel TCP connections (default 1)")
     f.add_argument("--name", default=None, help="testbed name (default: the only one up)")
     f.set_defaults(func=_traffic)
