@@ -46,6 +46,12 @@ def test_csv_plain_and_json_roundtrip(tmp_path):
         ('{"matrix": [[1, 2], [3]]}', ".json", "matrix"),
         ('{"rows": []}', ".json", "matrix"),
         ("{not json", ".json", None),
+        ("1e20,5\n1,1\n", ".csv", "row 1, column 1"),
+        ('{"matrix": [[9000000000000000000, 0], [0, 9000000000000000000]]}', ".json", "2^63"),
+        ('{"matrix": [[1, 0], [0, 1]], "beta": "abc"}', ".json", "beta"),
+        ('{"matrix": [[1, 0], [0, 1]], "k": "x"}', ".json", "k"),
+        ('{"matrix": [[1, 0], [0, 1]], "k": true}', ".json", "k"),
+        ('{"matrix": [[1, 0], [0, 1]], "senders": "ab"}', ".json", "senders"),
     ],
 )
 def test_bad_files_name_the_field(tmp_path, text, suffix, field):

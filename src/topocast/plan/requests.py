@@ -120,7 +120,12 @@ class Redistribution:
             raise InputError("matrix entries must be finite byte counts >= 0", source=where, element="matrix")
         if m.size and np.any(m != np.round(m)):
             raise InputError("matrix entries must be whole numbers of bytes", source=where, element="matrix")
+        if m.size and m.max() > np.iinfo(np.int64).max // m.size and sum(map(int, m.ravel())) > np.iinfo(np.int64).max:
+            raise InputError("the blocks add up to more than 2^63 - 1 bytes", source=where, element="matrix")
         m = m.astype(np.int64)
+        for what, names in (("senders", self.senders), ("receivers", self.receivers)):
+            if isinstance(names, (str, bytes)) or not all(isinstance(n, (str, int)) for n in names):
+                raise InputError(f"expected a list of host names, got {names!r}", source=where, element=what)
         senders = tuple(str(s) for s in self.senders)
         receivers = tuple(str(r) for r in self.receivers)
         if m.shape != (len(senders), len(receivers)):
@@ -139,9 +144,9 @@ class Redistribution:
                 source=where,
                 element="receivers",
             )
-        if self.k is not None and (int(self.k) != self.k or self.k < 1):
+        if self.k is not None and not _whole_at_least_one(self.k):
             raise InputError(f"k must be a whole number >= 1, got {self.k!r}", source=where, element="k")
-        if not (math.isfinite(self.beta) and self.beta >= 0):
+        if not (_real(self.beta) and math.isfinite(self.beta) and self.beta >= 0):
             raise InputError(f"beta must be a time >= 0 seconds, got {self.beta!r}", source=where, element="beta")
         m.setflags(write=False)
         object.__setattr__(self, "matrix", m)
@@ -171,3 +176,15 @@ class Redistribution:
 
 Request = Broadcast | Allreduce | Redistribution
 """Any collective request (what ``planner.plan(topology, request)`` receives)."""
+
+
+def _real(x: object) -> bool:
+    """A number that is not a bool (JSON's ``true`` is not a count or a time)."""
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
+
+
+def _whole_at_least_one(k: object) -> bool:
+    if not _real(k):
+        return False
+    x = float(k)  # type: ignore[arg-type]
+    return math.isfinite(x) and x.is_integer() and x >= 1

@@ -36,6 +36,7 @@ __all__ = [
 ]
 
 MB = 10**6
+MAX_BLOCK = np.iinfo(np.int64).max  # blocks are int64 byte counts
 
 
 # ---------------------------------------------------------------------------- layout
@@ -103,7 +104,7 @@ def load_matrix(path: str | os.PathLike[str], *, k: int | None = None, beta: flo
     "beta": 0.01}`` (all but ``matrix`` optional; ``k``/``beta`` given here win over the file).
     Entries may be numbers of bytes or size strings such as ``"10MB"``.
     """
-    from ..units import parse_size
+    from ..units import parse_size, parse_time
 
     src = str(path)
     p = Path(path)
@@ -118,14 +119,17 @@ def load_matrix(path: str | os.PathLike[str], *, k: int | None = None, beta: flo
         if isinstance(x, (int, float)):
             if not math.isfinite(x) or x < 0:
                 raise InputError(f"expected a size in bytes >= 0, got {x!r}", source=src, element=where)
-            return int(round(x))
-        s = str(x).strip()
-        if s == "":
+            size = int(round(x))
+        elif str(x).strip() == "":
             return 0
-        try:
-            return int(parse_size(s, field=where))
-        except InputError as exc:
-            raise exc.at(src) from None
+        else:
+            try:
+                size = int(parse_size(str(x).strip(), field=where))
+            except InputError as exc:
+                raise exc.at(src) from None
+        if not 0 <= size <= MAX_BLOCK:
+            raise InputError(f"expected a size in bytes from 0 to {MAX_BLOCK}, got {x!r}", source=src, element=where)
+        return size
 
     if p.suffix.lower() == ".json":
         try:
@@ -147,12 +151,16 @@ def load_matrix(path: str | os.PathLike[str], *, k: int | None = None, beta: flo
         )
         if m.ndim != 2:
             m = m.reshape(len(rows), 0)
-        senders = tuple(data.get("senders") or _names("a", m.shape[0]))
-        receivers = tuple(data.get("receivers") or _names("b", m.shape[1]))
+        # as given: Redistribution refuses a string where a list of names belongs
+        senders = data.get("senders") or _names("a", m.shape[0])
+        receivers = data.get("receivers") or _names("b", m.shape[1])
         if k is None and data.get("k") is not None:
             k = data["k"]
         if not beta and data.get("beta"):
-            beta = float(data["beta"])
+            try:
+                beta = parse_time(data["beta"], field="beta")
+            except InputError as exc:
+                raise exc.at(src) from None
         return Redistribution(m, senders, receivers, k=k, beta=beta, source=src)
 
     # CSV
