@@ -172,3 +172,36 @@ def test_an_option_that_would_be_ignored_or_mean_nothing_is_refused(capsys, argv
         code = exc.code
     text = "".join(capsys.readouterr())
     assert code == 2 and expected in text, text
+
+
+def test_a_broadcast_to_no_one_is_refused_not_reported_as_nan(tmp_path, capsys):
+    code, text = _cli(capsys, "compare", "builtin:hetero-2switch", "--destinations", "s", "--size", "1MB")
+    assert code == 2 and "no destination besides the source 's'" in text and "nan" not in text, text
+    plan = tmp_path / "plan.json"
+    assert main(["plan", "builtin:hetero-2switch", "-a", "stable", "--size", "1MB", "-o", str(plan)]) == 0
+    data = json.loads(plan.read_text())
+    data["wanted"] = {}
+    plan.write_text(json.dumps(data))
+    capsys.readouterr()
+    code, text = _cli(capsys, "simulate", "builtin:hetero-2switch", "--plan", str(plan), "--json")
+    assert code == 2 and "no host wants any byte" in text and "Traceback" not in text, text
+
+
+@pytest.mark.parametrize(
+    "field, value, expected",
+    [
+        ("ranges", [[0, 10**20]], "transfers[0]: ranges: expected [offset, length] pairs"),
+        ("ranges", "abc", "transfers[0]: ranges: expected a list of [offset, length] pairs"),
+        ("upstream", 10**20, "transfers[0]: upstream: expected the index of a transfer"),
+        ("after", [1e300], "transfers[0]: after: expected the index of a transfer"),
+    ],
+)
+def test_a_plan_file_with_numbers_out_of_range_names_the_field(tmp_path, capsys, field, value, expected):
+    plan = tmp_path / "plan.json"
+    assert main(["plan", "builtin:hetero-2switch", "-a", "flat", "--size", "1MB", "-o", str(plan)]) == 0
+    data = json.loads(plan.read_text())
+    data["transfers"][0][field] = value
+    plan.write_text(json.dumps(data))
+    capsys.readouterr()
+    code, text = _cli(capsys, "simulate", "builtin:hetero-2switch", "--plan", str(plan))
+    assert code == 2 and expected in text and "Traceback" not in text, text

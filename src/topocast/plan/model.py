@@ -35,7 +35,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from ..errors import PlanError
-from .transfer import Ranges, Transfer, normalize_ranges
+from .transfer import Ranges, Transfer, normalize_ranges, ranges_from_json
 
 if TYPE_CHECKING:
     from .graph import PlanArrays
@@ -185,8 +185,8 @@ class Plan:
                 collective=d["collective"],
                 size=int(d["size_bytes"]),
                 transfers=tuple(Transfer.from_json(t, f"transfers[{i}]") for i, t in enumerate(d["transfers"])),
-                initial={h: normalize_ranges(r) for h, r in d["initial"].items()},
-                wanted={h: normalize_ranges(r) for h, r in d["wanted"].items()},
+                initial={h: ranges_from_json(r, f"initial[{h}]") for h, r in d["initial"].items()},
+                wanted={h: ranges_from_json(r, f"wanted[{h}]") for h, r in d["wanted"].items()},
                 source=d.get("source"),
                 planner=str(d.get("planner", "")),
                 params=d.get("params", {}),
@@ -195,7 +195,7 @@ class Plan:
             )
         except PlanError as exc:
             raise exc.at(source) from None
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
             raise PlanError(f"not a topocast plan ({type(exc).__name__}: {exc})", source=source) from None
 
     def dumps(self) -> str:

@@ -9,7 +9,7 @@ from typing import Any, TypedDict, Unpack
 
 from ..errors import PlanError
 
-__all__ = ["Ranges", "Transfer", "TransferOptions", "normalize_ranges", "ranges_length"]
+__all__ = ["Ranges", "Transfer", "TransferOptions", "normalize_ranges", "ranges_from_json", "ranges_length"]
 
 Ranges = tuple[tuple[int, int], ...]
 """An ordered sequence of ``(offset, length)`` byte ranges."""
@@ -23,6 +23,40 @@ def normalize_ranges(ranges: Iterable[Sequence[int]]) -> Ranges:
         if length > 0:
             out.append((off, length))
     return tuple(out)
+
+
+MAX_OFFSET = (1 << 63) - 1  # offsets and lengths are int64 in the plan's arrays
+
+
+def ranges_from_json(value: object, where: str) -> Ranges:
+    """A plan file's ``[[offset, length], ...]``, checked: whole numbers from 0 to 2^63 - 1,
+    or a :class:`PlanError` naming ``where``."""
+    if not isinstance(value, (list, tuple)):
+        raise PlanError(f"expected a list of [offset, length] pairs, got {value!r}", element=where)
+    for r in value:
+        if not (
+            isinstance(r, (list, tuple))
+            and len(r) == 2
+            and all(_whole_bytes(x) for x in r)
+        ):
+            raise PlanError(
+                f"expected [offset, length] pairs of whole numbers of bytes from 0 to 2^63 - 1, got {r!r}",
+                element=where,
+            )
+    return normalize_ranges(value)
+
+
+def _whole_bytes(x: object) -> bool:
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return False
+    return (isinstance(x, int) or x.is_integer()) and 0 <= x <= MAX_OFFSET
+
+
+def _index(x: object, where: str) -> int:
+    """A transfer's index in a plan file (``upstream``, ``after``)."""
+    if not _whole_bytes(x):
+        raise PlanError(f"expected the index of a transfer (a whole number >= 0), got {x!r}", element=where)
+    return int(x)  # type: ignore[call-overload]
 
 
 def ranges_length(ranges: Ranges) -> int:
@@ -115,14 +149,14 @@ class Transfer:
             return cls(
                 src=str(d["src"]),
                 dst=str(d["dst"]),
-                ranges=normalize_ranges(d["ranges"]),
+                ranges=ranges_from_json(d["ranges"], f"{where}: ranges"),
                 pipelined=bool(d.get("pipelined", False)),
-                upstream=None if d.get("upstream") is None else int(d["upstream"]),
-                after=tuple(int(x) for x in d.get("after", ())),
+                upstream=None if d.get("upstream") is None else _index(d["upstream"], f"{where}: upstream"),
+                after=tuple(_index(x, f"{where}: after") for x in d.get("after", ())),
                 rate_cap=None if d.get("rate_cap") is None else float(d["rate_cap"]),
                 path=None if d.get("path") is None else tuple(str(x) for x in d["path"]),
                 reduce=bool(d.get("reduce", False)),
                 label=str(d.get("label", "")),
             )
-        except (KeyError, TypeError, ValueError, IndexError) as exc:
+        except (KeyError, TypeError, ValueError, IndexError, OverflowError) as exc:
             raise PlanError(f"expected src, dst and ranges [[offset, length], ...] ({exc})", element=where) from None
