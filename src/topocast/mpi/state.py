@@ -11,6 +11,7 @@ with fresh state, as its group may be used differently.
 
 from __future__ import annotations
 
+import os
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
@@ -43,6 +44,9 @@ class CommState:
     same way (only after calls every rank agreed on), so it is the same on every rank."""
 
     dup: MPI.Comm | None = None  # private duplicate: topocast's messages never match the program's
+    # more ranks of the communicator on this rank's machine than it has cores: a rank that
+    # waits then sleeps between polls instead of spinning, as the rank it waits for needs the core
+    crowded: bool = False
     # (collective, topology key, hosts, algorithm, root or element count, size or itemsize) -> Plan
     plans: Bounded = field(default_factory=Bounded)
     # (collective, topology key, power-of-two size class) -> the planner ``auto`` picked
@@ -83,11 +87,15 @@ def state_of(comm: MPI.Comm) -> CommState:
 
 def private_dup(comm: MPI.Comm) -> MPI.Comm:
     """``comm``'s private duplicate (collective the first time: every rank makes it at the
-    same call, since every rank's state is the same). MPI's own ``Dup`` of the base class:
-    a subclass of the program's may override methods, not this."""
+    same call, since every rank's state is the same), and whether the communicator crowds
+    this machine (``CommState.crowded``). MPI's own ``Dup`` of the base class: a subclass
+    of the program's may override methods, not this."""
     from mpi4py import MPI
 
     state = state_of(comm)
     if state.dup is None:
         state.dup = MPI.Intracomm(MPI.Comm.Dup(comm))
+        node = MPI.Comm.Split_type(state.dup, MPI.COMM_TYPE_SHARED)
+        state.crowded = node.Get_size() > (os.cpu_count() or 1)
+        node.Free()
     return state.dup
