@@ -9,6 +9,7 @@ failed check raises (the rank exits non-zero and mpiexec with it); rank 0 prints
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 
@@ -259,6 +260,8 @@ def mode_freed() -> None:
             tm.allreduce(w, MPI.IN_PLACE, x, algorithm=tm.DEFAULT_ALLREDUCE)
         state = state_of(w)
         check(state.dup is not None or size == 1, "a private duplicate was made")
+        # every rank of these tests runs on this machine: more of them than cores is crowded
+        check(state.crowded == (size > len(os.sched_getaffinity(0))), f"crowded is {state.crowded} at {size} ranks")
         w.Free()
         check(state.dup is None, "freeing the communicator freed the private duplicate")
         sub = comm.Split(rank // 2, rank)

@@ -96,6 +96,16 @@ def private_dup(comm: MPI.Comm) -> MPI.Comm:
     if state.dup is None:
         state.dup = MPI.Intracomm(MPI.Comm.Dup(comm))
         node = MPI.Comm.Split_type(state.dup, MPI.COMM_TYPE_SHARED)
-        state.crowded = node.Get_size() > (os.cpu_count() or 1)
+        state.crowded = node.Get_size() > _cores()
         node.Free()
     return state.dup
+
+
+def _cores() -> int:
+    """The cores this rank may run on (its affinity: a job confined to a few cores of a
+    large machine is crowded on those; taking a rank bound to one core for crowded only
+    costs a little latency, while spinning on a crowded machine starves the other ranks)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on every platform
+        return os.cpu_count() or 1
