@@ -11,10 +11,13 @@ with fresh state, as its group may be used differently.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -88,16 +91,23 @@ def state_of(comm: MPI.Comm) -> CommState:
 def private_dup(comm: MPI.Comm) -> MPI.Comm:
     """``comm``'s private duplicate (collective the first time: every rank makes it at the
     same call, since every rank's state is the same), and whether the communicator crowds
-    this machine (``CommState.crowded``). MPI's own ``Dup`` of the base class: a subclass
-    of the program's may override methods, not this."""
+    this machine (``CommState.crowded``: more of its ranks share this rank's processor name
+    than this rank has cores). MPI's own ``Idup`` of the base class: a subclass of the
+    program's may override methods, not this. Both waits poll and sleep, as on a crowded
+    machine: whether it is crowded is not known yet."""
     from mpi4py import MPI
+
+    from .engine import wait_for
 
     state = state_of(comm)
     if state.dup is None:
-        state.dup = MPI.Intracomm(MPI.Comm.Dup(comm))
-        node = MPI.Comm.Split_type(state.dup, MPI.COMM_TYPE_SHARED)
-        state.crowded = node.Get_size() > _cores()
-        node.Free()
+        dup, request = MPI.Comm.Idup(comm)
+        wait_for(request, True)
+        state.dup = MPI.Intracomm(dup)
+        name = int.from_bytes(hashlib.blake2b(MPI.Get_processor_name().encode(), digest_size=7).digest(), "big")
+        mine, every = np.array([name], dtype=np.int64), np.empty(comm.Get_size(), dtype=np.int64)
+        wait_for(MPI.Comm.Iallgather(state.dup, [mine, MPI.INT64_T], [every, MPI.INT64_T]), True)
+        state.crowded = int(np.count_nonzero(every == name)) > _cores()
     return state.dup
 
 
