@@ -207,7 +207,14 @@ def expect_error(fn, words: tuple[str, ...], what: str) -> None:
     check((y == np.arange(5)).all(), f"{what}: topocast.mpi still works")
 
 
-def mode_errors() -> None:
+def mode_errors(waits: str = "") -> None:
+    """``waits="crowded"``: topocast's waits poll and sleep (as with more ranks than cores)
+    whatever the machine, on every rank alike; the errors must not depend on it."""
+    if waits:
+        from topocast.mpi.state import private_dup, state_of
+
+        private_dup(comm)
+        state_of(comm).crowded = waits == "crowded"
     # after a call repeated (and so predicted), a rank that changes its arguments still gets
     # the same error as every other rank
     for rep in range(3):
