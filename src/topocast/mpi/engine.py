@@ -263,6 +263,8 @@ class _RankRun:
         outs: list[_Out] = []
         ins: list[_In] = []
         for i, t in enumerate(plan.transfers):
+            if t.src != host and t.dst != host:
+                continue  # another rank's transfer: not cut into chunks here
             chunks = list(chunks_of(t.ranges, chunk))
             if t.src == host:
                 # a bucket of a few ms' worth would lose credit whenever this rank waits for a core
