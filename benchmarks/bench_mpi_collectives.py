@@ -17,6 +17,17 @@ ratios best vs best and median vs median:
         --topology builtin:hetero-2switch --sizes 64KiB,1MiB,32MiB --collectives bcast --json out.json
 
 The load average is printed beside every topology (the machine's 2 cores are shared).
+
+``--local``: topocast.mpi's per-call cost at small sizes instead, on this machine (no testbed,
+no root needed): ``mpiexec -n N`` for each N of ``--ranks`` (``mpi_percall_rank.py``), each
+size ``--calls`` calls in a row of MPI's own call, of topocast with the same arguments (a
+predicted call), with ``check=False``, and with a root (bcast) or op (allreduce) drawn at
+random per call (``--seed``, drawn when not given and printed): calls agreed one by one.
+Printed per case: wall and CPU (user+sys) microseconds per call, the median over the ranks,
+and the ratio to MPI's own in the same job. ``--profile DIR`` runs topocast's calls under
+cProfile (``DIR/rank<k>.prof``, the top of rank 0 printed).
+
+    PYTHONPATH=src python benchmarks/bench_mpi_collectives.py --local --ranks 2,4 --sizes 8,1KiB
 """
 
 from __future__ import annotations
@@ -24,6 +35,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -97,10 +110,62 @@ def show(topo_name: str, summary: list[dict], plans: dict) -> None:
         )
 
 
+def _mpiexec() -> str | None:
+    beside = Path(sys.executable).parent / "mpiexec"  # the mpich wheel installs it beside python
+    return str(beside) if beside.exists() else shutil.which("mpiexec")
+
+
+def per_call(args, sizes: list[int]) -> int:
+    """``--local``: the per-call cost of each case at each rank count (module docstring)."""
+    mpiexec = _mpiexec()
+    if mpiexec is None:
+        print("bench_mpi_collectives --local: mpiexec not found", file=sys.stderr)
+        return 2
+    seed = args.seed if args.seed is not None else random.randrange(2**31)
+    print(f"seed {seed} (replay: --seed {seed}); planners: bcast {args.bcast}, allreduce {args.allreduce}")
+    env = dict(os.environ, PYTHONPATH=str(HERE.parent / "src"), UCX_LOG_LEVEL="error")
+    everything: dict = {"args": vars(args), "seed": seed, "jobs": []}
+    for n in [int(x) for x in args.ranks.split(",") if x]:
+        config = {"sizes": sizes, "calls": args.calls, "bcast": args.bcast, "allreduce": args.allreduce}
+        config |= {"seed": seed, "profile": args.profile or ""}
+        if args.profile:
+            os.makedirs(args.profile, exist_ok=True)
+        before = load()
+        cmd = [mpiexec, "-n", str(n), sys.executable, str(HERE / "mpi_percall_rank.py"), json.dumps(config)]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, env=env)
+        line = next((x for x in r.stdout.splitlines() if x.startswith("{")), None)
+        if r.returncode or line is None:
+            print(f"{n} ranks: mpiexec failed ({r.returncode}): {r.stderr[-3000:]}")
+            return 1
+        data = json.loads(line)
+        print(f"\n{n} ranks (load {before} -> {load()}): microseconds per call, median over the ranks")
+        ref: dict = {}
+        for res in data["results"]:
+            wall = statistics.median(w for w, _ in res["per_rank"]) * 1e6
+            used = statistics.median(c for _, c in res["per_rank"]) * 1e6
+            key = (res["collective"], res["size"])
+            if res["case"] == "mpi":
+                ref[key] = (wall, used)
+            mw, mc = ref[key]
+            print(
+                f"  {res['collective']:>9} {res['size']:>7} B {res['case']:>8}: wall {wall:8.0f} ({wall / mw:5.1f}x MPI)"
+                f"  cpu {used:8.0f} ({used / mc if mc else float('nan'):5.1f}x MPI)"
+            )
+        everything["jobs"].append({"ranks": n, "load_before": before, "load_after": load(), **data})
+        if args.profile:
+            import pstats
+
+            print(f"\nrank 0's topocast calls, {n} ranks (cProfile, top by own time):")
+            pstats.Stats(os.path.join(args.profile, "rank0.prof")).sort_stats("tottime").print_stats(18)
+    if args.json:
+        Path(args.json).write_text(json.dumps(everything, indent=1))
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--topology", action="append", default=None)
-    ap.add_argument("--sizes", default="64KiB,1MiB,32MiB")
+    ap.add_argument("--sizes", default=None, help="default 64KiB,1MiB,32MiB (--local: 8,1KiB,64KiB)")
     ap.add_argument("--collectives", default="bcast,allreduce")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--algorithm", default="auto", help="topocast planner (default auto)")
@@ -114,7 +179,19 @@ def main(argv=None) -> int:
     )
     ap.add_argument("--timeout", type=float, default=540)
     ap.add_argument("--json", default=None, help="write all numbers here")
+    local = ap.add_argument_group("--local: per-call cost on this machine, no testbed")
+    local.add_argument("--local", action="store_true", help="measure the per-call cost instead (no root needed)")
+    local.add_argument("--ranks", default="2,4", help="rank counts, one mpiexec job each")
+    local.add_argument("--calls", type=int, default=300, help="calls per case")
+    local.add_argument("--bcast", default="mpich", help="topocast's broadcast planner (default mpich)")
+    local.add_argument("--allreduce", default="ring", help="topocast's allreduce planner (default ring)")
+    local.add_argument("--seed", type=int, default=None, help="the random roots and ops (default: drawn, printed)")
+    local.add_argument("--profile", default=None, help="directory for each rank's cProfile of topocast's calls")
     args = ap.parse_args(argv)
+    if args.local:
+        sizes = [int(parse_size(s, field="--sizes")) for s in (args.sizes or "8,1KiB,64KiB").split(",") if s]
+        return per_call(args, sizes)
+    args.sizes = args.sizes or "64KiB,1MiB,32MiB"
     if os.geteuid() != 0:
         print("bench_mpi_collectives: needs root (emulated network)", file=sys.stderr)
         return 2

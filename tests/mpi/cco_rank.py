@@ -9,6 +9,7 @@ failed check raises (the rank exits non-zero and mpiexec with it); rank 0 prints
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 
@@ -206,7 +207,14 @@ def expect_error(fn, words: tuple[str, ...], what: str) -> None:
     check((y == np.arange(5)).all(), f"{what}: topocast.mpi still works")
 
 
-def mode_errors() -> None:
+def mode_errors(waits: str = "") -> None:
+    """``waits="crowded"``: topocast's waits poll and sleep (as with more ranks than cores)
+    whatever the machine, on every rank alike; the errors must not depend on it."""
+    if waits:
+        from topocast.mpi.state import private_dup, state_of
+
+        private_dup(comm)
+        state_of(comm).crowded = waits == "crowded"
     # after a call repeated (and so predicted), a rank that changes its arguments still gets
     # the same error as every other rank
     for rep in range(3):
@@ -259,6 +267,8 @@ def mode_freed() -> None:
             tm.allreduce(w, MPI.IN_PLACE, x, algorithm=tm.DEFAULT_ALLREDUCE)
         state = state_of(w)
         check(state.dup is not None or size == 1, "a private duplicate was made")
+        # every rank of these tests runs on this machine: more of them than cores is crowded
+        check(state.crowded == (size > len(os.sched_getaffinity(0))), f"crowded is {state.crowded} at {size} ranks")
         w.Free()
         check(state.dup is None, "freeing the communicator freed the private duplicate")
         sub = comm.Split(rank // 2, rank)

@@ -39,6 +39,7 @@ one MPI message per chunk) is larger than anything a plan can save
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, TypeVar
@@ -49,7 +50,7 @@ from ..errors import TopocastError
 from ..plan import Broadcast, Plan
 from ..runtime import DEFAULT_CHUNK
 from .buffers import Delegated, Message, as_message, check_op, reduction
-from .engine import MPIRunError, RankStats, chunk_for, perform_local, without_loose_caps
+from .engine import MPIRunError, RankStats, chunk_for, perform_local, wait_for, without_loose_caps
 from .state import private_dup, state_of
 
 if TYPE_CHECKING:
@@ -126,7 +127,7 @@ def _speculate(comm, desc: _Desc, data: np.ndarray | None) -> bool:
     try:
         call.run(data if mine and data is not None else np.zeros(call.nbytes, dtype=np.uint8))
     finally:
-        request.Wait()
+        wait_for(request, state_of(comm).crowded)
     if vote[0]:
         return False
     state_of(comm).previous = call.key
@@ -177,7 +178,8 @@ def _agree(comm, desc: _Desc, what: str) -> list[_Desc]:
     slow = desc.problem is not None or known is None or known[comm.Get_rank()] != desc.host
     digest = int.from_bytes(hashlib.blake2b(repr(replace(desc, host="")).encode(), digest_size=7).digest(), "big")
     votes = np.array([int(slow), digest, -digest], dtype=np.int64)
-    MPI.Comm.Allreduce(comm, MPI.IN_PLACE, [votes, MPI.INT64_T], op=MPI.MAX)
+    dup = private_dup(comm)  # every rank agrees at the same call: the first makes it
+    wait_for(MPI.Comm.Iallreduce(dup, MPI.IN_PLACE, [votes, MPI.INT64_T], op=MPI.MAX), state_of(comm).crowded)
     if not votes[0] and votes[1] == -votes[2] and known is not None:
         return [replace(desc, host=h) for h in known]
     descs = MPI.Comm.allgather(comm, desc)
@@ -259,19 +261,26 @@ def _star(hosts):
 
 
 def _plan_on_root(comm, make, what: str) -> Plan:
-    """``make()`` on rank 0, the plan (or its error) sent to every rank."""
-    payload = None
-    if comm.Get_rank() == 0:
-        try:
-            payload = ("plan", make().to_json())
-        except TopocastError as exc:
-            payload = ("error", str(exc))
+    """``make()`` on rank 0, the plan (or its error) sent to every rank: non-blocking
+    broadcasts, waited for with :func:`.engine.wait_for` (the other ranks wait while rank 0
+    plans; on a crowded machine a spinning wait would take rank 0's core)."""
     from mpi4py import MPI
 
-    kind, body = MPI.Comm.bcast(comm, payload, root=0)
-    if kind == "error":
-        raise MPIRunError(f"{what}: planning failed: {body}")
-    return Plan.from_json(body)
+    text = b""
+    if comm.Get_rank() == 0:
+        try:
+            text = b"P" + json.dumps(make().to_json()).encode()
+        except TopocastError as exc:
+            text = b"E" + str(exc).encode()
+    dup, crowded = private_dup(comm), state_of(comm).crowded
+    length = np.array([len(text)], dtype=np.int64)
+    wait_for(MPI.Comm.Ibcast(dup, [length, MPI.INT64_T], root=0), crowded)
+    body = np.frombuffer(text, dtype=np.uint8).copy() if text else np.empty(int(length[0]), dtype=np.uint8)
+    wait_for(MPI.Comm.Ibcast(dup, [body, MPI.BYTE], root=0), crowded)
+    kind, payload = body[:1].tobytes(), body[1:].tobytes().decode()
+    if kind == b"E":
+        raise MPIRunError(f"{what}: planning failed: {payload}")
+    return Plan.from_json(json.loads(payload))
 
 
 def _size_class(nbytes: int) -> int:
@@ -732,4 +741,5 @@ def _check(plan: Plan, topology, what: str) -> None:
 def _run(comm, plan: Plan, data: np.ndarray, hosts: list[str], chunk_size, combine=None) -> RankStats:
     rank_of = {h: r for r, h in enumerate(hosts)}
     chunk = chunk_for(plan, chunk_size or DEFAULT_CHUNK)
-    return perform_local(private_dup(comm), plan, data, rank_of, chunk=chunk, reduce=combine)
+    dup = private_dup(comm)
+    return perform_local(dup, plan, data, rank_of, chunk=chunk, reduce=combine, crowded=state_of(comm).crowded)

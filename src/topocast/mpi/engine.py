@@ -42,7 +42,16 @@ if TYPE_CHECKING:
 
     from ..topology import Topology
 
-__all__ = ["MPIRunError", "RankStats", "perform_local", "chunk_for", "without_loose_caps", "WINDOW", "NOTIFY_TAG"]
+__all__ = [
+    "MPIRunError",
+    "RankStats",
+    "perform_local",
+    "chunk_for",
+    "without_loose_caps",
+    "wait_for",
+    "WINDOW",
+    "NOTIFY_TAG",
+]
 
 WINDOW = 8  # chunks in flight per transfer (sends) and posted receives per transfer
 NOTIFY_TAG = 0  # "transfer j completed" messages; data tags start at 1
@@ -51,7 +60,8 @@ NOTIFY_TAG = 0  # "transfer j completed" messages; data tags start at 1
 # machine) a spinning rank takes the core a rank with work to do needs.
 YIELD = True
 SPIN = 1e-3  # but first poll without sleeping for this long after the last completion: MPI's
-# handshakes (rendezvous of large messages) move only while both ranks are inside MPI calls
+# handshakes (rendezvous of large messages) move only while both ranks are inside MPI calls.
+# Not on a crowded machine (more ranks than cores): there the rank we wait for needs our core.
 IDLE_MIN = 20e-6
 IDLE_MAX = 2e-4
 
@@ -59,6 +69,19 @@ IDLE_MAX = 2e-4
 class MPIRunError(TopocastError, ValueError):
     """A collective or a plan that cannot be performed on this job. Raised with the same
     message on every rank of the communicator, which stays usable."""
+
+
+def wait_for(request: MPI.Request, crowded: bool) -> None:
+    """Wait until ``request`` completes: MPI's own ``Wait`` (it spins) when the ranks have a
+    core each, else poll and sleep, backing off from ``IDLE_MIN`` to ``IDLE_MAX``, so that the
+    ranks we wait for get the cores (a collective waits for the slowest rank)."""
+    if not crowded:
+        request.Wait()
+        return
+    idle = 0.0
+    while not request.Test():
+        idle = min(max(idle * 2, IDLE_MIN), IDLE_MAX)
+        time.sleep(idle)
 
 
 def chunk_for(plan: Plan, default: int) -> int:
@@ -178,12 +201,15 @@ def perform_local(
     *,
     chunk: int,
     reduce: Callable[[np.ndarray, np.ndarray], None] | None = None,
+    crowded: bool = False,
 ) -> RankStats:
     """This rank's part of ``plan`` on ``comm`` (every rank of the plan calls it together).
 
     ``buf``: the message as a writable uint8 array of ``plan.size`` bytes (read-only is fine
     on a rank that only sends); ``rank_of``: host -> rank; ``reduce(dst, src)``: combines the
-    uint8 views ``src`` into ``dst`` (allreduce plans). Assumes the plan was checked.
+    uint8 views ``src`` into ``dst`` (allreduce plans); ``crowded``: more ranks than cores on
+    this machine (sleep between polls at once, never spin: see ``SPIN``). Assumes the plan
+    was checked.
     """
     me = comm.Get_rank()
     host = next((h for h, r in rank_of.items() if r == me), None)
@@ -194,7 +220,7 @@ def perform_local(
     rank = _RankRun(comm, plan, buf, rank_of, host, chunk, reduce, stats)
     rank.post_first_receives()
     rank.complete_now()
-    rank.progress()
+    rank.progress(0.0 if crowded else SPIN)
     rank.complete_now()
     return stats
 
@@ -237,6 +263,8 @@ class _RankRun:
         outs: list[_Out] = []
         ins: list[_In] = []
         for i, t in enumerate(plan.transfers):
+            if t.src != host and t.dst != host:
+                continue  # another rank's transfer: not cut into chunks here
             chunks = list(chunks_of(t.ranges, chunk))
             if t.src == host:
                 # a bucket of a few ms' worth would lose credit whenever this rank waits for a core
@@ -402,9 +430,10 @@ class _RankRun:
         ):
             stats.completed = time.monotonic() - self.t0
 
-    def progress(self) -> None:
+    def progress(self, spin: float) -> None:
         """The loop: start and pump the outgoing transfers, then handle the requests that
-        completed, until every transfer of this rank is done."""
+        completed, until every transfer of this rank is done (polling without sleep for
+        ``spin`` seconds after each completion)."""
         MPI, reqs, handlers, outs, ins = self.mpi, self.reqs, self.handlers, self.outs, self.ins
         idle, last_progress = 0.0, self.t0
         while True:
@@ -425,7 +454,7 @@ class _RankRun:
                 idx = MPI.Request.Testsome(reqs)
                 if not idx:
                     # back off so that ranks sharing our cores run (MPI's own wait spins)
-                    if now - last_progress > SPIN:
+                    if now - last_progress >= spin:
                         idle = min(max(idle * 2, IDLE_MIN), IDLE_MAX, wait)
                         time.sleep(idle)
                     continue

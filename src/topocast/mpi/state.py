@@ -11,9 +11,13 @@ with fresh state, as its group may be used differently.
 
 from __future__ import annotations
 
+import hashlib
+import os
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -43,6 +47,9 @@ class CommState:
     same way (only after calls every rank agreed on), so it is the same on every rank."""
 
     dup: MPI.Comm | None = None  # private duplicate: topocast's messages never match the program's
+    # more ranks of the communicator on this rank's machine than it has cores: a rank that
+    # waits then sleeps between polls instead of spinning, as the rank it waits for needs the core
+    crowded: bool = False
     # (collective, topology key, hosts, algorithm, root or element count, size or itemsize) -> Plan
     plans: Bounded = field(default_factory=Bounded)
     # (collective, topology key, power-of-two size class) -> the planner ``auto`` picked
@@ -83,11 +90,32 @@ def state_of(comm: MPI.Comm) -> CommState:
 
 def private_dup(comm: MPI.Comm) -> MPI.Comm:
     """``comm``'s private duplicate (collective the first time: every rank makes it at the
-    same call, since every rank's state is the same). MPI's own ``Dup`` of the base class:
-    a subclass of the program's may override methods, not this."""
+    same call, since every rank's state is the same), and whether the communicator crowds
+    this machine (``CommState.crowded``: more of its ranks share this rank's processor name
+    than this rank has cores). MPI's own ``Idup`` of the base class: a subclass of the
+    program's may override methods, not this. Both waits poll and sleep, as on a crowded
+    machine: whether it is crowded is not known yet."""
     from mpi4py import MPI
+
+    from .engine import wait_for
 
     state = state_of(comm)
     if state.dup is None:
-        state.dup = MPI.Intracomm(MPI.Comm.Dup(comm))
+        dup, request = MPI.Comm.Idup(comm)
+        wait_for(request, True)
+        state.dup = MPI.Intracomm(dup)
+        name = int.from_bytes(hashlib.blake2b(MPI.Get_processor_name().encode(), digest_size=7).digest(), "big")
+        mine, every = np.array([name], dtype=np.int64), np.empty(comm.Get_size(), dtype=np.int64)
+        wait_for(MPI.Comm.Iallgather(state.dup, [mine, MPI.INT64_T], [every, MPI.INT64_T]), True)
+        state.crowded = int(np.count_nonzero(every == name)) > _cores()
     return state.dup
+
+
+def _cores() -> int:
+    """The cores this rank may run on (its affinity: a job confined to a few cores of a
+    large machine is crowded on those; taking a rank bound to one core for crowded only
+    costs a little latency, while spinning on a crowded machine starves the other ranks)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on every platform
+        return os.cpu_count() or 1
