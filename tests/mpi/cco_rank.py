@@ -17,6 +17,7 @@ import numpy as np
 from mpi4py import MPI
 
 import topocast.mpi as tm
+from topocast.mpi.collectives import _plan_on_root
 from topocast.plan import Plan, Transfer
 from topocast.topology import load_topology
 
@@ -207,6 +208,10 @@ def expect_error(fn, words: tuple[str, ...], what: str) -> None:
     check((y == np.arange(5)).all(), f"{what}: topocast.mpi still works")
 
 
+def _planner_bug():
+    return 1 / 0
+
+
 def mode_errors(waits: str = "") -> None:
     """``waits="crowded"``: topocast's waits poll and sleep (as with more ranks than cores)
     whatever the machine, on every rank alike; the errors must not depend on it."""
@@ -243,6 +248,7 @@ def mode_errors(waits: str = "") -> None:
         )
     expect_error(lambda: tm.allreduce(comm, np.zeros(4), np.zeros(4), op=MPI.BAND), ("integer",), "bitwise on float")
     expect_error(lambda: tm.allreduce(comm, np.zeros(4), np.zeros(5)), ("sendbuf",), "send/recv sizes")
+    expect_error(lambda: _plan_on_root(comm, _planner_bug, "bcast"), ("ZeroDivisionError",), "a planner's own bug")
     plan = Plan.broadcast("rank0", 100, ["rank1"], [Transfer.of("rank0", "rank1", 0, 100)])
     expect_error(lambda: tm.perform(comm, plan, np.zeros(64, np.uint8)), ("100 bytes", "64"), "plan size")
     if size > 1:

@@ -266,12 +266,15 @@ def _plan_on_root(comm, make, what: str) -> Plan:
     plans; on a crowded machine a spinning wait would take rank 0's core)."""
     from mpi4py import MPI
 
-    text = b""
+    text, unexpected = b"", None
     if comm.Get_rank() == 0:
         try:
             text = b"P" + json.dumps(make().to_json()).encode()
         except TopocastError as exc:
             text = b"E" + str(exc).encode()
+        except Exception as exc:  # a planner's bug: the other ranks must hear of it, not wait forever
+            unexpected = exc
+            text = b"E" + f"{type(exc).__name__}: {exc}".encode()
     dup, crowded = private_dup(comm), state_of(comm).crowded
     length = np.array([len(text)], dtype=np.int64)
     wait_for(MPI.Comm.Ibcast(dup, [length, MPI.INT64_T], root=0), crowded)
@@ -279,7 +282,7 @@ def _plan_on_root(comm, make, what: str) -> Plan:
     wait_for(MPI.Comm.Ibcast(dup, [body, MPI.BYTE], root=0), crowded)
     kind, payload = body[:1].tobytes(), body[1:].tobytes().decode()
     if kind == b"E":
-        raise MPIRunError(f"{what}: planning failed: {payload}")
+        raise MPIRunError(f"{what}: planning failed: {payload}") from unexpected
     return Plan.from_json(json.loads(payload))
 
 
