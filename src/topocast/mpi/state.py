@@ -92,9 +92,9 @@ def private_dup(comm: MPI.Comm) -> MPI.Comm:
     """``comm``'s private duplicate (collective the first time: every rank makes it at the
     same call, since every rank's state is the same), and whether the communicator crowds
     this machine (``CommState.crowded``: more of its ranks share this rank's processor name
-    than this rank has cores). MPI's own ``Idup`` of the base class: a subclass of the
-    program's may override methods, not this. Both waits poll and sleep, as on a crowded
-    machine: whether it is crowded is not known yet."""
+    than the cores they may run on together). MPI's own ``Idup`` of the base class: a
+    subclass of the program's may override methods, not this. Both waits poll and sleep, as
+    on a crowded machine: whether it is crowded is not known yet."""
     from mpi4py import MPI
 
     from .engine import wait_for
@@ -105,17 +105,32 @@ def private_dup(comm: MPI.Comm) -> MPI.Comm:
         wait_for(request, True)
         state.dup = MPI.Intracomm(dup)
         name = int.from_bytes(hashlib.blake2b(MPI.Get_processor_name().encode(), digest_size=7).digest(), "big")
-        mine, every = np.array([name], dtype=np.int64), np.empty(comm.Get_size(), dtype=np.int64)
+        mine = np.concatenate(([name], _affinity_mask().view(np.int64)))
+        every = np.empty((comm.Get_size(), mine.size), dtype=np.int64)
         wait_for(MPI.Comm.Iallgather(state.dup, [mine, MPI.INT64_T], [every, MPI.INT64_T]), True)
-        state.crowded = int(np.count_nonzero(every == name)) > _cores()
+        state.crowded = crowds(every, name)
     return state.dup
 
 
-def _cores() -> int:
-    """The cores this rank may run on (its affinity: a job confined to a few cores of a
-    large machine is crowded on those; taking a rank bound to one core for crowded only
-    costs a little latency, while spinning on a crowded machine starves the other ranks)."""
+def crowds(every: np.ndarray, name: int) -> bool:
+    """Whether more ranks run on machine ``name`` than the cores they may use together
+    (``every``: one row per rank, its machine's name hash then its affinity mask's words)."""
+    here = every[every[:, 0] == name, 1:]
+    cores = int(np.unpackbits(np.bitwise_or.reduce(here, axis=0).view(np.uint8)).sum())
+    return len(here) > cores
+
+
+MASK_CPUS = 1024  # cores told apart in the affinity masks the ranks exchange
+
+
+def _affinity_mask() -> np.ndarray:
+    """The cores this rank may run on, as a bit mask of ``MASK_CPUS`` bits (a core numbered
+    beyond counts as its number modulo that). The union over a machine's ranks is what they
+    share: ranks bound one per core are not crowded, ranks confined to two cores are."""
     try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # not on every platform
-        return os.cpu_count() or 1
+        cpus = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on every platform: every core of the machine
+        cpus = list(range(os.cpu_count() or 1))
+    bits = np.zeros(MASK_CPUS, dtype=np.uint8)
+    bits[np.asarray(cpus, dtype=np.int64) % MASK_CPUS] = 1
+    return np.packbits(bits)
