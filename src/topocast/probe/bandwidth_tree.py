@@ -43,7 +43,8 @@ shared with other transfers):
    them at once more than one link carries, and neither loses anything: one round per
    group, and per pair of groups at a group found to have two links or more); a group
    joining such a chain, or two groups joined alone, later is linked to the group its link
-   meets, found the same way.
+   meets, found the same way; two such clusters joining each other are linked between the
+   group of each that the link meets (tested from both sides).
    Without such evidence the groups stay under one new switch, as before.
 4. **Link rates**: every link of that tree measured as on a known tree (``link_rates``),
    the host links from the round robin's transfers; each link between switches in a round
