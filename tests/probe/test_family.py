@@ -185,3 +185,18 @@ def test_a_group_joining_two_joined_groups_is_attached_where_its_link_meets():
     _, tree = infer_trees(list(truth.hosts), net.rtt, net.bulk, 0.3, 200e-6)
     inferred = build_topology(tree, list(truth.hosts), goodput=0.955, measurements=tree.measurements)
     assert _switch_tree_shape(inferred) == _switch_tree_shape(truth)
+
+
+@pytest.mark.parametrize("noise_seed", [0, 1, 2])
+def test_two_chains_of_groups_are_joined_where_their_link_meets_each(noise_seed):
+    """Network 1365257093 of the family: a chain of five groups; single linkage builds two
+    chains of groups placed one by one and then joins the two, at a lower rate. Joined at
+    their top switches (under a hub, then one link), the link between the chains was
+    written between the wrong switches and `stable` from the file reached 0.70 of the
+    truth's plan; each chain is now tested for the group the other's link meets (the truth's
+    tree in 4 noise seeds of 4; 0 of 4 before)."""
+    truth = random_network(1365257093, min_hosts=8, max_hosts=32)
+    net = FakeNetwork(truth, noise=0.03, seed=noise_seed, uneven=True)
+    _, tree = infer_trees(list(truth.hosts), net.rtt, net.bulk, 0.3, 200e-6)
+    inferred = build_topology(tree, list(truth.hosts), goodput=0.955, measurements=tree.measurements)
+    assert _switch_tree_shape(inferred) == _switch_tree_shape(truth)

@@ -43,7 +43,8 @@ shared with other transfers):
    them at once more than one link carries, and neither loses anything: one round per
    group, and per pair of groups at a group found to have two links or more); a group
    joining such a chain, or two groups joined alone, later is linked to the group its link
-   meets, found the same way.
+   meets, found the same way; two such clusters joining each other are linked between the
+   group of each that the link meets (tested from both sides).
    Without such evidence the groups stay under one new switch, as before.
 4. **Link rates**: every link of that tree measured as on a known tree (``link_rates``),
    the host links from the round robin's transfers; each link between switches in a round
@@ -502,27 +503,38 @@ class _LevelTree:
             parts = (sorted(x for x in c if x in members) for c in nx.connected_components(rest))
             self.branches[m] = [b for b in parts if b]
 
-    def attach(self, x: int, parts: list) -> int | None:
-        """The group of ``parts`` (a cluster already joined) whose switch x's link meets: x
-        is apart from a member of each of that group's branches (the others, when none are
-        known). ``None`` when no test shows it."""
+    def meets(self, x: int, parts: list) -> int | None:
+        """The group of ``parts`` (a cluster already joined) whose switch the link from x
+        (a group, or one of a cluster joining them) meets: x is apart from a member of each
+        of that group's branches (the others, when none are known). ``None`` when no test
+        shows it."""
         for m in sorted(parts, key=lambda m: -self.pair_rates[(x, m)][0]):
             others = [o for o in parts if o != m]
             reps = [b[0] for b in self.branches.get(m, [others])]
             if len(self.groups[m]) >= 2 and all(self.apart(m, x, r) for r in reps):
-                self._attached(x, m, parts)
                 return m
         return None
 
-    def _attached(self, x: int, at: int, parts: list) -> None:
-        """x hangs off ``at``: a branch of its own there, behind ``at`` for the others."""
+    def nearest(self, xs: list, parts: list) -> int:
+        """The group of ``xs`` that sends fastest to a group of ``parts`` (its transfers
+        there are limited by the link between the two clusters, not by links inside its own)."""
+        return max(xs, key=lambda g: max(self.pair_rates[(g, m)][0] for m in parts))
+
+    def joined(self, xs: list, at_x: int, parts: list, at: int) -> None:
+        """Clusters ``xs`` and ``parts`` linked between their groups ``at_x`` and ``at``."""
+        self._attached(xs, at, parts)
+        self._attached(parts, at_x, xs)
+
+    def _attached(self, xs: list, at: int, parts: list) -> None:
+        """The groups ``xs`` hang off ``at``: a branch of their own there, behind ``at`` for
+        the other groups of ``parts``."""
         for m in parts:
-            known = self.branches.setdefault(m, [[o for o in parts if o != m]])
+            known = [b for b in self.branches.setdefault(m, [[o for o in parts if o != m]]) if b]
             if m == at:
-                known.append([x])
+                known.append(list(xs))
             else:
-                next(b for b in known if at in b).append(x)
-        self.branches[x] = [list(parts)]
+                next(b for b in known if at in b).extend(xs)
+            self.branches[m] = known
 
     def _into(self, z: int, senders: list) -> dict:
         """Each sender group's total into z, and what its transfers carry alone (their
@@ -587,7 +599,7 @@ def _switch_tree(groups: list, pair_rates: dict, level_tree: _LevelTree | None =
     directions' smaller one): the fastest-connected clusters first. Groups joined at nearly
     the same rate go under one new switch, unless ``level_tree`` finds some of them between
     the others; a group joining a cluster whose groups were placed one by one is linked to
-    the group it meets (``_LevelTree.attach``), else to the cluster's top; the last two
+    the group it meets (``_LevelTree.meets``), else to the cluster's top; the last two
     clusters of switches are joined directly. ``floors`` maps each new link direction to
     the most that the group-pair transfers carried across it."""
     tree = _TreeBuilder(groups, pair_rates)
@@ -682,9 +694,9 @@ class _TreeBuilder:
         self._link(self.top[a], self.top[b], self.clusters[a], self.clusters[b])
         self.clusters[a] += self.clusters.pop(b)
 
-    def attach(self, x: int, c: int, g: int) -> None:
-        """Cluster x (one group) linked to the switch of group g of cluster c."""
-        self._link(self.top[x], self.node_of[g], self.clusters[x], self.clusters[c])
+    def attach(self, x: int, c: int, gx: int, g: int) -> None:
+        """Cluster x linked from the switch of its group gx to that of group g of cluster c."""
+        self._link(self.node_of[gx], self.node_of[g], self.clusters[x], self.clusters[c])
         self.clusters[c] += self.clusters.pop(x)
         self.parts[c] += self.parts.pop(x)
 
@@ -728,15 +740,22 @@ def _cliques(level_tree: _LevelTree | None, members: set, clusters: dict) -> lis
 
 
 def _attach_point(level_tree: _LevelTree | None, members: set, clusters: dict, parts: dict) -> tuple | None:
-    """(x, c, g) when a lone group x joins a cluster c whose groups were placed one by one,
-    and the tests find the group g of c that x's link meets."""
+    """(x, c, gx, g) when a cluster x (a lone group, or groups placed one by one) joins a
+    cluster c whose groups were placed one by one, and the tests find the group g of c that
+    the link between them meets, and the group gx of x that it leaves from."""
     if level_tree is None or len(members) != 2:
         return None
     x, c = sorted(members, key=lambda m: len(clusters[m]))
-    if len(clusters[x]) != 1 or len(parts[c]) < 2:
+    if len(parts[x]) != len(clusters[x]) or len(parts[c]) < 2:
         return None
-    g = level_tree.attach(clusters[x][0], parts[c])
-    return None if g is None else (x, c, g)
+    g = level_tree.meets(level_tree.nearest(parts[x], parts[c]), parts[c])
+    if g is None:
+        return None
+    gx = parts[x][0] if len(parts[x]) == 1 else level_tree.meets(level_tree.nearest(parts[c], parts[x]), parts[x])
+    if gx is None:
+        return None
+    level_tree.joined(parts[x], gx, parts[c], g)
+    return x, c, gx, g
 
 
 def _sides(links: list, member_of: dict) -> dict:
