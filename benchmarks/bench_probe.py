@@ -127,22 +127,42 @@ def stable_ratio(truth, inferred, size: int = 64 << 20, src=None) -> tuple[float
     return simulate(p_inf, truth).aggregate_bandwidth / simulate(p_true, truth).aggregate_bandwidth, p_true, p_inf
 
 
+PROBE_TIMEOUT = 600.0  # seconds a probe may take (--probe-timeout)
+
+
+def run_stopping(cmd: list[str], timeout: float) -> subprocess.CompletedProcess:
+    """``cmd`` with its output captured; past ``timeout`` it gets SIGTERM, on which topocast
+    stops its agents and removes its temporary files (``subprocess.run``'s SIGKILL left
+    them), and SIGKILL only if it has not ended 60 s later."""
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.terminate()
+            try:
+                out, err = proc.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                out, err = proc.communicate()
+            err = f"{err}\nstopped after the benchmark's limit of {timeout:g} s"
+        return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
 def real_run(plan, name: str, tmp: str) -> float:
     path = os.path.join(tmp, "plan.json")
     with open(path, "w") as fh:
         json.dump(plan.to_json(), fh)
-    out = subprocess.run(
-        [sys.executable, "-m", "topocast", "run", path, "--launcher", "testbed", "--testbed", name, "--json"],
-        capture_output=True,
-        text=True,
-        timeout=300,
+    out = run_stopping(
+        [sys.executable, "-m", "topocast", "run", path, "--launcher", "testbed", "--testbed", name, "--json"], 300
     )
     if out.returncode != 0:
         raise RuntimeError(f"run failed: {out.stderr.strip()[-300:]}")
     return json.loads(out.stdout)["measured"]["aggregate_bandwidth"]
 
 
-def bench(spec: str, real: bool, size: int, repeats: int, sources: int = 3) -> dict:
+def bench(
+    spec: str, real: bool, size: int, repeats: int, sources: int = 3, probe_timeout: float = PROBE_TIMEOUT
+) -> dict:
     truth = truth_of(spec)
     name = f"pb{abs(hash(spec)) % 10000}"
     row: dict = {"network": truth.name, "hosts": len(truth.hosts)}
@@ -155,23 +175,10 @@ def bench(spec: str, real: bool, size: int, repeats: int, sources: int = 3) -> d
         try:
             out = os.path.join(tmp, "probed.yaml")
             t0 = time.monotonic()
-            res = subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "topocast",
-                    "probe",
-                    "--launcher",
-                    "testbed",
-                    "--testbed",
-                    name,
-                    "-o",
-                    out,
-                    "--json",
-                ],
-                capture_output=True,
-                text=True,
-                timeout=600,
+            res = run_stopping(
+                [sys.executable, "-m", "topocast", "probe", "--launcher", "testbed", "--testbed", name, "-o", out]
+                + ["--json"],
+                probe_timeout,
             )
             row["wall_s"] = round(time.monotonic() - t0, 1)
             if res.returncode != 0:
@@ -262,7 +269,7 @@ def family(args) -> int:
         if fake:
             row = fake_probe(truth_of(spec), args.noise, not args.even, seed + 1, args.sources)
         else:
-            row = bench(spec, False, args.size, 0, args.sources)
+            row = bench(spec, False, args.size, 0, args.sources, args.probe_timeout)
         row["spec"] = spec
         rows.append(row)
         print(json.dumps(row), flush=True)
@@ -312,6 +319,7 @@ def main(argv=None) -> int:
     ap.add_argument("--mbit", type=lambda s: tuple(int(x) for x in s.split("-")), help="LO-HI link Mbit/s")
     ap.add_argument("--noise", type=float, default=0.03, help="fake network's noise (default 0.03)")
     ap.add_argument("--even", action="store_true", help="fake network shares links evenly (not as TCP)")
+    ap.add_argument("--probe-timeout", type=float, default=PROBE_TIMEOUT, help="seconds a testbed probe may take")
     args = ap.parse_args(argv)
     if args.family == "fake":
         return family(args)
@@ -324,7 +332,7 @@ def main(argv=None) -> int:
         return family(args)
     print(f"load: {os.getloadavg()}")
     for spec in args.networks:
-        print(json.dumps(bench(spec, args.real, args.size, args.repeats, args.sources)), flush=True)
+        print(json.dumps(bench(spec, args.real, args.size, args.repeats, args.sources, args.probe_timeout)), flush=True)
     print(f"load: {os.getloadavg()}")
     return 0
 
