@@ -60,10 +60,18 @@ class Events(Room):
         size = self.size[idx]
         s = self._sent_vec(idx)
         u = self.upstream[idx]
-        has = u >= 0
-        if not has.any():
+        if (u >= 0).any():
+            self._schedule_pipelined(idx, r, size, s, u)
+        else:
             self._schedule_done(idx, r, size, s)
-            return
+        if len(self.flow_agenda) > 4 * len(self.flowing) + 4096:
+            self.flow_agenda.compact(self._valid_entries)
+
+    def _schedule_pipelined(
+        self, idx: np.ndarray, r: np.ndarray, size: np.ndarray, s: np.ndarray, u: np.ndarray
+    ) -> None:
+        """``_schedule`` of flows some of which have an upstream (``u``, -1: none): every kind."""
+        has = u >= 0
         uu = np.where(has, u, 0)
         live = has & (self.status[uu] == FLOWING)
         su = self._sent_vec(uu)
@@ -92,8 +100,6 @@ class Events(Room):
         i = idx[np.concatenate(due)]
         seq = self._seqs(len(when)) + np.arange(len(when))
         self.flow_agenda.push(when, seq, kind, i, self.ver[i])
-        if len(self.flow_agenda) > 4 * len(self.flowing) + 4096:
-            self.flow_agenda.compact(self._valid_entries)
 
     def _schedule_one(self, i: int) -> None:
         """``_schedule`` of one flowing transfer, without arrays."""

@@ -58,6 +58,7 @@ def sorted_distinct(values: np.ndarray) -> np.ndarray:
         out = out[np.concatenate(([True], out[1:] != out[:-1]))]
     return out
 
+
 class Transfers(Room):
     """Statuses, dependencies, routes and progress of every transfer (a mixin of ``_Sim``)."""
 
