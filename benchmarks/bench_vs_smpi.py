@@ -29,7 +29,7 @@ libsimgrid-dev``).
 
     PYTHONPATH=src python benchmarks/bench_vs_smpi.py [--hosts 128,256,512] [--size 16MiB]
         [--algorithms ring,binomial,...] [--seed S] [--repeat 2] [--timeout 900] [--core fast]
-        [--json out.json]
+        [--json out.json] [--skip-smpi]
 """
 
 from __future__ import annotations
@@ -179,6 +179,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds before a run is stopped")
     ap.add_argument("--core", default="fast", help="simulate's core: fast (default), compiled or reference")
     ap.add_argument("--json", help="also write the figures to this file")
+    ap.add_argument(
+        "--skip-smpi",
+        action="store_true",
+        help="topocast's side only (to set beside the SMPI figures of another run in the same time window)",
+    )
     args = ap.parse_args(argv)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 10**6)
     names = [a.strip() for a in args.algorithms.split(",") if a.strip()]
@@ -193,8 +198,10 @@ def main(argv: list[str] | None = None) -> int:
     report = []
     with tempfile.TemporaryDirectory(prefix="topocast-smpi-") as tmp:
         work = Path(tmp)
-        binary = smpi_program(work)
-        if binary is None:
+        binary = None if args.skip_smpi else smpi_program(work)
+        if args.skip_smpi:
+            print("SMPI: skipped (--skip-smpi)")
+        elif binary is None:
             print("SMPI: skipped (smpirun/smpicc not found; Debian: apt-get install libsimgrid-dev)")
         child = work / "topocast_child.py"
         child.write_text(TOPOCAST_CHILD)

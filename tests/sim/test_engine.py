@@ -269,3 +269,35 @@ def test_deadlock_is_reported():
     plan = Plan("broadcast", 10, tuple(tr), {"a": ((0, 10),)}, {"a": ((0, 10),)}, planner="bad")
     with pytest.raises(SimulationError, match="never holds"):
         simulate(plan, t)
+
+
+@pytest.mark.parametrize(
+    ("collective", "planner"), [("broadcast", "scatter_allgather_rdb"), ("allreduce", "rabenseifner")]
+)
+def test_unpipelined_schedule_is_the_general_one_to_the_bit(monkeypatch, collective, planner):
+    """Flows without an upstream queue only their completion (``Events._schedule_done``):
+    the same events, to the last bit, as the general computation of every kind."""
+    from topocast import Allreduce, Broadcast
+    from topocast.planners import get_planner
+    from topocast.sim import tuning
+    from topocast.sim.agenda import Events
+    from topocast.topology.generators import random_tree
+
+    monkeypatch.setattr(tuning, "LOOP_AFTER", 10**9)  # the engine's loop, where _schedule runs
+    topo = random_tree(24, 6, min_mbit=100, max_mbit=1000, seed=3)
+    request = Broadcast(topo.hosts[0], 1 << 20) if collective == "broadcast" else Allreduce(1 << 20)
+    plan = get_planner(collective, planner)(topo, request)
+    calls = []
+    done_only = Events._schedule_done
+    monkeypatch.setattr(Events, "_schedule_done", lambda self, *a: calls.append(1) or done_only(self, *a))
+    fast = simulate(plan, topo)
+    assert calls  # the plan takes the path under test
+    monkeypatch.setattr(
+        Events,
+        "_schedule_done",
+        lambda self, idx, r, size, s: self._schedule_pipelined(idx, r, size, s, self.upstream[idx]),
+    )
+    general = simulate(plan, topo)
+    assert fast.makespan == general.makespan
+    assert fast.transfer_times == general.transfer_times
+    assert fast.per_host == general.per_host

@@ -24,7 +24,7 @@ from ..plan import Plan
 from ..plan.graph import csr_rows
 from .agenda import Agenda
 from .room import Room
-from .state import DONE, FLOWING, REL
+from .state import DONE, FLOWING, REL, sorted_distinct
 
 
 class Coverage(Room):
@@ -262,7 +262,7 @@ class Coverage(Room):
         p_sent = np.repeat(np.asarray(sent0, dtype=float), counts)
         ms = np.asarray([a for a, _ in missing], dtype=float)
         me = np.asarray([b for _, b in missing], dtype=float)
-        cuts = np.unique(np.concatenate((p_start, p_end, ms, me)))
+        cuts = sorted_distinct(np.concatenate((p_start, p_end, ms, me)))
         hi = cuts[1:]
         mid = 0.5 * (cuts[:-1] + hi)
         k = np.searchsorted(ms, mid, side="right") - 1

@@ -87,7 +87,8 @@ def _coverage_queries(sim: Any, piece_owner, piece_pos, received, held) -> dict:
     a, n = sim.arrays, sim.n
     hosts = sorted(a.host_id[h] for h in sim.redundant)
     wanted = [(k, off, off + ln) for k in hosts for off, ln in sim.wanted[a.host_name[k]]]
-    q_host, q_start, q_end = np.array(wanted, dtype=np.int64).reshape(-1, 3).T
+    # contiguous columns: the kernel then has one signature (one cache entry to load)
+    q_host, q_start, q_end = np.array(wanted, dtype=np.int64).reshape(-1, 3).T.copy()
     seg_query, seg_end, car_seg, car_piece = lk.cover_segments(q_host, q_start, q_end, *received, *held)
     carrier = piece_owner[car_piece]
     threshold = piece_pos[car_piece] + seg_end[car_seg] - received[1][car_piece]

@@ -50,6 +50,15 @@ EV_DONE, EV_CATCH, EV_FREE, EV_UNBLOCK, EV_ACTIVATE = range(5)
 REL = 1e-12
 
 
+def sorted_distinct(values: np.ndarray) -> np.ndarray:
+    """``np.unique(values)`` of a 1-D array without NaN, by a sort: numpy's own imports
+    ``numpy.ma`` at its first call, a cost a short simulation notices."""
+    out = np.sort(values)
+    if len(out) > 1:
+        out = out[np.concatenate(([True], out[1:] != out[:-1]))]
+    return out
+
+
 class Transfers(Room):
     """Statuses, dependencies, routes and progress of every transfer (a mixin of ``_Sim``)."""
 
@@ -154,7 +163,7 @@ class Transfers(Room):
         self.upstream, base = arrays.upstreams()
         self.base = base.astype(float)
         owner = np.repeat(np.arange(n), np.diff(arrays.after_ptr))
-        pairs = np.unique(arrays.after_idx * n + owner)  # distinct (predecessor, dependent)
+        pairs = sorted_distinct(arrays.after_idx * n + owner)  # distinct (predecessor, dependent)
         before, after = pairs // n, pairs % n
         self.waiting = np.bincount(after, minlength=n)
         self.dep_ptr, self.dep_idx = np.searchsorted(before, np.arange(n + 1)), after
@@ -334,7 +343,7 @@ class Transfers(Room):
         self.ver[arr] += 1
         res, owner = self._route_pairs(arr)
         # a saturated resource they leave may let the flows left on it go faster
-        self.freed.update(np.unique(res[self.usage[res] >= self.capacity[res] * (1 - 1e-9)]).tolist())
+        self.freed.update(sorted_distinct(res[self.usage[res] >= self.capacity[res] * (1 - 1e-9)]).tolist())
         np.add.at(self.usage, res, -self.rate[owner])
         np.add.at(self.n_users, res, -1)
         self.rate[arr] = 0.0
@@ -379,10 +388,10 @@ class Transfers(Room):
             np.subtract.at(self.left_bytes, dst[self.size[arr] > 0], 1)
             deps = self.dep_idx[csr_rows(self.dep_ptr, arr)[0]]
             np.subtract.at(self.waiting, deps, 1)
-            deps = np.unique(deps)
+            deps = sorted_distinct(deps)
             self.to_check.extend(deps[self.waiting[deps] == 0].tolist())
             self.to_check.extend(self._downstream(arr).tolist())
-            self._received(np.unique(dst).tolist())
+            self._received(sorted_distinct(dst).tolist())
             return
         for i, h in zip(idx, dst.tolist()):
             self._stale(i)
