@@ -169,7 +169,7 @@ def _nesting(shared: np.ndarray) -> Nesting:
     return top
 
 
-def nested_two_tree(nesting: Nesting, n: int) -> tuple[np.ndarray, np.ndarray]:
+def nested_two_tree(nesting: Nesting, n: int, memo: _PieceMemo | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Parents (position, -1: fed by the source) of positions 0..n-1 in the trees T1 and T2.
 
     The paper's invariant [S:2tree]: every host sends at most two half-streams in all, so a
@@ -182,36 +182,106 @@ def nested_two_tree(nesting: Nesting, n: int) -> tuple[np.ndarray, np.ndarray]:
     Slots: a piece of k hosts has 2k sending slots (two half-streams each), its trees use
     2(k-1), so two are left for hops out of the piece; its parent piece says how many of them
     T1 and T2 get (1+1, 2+0 or 0+2). Inside a piece the sub-pieces play the paper's hosts
-    (:func:`_roles`), and each tree is grown by :func:`_attach`.
+    (:func:`_roles`), and each tree is grown by :func:`_attach`. ``memo``: pieces built
+    before (:class:`_PieceMemo`), shared by the levels of a plan.
     """
     parents = (np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64))
     if isinstance(nesting, int):
         return parents
+    memo = _PieceMemo() if memo is None else memo
     pre, todo = [], [nesting]  # composite pieces, parents before children
     while todo:
         piece = todo.pop()
         pre.append(piece)
         todo.extend(q for q in piece if not isinstance(q, int))
     size: dict[int, int] = {}
+    shape: dict[int, int | None] = {}  # None: not a run of consecutive positions
+    start: dict[int, int] = {}
     for piece in reversed(pre):
         size[id(piece)] = sum(1 if isinstance(q, int) else size[id(q)] for q in piece)
+        shape[id(piece)], start[id(piece)] = memo.shape(piece, shape, start, size)
     need = {id(nesting): (1, 1)}  # the top level's two spare slots stay unused
-    roles = {}
-    for piece in pre:
+    roles, todo, made = {}, [nesting], []
+    while todo:  # parents before children; a piece built alike before is not entered
+        piece = todo.pop()
+        if memo.known(shape[id(piece)], need[id(piece)]):
+            continue
+        made.append(piece)
         roles[id(piece)] = _roles([1 if isinstance(q, int) else size[id(q)] for q in piece], need[id(piece)])
         for q, role in zip(piece, roles[id(piece)][3]):
             if not isinstance(q, int):
                 need[id(q)] = role
+                todo.append(q)
     built: dict[int, tuple] = {}  # piece -> (roots, spare slots, depths), each per tree
-    for piece in reversed(pre):
+    for piece in reversed(made):
         t1, t2, mixed, role = roles[id(piece)]
-        sub = {i: built[id(q)] if not isinstance(q, int) else _single(q, role[i]) for i, q in enumerate(piece)}
+        sub = {}
+        for i, q in enumerate(piece):
+            if isinstance(q, int):
+                sub[i] = _single(q, role[i])
+            else:
+                sub[i] = built.get(id(q)) or memo.place(shape[id(q)], need[id(q)], start[id(q)], parents)
         out = [
             _attach(inner, mixed, leaves, need[id(piece)][t], sub, t, parents[t])
             for t, (inner, leaves) in enumerate(((t1, t2), (t2, t1)))
         ]
         built[id(piece)] = ((out[0][0], out[1][0]), (out[0][1], out[1][1]), (out[0][2], out[1][2]))
+        memo.keep(shape[id(piece)], need[id(piece)], start[id(piece)], size[id(piece)], built[id(piece)], parents)
+    if id(nesting) not in built:
+        memo.place(shape[id(nesting)], need[id(nesting)], start[id(nesting)], parents)
     return parents
+
+
+class _PieceMemo:
+    """Pieces already built, by shape and slot role, for the levels of one plan [I].
+
+    A piece that is a run of consecutive positions is built the same way wherever the run
+    starts (:func:`_attach` compares positions only with each other), so its trees are kept
+    relative to its first position and copied to any piece of the same shape (the same
+    nesting of the same sizes) and role: switches of equal size, and the switches a level
+    shares with the one before."""
+
+    def __init__(self) -> None:
+        self.ids: dict[tuple[int, ...], int] = {}
+        self.built: dict[tuple[int, tuple[int, int]], tuple] = {}
+
+    def shape(self, piece, shape, start, size) -> tuple[int | None, int]:
+        """(shape id or None, first position) of ``piece``, its sub-pieces' known."""
+        key, first, nxt = [], None, None
+        for q in piece:
+            if isinstance(q, int):
+                q_shape, q_start, q_size = -1, q, 1
+            else:
+                q_shape, q_start, q_size = shape[id(q)], start[id(q)], size[id(q)]
+            if q_shape is None or (nxt is not None and q_start != nxt):
+                return None, 0
+            first = q_start if first is None else first
+            nxt = q_start + q_size
+            key.append(q_shape)
+        return self.ids.setdefault(tuple(key), len(self.ids)), int(first)
+
+    def known(self, shape_id, need) -> bool:
+        return shape_id is not None and (shape_id, need) in self.built
+
+    def keep(self, shape_id, need, first, size, built, parents) -> None:
+        """Record a piece just built (its sub-pieces' parents are final; its root's are not)."""
+        if shape_id is None:
+            return
+        (r1, r2), (s1, s2), depths = built
+        blocks = []
+        for par in parents:
+            block = par[first : first + size].copy()
+            blocks.append(np.where(block >= 0, block - first, -1))
+        slots = tuple([(d, pos - first) for d, pos in sl] for sl in (s1, s2))
+        self.built[(shape_id, need)] = (blocks, (r1 - first, r2 - first), slots, depths)
+
+    def place(self, shape_id, need, first, parents) -> tuple:
+        """Write a known piece's trees at ``first``; its (roots, spare slots, depths)."""
+        blocks, (r1, r2), slots, depths = self.built[(shape_id, need)]
+        for par, block in zip(parents, blocks):
+            par[first : first + len(block)] = np.where(block >= 0, block + first, -1)
+        s1, s2 = ([(d, pos + first) for d, pos in sl] for sl in slots)
+        return (r1 + first, r2 + first), (s1, s2), depths
 
 
 def _single(pos: int, role: tuple[int, int]):
@@ -292,19 +362,16 @@ def _levels(pipelines):
 
 def _hops(members, parents, source):
     """(sender, receiver) hops of one tree, parents before children, and the tree's depth."""
-    depth = np.full(len(parents), -1, dtype=np.int64)
-    for j in range(len(parents)):  # parents may come later in the numbering: walk up once
-        path = []
-        k = j
-        while k >= 0 and depth[k] < 0:
-            path.append(k)
-            k = int(parents[k])
-        d = 0 if k < 0 else int(depth[k]) + 1
-        for x in reversed(path):
-            depth[x] = d
-            d += 1
-    order = np.argsort(depth, kind="stable")
-    hops = [(source if parents[j] < 0 else members[int(parents[j])], members[int(j)]) for j in order.tolist()]
+    depth = np.zeros(len(parents), dtype=np.int64)
+    parents = np.asarray(parents, dtype=np.int64)
+    up = parents.copy()  # every position's ancestor so far
+    live = np.flatnonzero(up >= 0)
+    while len(live):  # depth = ancestors: climb every position one step at a time
+        depth[live] += 1
+        up[live] = parents[up[live]]
+        live = live[up[live] >= 0]
+    order = np.argsort(depth, kind="stable").tolist()
+    hops = [(source if p < 0 else members[p], members[j]) for j, p in zip(order, parents[order].tolist())]
     return hops, int(depth.max(initial=-1)) + 1
 
 
@@ -486,11 +553,12 @@ def _best_levels(topology, source, dests, levels, level_rates):
     best = None
     ranked = RouteOrder({m: topology.route(source, m) for m in dests})
     built: dict = {}  # trees of a level, shared by the families that plan it alike
+    memo = _PieceMemo()  # pieces of the levels' trees, shared by every level
     known: dict = {}  # resources of a hop's route
     for family, floor_rates in families:
         floors = _floors(family, shares)
         for leaves in (False, True) if shares is not None else (False,):
-            trees, depth = _level_trees(topology, source, family, leaves, ranked, built)
+            trees, depth = _level_trees(topology, source, family, leaves, ranked, built, memo)
             sizes = [len(m) for m in family]
             rates = _rates(topology, [a + b for a, b in trees], sizes, floor_rates, floors, known)
             score = _score(family, rates)
@@ -499,7 +567,7 @@ def _best_levels(topology, source, dests, levels, level_rates):
     return best[1:]
 
 
-def _level_trees(topology, source, levels, leaves=False, ranked=None, built=None):
+def _level_trees(topology, source, levels, leaves=False, ranked=None, built=None, memo=None):
     """The two trees (hops, parents first) of every level, and the deepest tree's depth.
 
     ``leaves``: the hosts of the first level only (the slowest class) are leaves of its two
@@ -507,7 +575,8 @@ def _level_trees(topology, source, levels, leaves=False, ranked=None, built=None
     send nothing, so they hold no one back (docs/algorithms.md 11.3) [I]. ``ranked``: the
     hosts' :class:`RouteOrder` from the source; ``built``: trees already built for a level
     (by its set of members, and its leaves in order when it has leaves), reused: the trees
-    of a set do not depend on the order its members are listed in (route order)."""
+    of a set do not depend on the order its members are listed in (route order); ``memo``:
+    the pieces built so far (:class:`_PieceMemo`)."""
     trees, depth = [], 0
     if ranked is None and levels:
         ranked = RouteOrder({m: topology.route(source, m) for m in levels[0]})
@@ -519,21 +588,21 @@ def _level_trees(topology, source, levels, leaves=False, ranked=None, built=None
         as_leaves = bool(leaves and n == 0 and last and len(relays) >= len(last))
         key = (frozenset(relays), tuple(last)) if as_leaves else (frozenset(members), None)
         if key not in built:
-            built[key] = _level_pair(source, relays if as_leaves else members, last if as_leaves else [], ranked)
+            built[key] = _level_pair(source, relays if as_leaves else members, last if as_leaves else [], ranked, memo)
         pair, d = built[key]
         depth = max(depth, d)
         trees.append(pair)
     return trees, depth
 
 
-def _level_pair(source, members, leaves, ranked):
+def _level_pair(source, members, leaves, ranked, memo=None):
     """A level's two trees over ``members`` (hops, parents first) with ``leaves`` hung from
     them, and the deeper tree's depth."""
     pos = ranked.positions(members)
     order = [ranked.order[i] for i in pos.tolist()]
     nesting = _nesting(ranked.shared_between(pos))
     pair, depth = [], 0
-    for parents in nested_two_tree(nesting, len(order)):
+    for parents in nested_two_tree(nesting, len(order), memo):
         hops, d = _hops(order, parents, source)
         pair.append(hops)
         depth = max(depth, d)
