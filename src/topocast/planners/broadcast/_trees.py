@@ -19,9 +19,9 @@ exhausted up-links, and the epsilon are our readings.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import Counter
-import itertools
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, TypedDict
 from weakref import WeakKeyDictionary
