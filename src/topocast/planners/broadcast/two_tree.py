@@ -557,8 +557,12 @@ def _best_levels(topology, source, dests, levels, level_rates):
     known: dict = {}  # resources of a hop's route
     for family, floor_rates in families:
         floors = _floors(family, shares)
+        planned = None
         for leaves in (False, True) if shares is not None else (False,):
             trees, depth = _level_trees(topology, source, family, leaves, ranked, built, memo)
+            if planned is not None and all(a is b for a, b in zip(trees, planned)):
+                continue  # no level took leaves: the same trees, rates and score as just planned
+            planned = trees
             sizes = [len(m) for m in family]
             rates = _rates(topology, [a + b for a, b in trees], sizes, floor_rates, floors, known)
             score = _score(family, rates)
