@@ -121,10 +121,8 @@ def _hops_excess(topology: Topology, seq: list[int]) -> list[tuple[int, ...]]:
     the route only for a pair not seen before."""
     cache = _excess_cache(topology)
     pairs = list(zip(seq, seq[1:]))
-    extra = list(map(cache.get, pairs))
-    for k in [k for k, e in enumerate(extra) if e is None]:
-        extra[k] = route_excess(topology, *pairs[k])
-    return extra
+    found = list(map(cache.get, pairs))
+    return [route_excess(topology, *pair) if e is None else e for pair, e in zip(pairs, found)]
 
 
 def _hop_route_links(arb: Arborescence, active: np.ndarray) -> np.ndarray:

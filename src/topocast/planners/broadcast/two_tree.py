@@ -247,7 +247,8 @@ class _PieceMemo:
 
     def shape(self, piece, shape, start, size) -> tuple[int | None, int]:
         """(shape id or None, first position) of ``piece``, its sub-pieces' known."""
-        key, first, nxt = [], None, None
+        key: list[int] = []
+        first, nxt = -1, None
         for q in piece:
             if isinstance(q, int):
                 q_shape, q_start, q_size = -1, q, 1
@@ -255,10 +256,10 @@ class _PieceMemo:
                 q_shape, q_start, q_size = shape[id(q)], start[id(q)], size[id(q)]
             if q_shape is None or (nxt is not None and q_start != nxt):
                 return None, 0
-            first = q_start if first is None else first
+            first = q_start if nxt is None else first
             nxt = q_start + q_size
             key.append(q_shape)
-        return self.ids.setdefault(tuple(key), len(self.ids)), int(first)
+        return self.ids.setdefault(tuple(key), len(self.ids)), first
 
     def known(self, shape_id, need) -> bool:
         return shape_id is not None and (shape_id, need) in self.built
