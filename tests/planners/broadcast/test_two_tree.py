@@ -66,6 +66,36 @@ def test_two_trees_span_every_host_send_two_halves_and_enter_each_piece_once(n):
         assert sent.max(initial=0) <= 2  # at most two half-streams out of any host
 
 
+def _repeating_nesting(rng, first, sizes):
+    """Switches of the given sizes (runs of consecutive positions from ``first``), grouped at
+    random into sites: shapes that repeat within a nesting and between nestings."""
+    switches, pos = [], first
+    for k in sizes:
+        switches.append(list(range(pos, pos + k)) if k > 1 else pos)
+        pos += k
+    cuts = np.sort(rng.choice(np.arange(1, len(switches)), size=min(3, len(switches) - 1), replace=False))
+    sites = [s.tolist() if len(s) > 1 else s[0] for s in np.split(np.array(switches, dtype=object), cuts)]
+    return sites, pos
+
+
+def test_pieces_built_once_are_copied_exactly(monkeypatch):
+    """The piece memo (one per plan) gives the trees the pieces built afresh give."""
+    from topocast.planners.broadcast import two_tree
+
+    rng = np.random.default_rng(5)
+    cases = []
+    for _ in range(12):
+        sizes = rng.choice([1, 2, 3, 5, 8, 8, 13], size=int(rng.integers(3, 9))).tolist()
+        cases.append(_repeating_nesting(rng, 0, sizes))
+    memo = two_tree._PieceMemo()
+    kept = [nested_two_tree(nesting, n, memo) for nesting, n in cases]
+    assert memo.built  # some pieces recorded (and reused: the sizes repeat)
+    monkeypatch.setattr(two_tree._PieceMemo, "known", lambda self, shape_id, need: False)
+    for (nesting, n), got in zip(cases, kept):
+        for mine, fresh in zip(got, nested_two_tree(nesting, n)):
+            assert (mine == fresh).all()
+
+
 def test_depth_is_logarithmic_inside_one_switch():
     for n in (7, 100, 1000):
         for parents in nested_two_tree(list(range(n)), n):

@@ -19,6 +19,7 @@ exhausted up-links, and the epsilon are our readings.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -93,9 +94,7 @@ def route_excess(topology: Topology, iu: int, iv: int) -> tuple[int, ...]:
     excess is the route's multiset of links minus the tree path's. Pairs without a declared
     route follow the tree path (no excess). Cached per topology and pair [I].
     """
-    cache = _EXCESS.get(topology)
-    if cache is None:
-        cache = _EXCESS[topology] = {}
+    cache = _excess_cache(topology)
     key = (iu, iv)
     out = cache.get(key)
     if out is None:
@@ -109,6 +108,23 @@ def route_excess(topology: Topology, iu: int, iv: int) -> tuple[int, ...]:
     return out
 
 
+def _excess_cache(topology: Topology) -> dict[tuple[int, int], tuple[int, ...]]:
+    """The per-topology cache of :func:`route_excess`."""
+    cache = _EXCESS.get(topology)
+    if cache is None:
+        cache = _EXCESS[topology] = {}
+    return cache
+
+
+def _hops_excess(topology: Topology, seq: list[int]) -> list[tuple[int, ...]]:
+    """:func:`route_excess` of the hops ``seq[k] -> seq[k + 1]``: one read of the cache each,
+    the route only for a pair not seen before."""
+    cache = _excess_cache(topology)
+    pairs = list(zip(seq, seq[1:]))
+    found = list(map(cache.get, pairs))
+    return [route_excess(topology, *pair) if e is None else e for pair, e in zip(pairs, found)]
+
+
 def _hop_route_links(arb: Arborescence, active: np.ndarray) -> np.ndarray:
     """Extra link uses of the chain's hops where routes are fixed (one entry per use): the
     excess over the tree paths on a tree, every hop's whole route on a general graph (whose
@@ -116,12 +132,11 @@ def _hop_route_links(arb: Arborescence, active: np.ndarray) -> np.ndarray:
     topo = arb.topology
     seq = arb.node[np.concatenate(([0], np.flatnonzero(active)))].tolist()
     if undirected_tree(topo):
-        extra = [route_excess(topo, a, b) for a, b in zip(seq, seq[1:])]
+        extra = _hops_excess(topo, seq)
     else:
         names = topo.nodes
         extra = [topo.route(names[a], names[b]) for a, b in zip(seq, seq[1:])]
-    flat = [lid for hop in extra for lid in hop]
-    return np.array(flat, dtype=np.int64)
+    return np.fromiter(itertools.chain.from_iterable(extra), dtype=np.int64)
 
 
 def chain_links(arb: Arborescence, active: np.ndarray) -> np.ndarray:

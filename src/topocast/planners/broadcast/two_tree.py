@@ -73,14 +73,18 @@ from .stable import stable_pipelines
 if TYPE_CHECKING:
     from ...topology import Topology
 
-__all__ = ["plan_two_tree", "route_hierarchy", "nested_two_tree"]
+__all__ = ["plan_two_tree", "route_hierarchy", "nested_two_tree", "RouteOrder"]
 
 #: how route-ordered positions nest (:func:`route_hierarchy`): a position, or a list of pieces
 Nesting: TypeAlias = "int | list[Nesting]"
 
 
 def route_hierarchy(
-    topology: Topology, source: str, members: Sequence[str], routes: dict[str, tuple[int, ...]] | None = None
+    topology: Topology,
+    source: str,
+    members: Sequence[str],
+    routes: dict[str, tuple[int, ...]] | None = None,
+    ranked: RouteOrder | None = None,
 ) -> tuple[list[str], Nesting]:
     """The members in route order and how they nest: ``(order, nesting)``.
 
@@ -90,28 +94,49 @@ def route_hierarchy(
     two hosts share the fewest leading route links (their routes part nearest the source); each
     piece is a position (int) or a nested list. On a tree network the pieces are exactly the
     hosts behind each switch link, and a hop into a piece crosses that link [I].
-    ``routes``: the members' routes from ``source``, when the caller has them.
+    ``routes``: the members' routes from ``source``, when the caller has them; ``ranked``: a
+    :class:`RouteOrder` of a superset of the members (then ``routes`` is not needed).
     """
-    if routes is None:
-        routes = {m: topology.route(source, m) for m in members}
-    order = sorted(members, key=lambda m: routes[m])
-    if len(order) == 1:
-        return order, 0
-    shared = np.array([_common_prefix(routes[u], routes[v]) for u, v in zip(order, order[1:])], dtype=np.int64)
-    top: list[Nesting] = []
-    todo = [(0, len(order) - 1, top)]  # (first, last position, the piece's list to fill)
-    while todo:  # iterative: a line of a thousand switches nests a thousand deep
-        a, b, piece = todo.pop()
-        inner = shared[a:b]
-        cuts = (a + np.flatnonzero(inner == inner.min())).tolist()
-        for s, e in zip([a] + [c + 1 for c in cuts], cuts + [b]):
-            if s == e:
-                piece.append(s)
-            else:
-                sub: list[Nesting] = []
-                piece.append(sub)
-                todo.append((s, e, sub))
-    return order, top
+    if ranked is None:
+        if routes is None:
+            routes = {m: topology.route(source, m) for m in members}
+        ranked = RouteOrder({m: routes[m] for m in members})
+    order, shared = ranked.restrict(members)
+    return order, _nesting(shared)
+
+
+class RouteOrder:
+    """Hosts sorted by their routes from the source, and the leading links each shares with
+    the next (the longest common prefix array of the sorted routes).
+
+    Two routes of a sorted run share exactly the fewest leading links of any neighbouring
+    pair between them (as for sorted strings), so a subset's order and its neighbours' shared
+    links are read off the whole set's without comparing routes again [I]."""
+
+    def __init__(self, routes: dict[str, tuple[int, ...]]) -> None:
+        self.routes = routes
+        self.order = sorted(routes, key=routes.__getitem__)
+        self.rank = {m: i for i, m in enumerate(self.order)}
+        self.lcp = np.array(
+            [_common_prefix(routes[u], routes[v]) for u, v in zip(self.order, self.order[1:])], dtype=np.int64
+        )
+
+    def positions(self, members: Sequence[str]) -> np.ndarray:
+        """The members' ranks in the sorted order, ascending."""
+        rank = self.rank
+        return np.sort(np.fromiter((rank[m] for m in members), dtype=np.int64, count=len(members)))
+
+    def shared_between(self, pos: np.ndarray) -> np.ndarray:
+        """Leading route links each ranked position in ``pos`` (ascending) shares with the next."""
+        if len(pos) < 2:
+            return np.zeros(0, dtype=np.int64)
+        return np.minimum.reduceat(self.lcp[: pos[-1]], pos[:-1])
+
+    def restrict(self, members: Sequence[str]) -> tuple[list[str], np.ndarray]:
+        """The members in route order and the leading links each shares with the next."""
+        pos = self.positions(members)
+        order = self.order
+        return [order[i] for i in pos.tolist()], self.shared_between(pos)
 
 
 def _common_prefix(r1, r2) -> int:
@@ -123,7 +148,28 @@ def _common_prefix(r1, r2) -> int:
     return n
 
 
-def nested_two_tree(nesting: Nesting, n: int) -> tuple[np.ndarray, np.ndarray]:
+def _nesting(shared: np.ndarray) -> Nesting:
+    """The nesting of positions 0..len(shared) cut at the fewest shared links
+    (:func:`route_hierarchy`)."""
+    if not len(shared):
+        return 0
+    top: list[Nesting] = []
+    todo = [(0, len(shared), top)]  # (first, last position, the piece's list to fill)
+    while todo:  # iterative: a line of a thousand switches nests a thousand deep
+        a, b, piece = todo.pop()
+        inner = shared[a:b]
+        cuts = (a + np.flatnonzero(inner == inner.min())).tolist()
+        for s, e in zip([a] + [c + 1 for c in cuts], cuts + [b]):
+            if s == e:
+                piece.append(s)
+            else:
+                sub: list[Nesting] = []
+                piece.append(sub)
+                todo.append((s, e, sub))
+    return top
+
+
+def nested_two_tree(nesting: Nesting, n: int, memo: _PieceMemo | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Parents (position, -1: fed by the source) of positions 0..n-1 in the trees T1 and T2.
 
     The paper's invariant [S:2tree]: every host sends at most two half-streams in all, so a
@@ -136,36 +182,107 @@ def nested_two_tree(nesting: Nesting, n: int) -> tuple[np.ndarray, np.ndarray]:
     Slots: a piece of k hosts has 2k sending slots (two half-streams each), its trees use
     2(k-1), so two are left for hops out of the piece; its parent piece says how many of them
     T1 and T2 get (1+1, 2+0 or 0+2). Inside a piece the sub-pieces play the paper's hosts
-    (:func:`_roles`), and each tree is grown by :func:`_attach`.
+    (:func:`_roles`), and each tree is grown by :func:`_attach`. ``memo``: pieces built
+    before (:class:`_PieceMemo`), shared by the levels of a plan.
     """
     parents = (np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64))
     if isinstance(nesting, int):
         return parents
+    memo = _PieceMemo() if memo is None else memo
     pre, todo = [], [nesting]  # composite pieces, parents before children
     while todo:
         piece = todo.pop()
         pre.append(piece)
         todo.extend(q for q in piece if not isinstance(q, int))
     size: dict[int, int] = {}
+    shape: dict[int, int | None] = {}  # None: not a run of consecutive positions
+    start: dict[int, int] = {}
     for piece in reversed(pre):
         size[id(piece)] = sum(1 if isinstance(q, int) else size[id(q)] for q in piece)
+        shape[id(piece)], start[id(piece)] = memo.shape(piece, shape, start, size)
     need = {id(nesting): (1, 1)}  # the top level's two spare slots stay unused
-    roles = {}
-    for piece in pre:
+    roles, todo, made = {}, [nesting], []
+    while todo:  # parents before children; a piece built alike before is not entered
+        piece = todo.pop()
+        if memo.known(shape[id(piece)], need[id(piece)]):
+            continue
+        made.append(piece)
         roles[id(piece)] = _roles([1 if isinstance(q, int) else size[id(q)] for q in piece], need[id(piece)])
         for q, role in zip(piece, roles[id(piece)][3]):
             if not isinstance(q, int):
                 need[id(q)] = role
+                todo.append(q)
     built: dict[int, tuple] = {}  # piece -> (roots, spare slots, depths), each per tree
-    for piece in reversed(pre):
+    for piece in reversed(made):
         t1, t2, mixed, role = roles[id(piece)]
-        sub = {i: built[id(q)] if not isinstance(q, int) else _single(q, role[i]) for i, q in enumerate(piece)}
+        sub = {}
+        for i, q in enumerate(piece):
+            if isinstance(q, int):
+                sub[i] = _single(q, role[i])
+            else:
+                sub[i] = built.get(id(q)) or memo.place(shape[id(q)], need[id(q)], start[id(q)], parents)
         out = [
             _attach(inner, mixed, leaves, need[id(piece)][t], sub, t, parents[t])
             for t, (inner, leaves) in enumerate(((t1, t2), (t2, t1)))
         ]
         built[id(piece)] = ((out[0][0], out[1][0]), (out[0][1], out[1][1]), (out[0][2], out[1][2]))
+        memo.keep(shape[id(piece)], need[id(piece)], start[id(piece)], size[id(piece)], built[id(piece)], parents)
+    if id(nesting) not in built:
+        memo.place(shape[id(nesting)], need[id(nesting)], start[id(nesting)], parents)
     return parents
+
+
+class _PieceMemo:
+    """Pieces already built, by shape and slot role, for the levels of one plan [I].
+
+    A piece that is a run of consecutive positions is built the same way wherever the run
+    starts (:func:`_attach` compares positions only with each other), so its trees are kept
+    relative to its first position and copied to any piece of the same shape (the same
+    nesting of the same sizes) and role: switches of equal size, and the switches a level
+    shares with the one before."""
+
+    def __init__(self) -> None:
+        self.ids: dict[tuple[int, ...], int] = {}
+        self.built: dict[tuple[int, tuple[int, int]], tuple] = {}
+
+    def shape(self, piece, shape, start, size) -> tuple[int | None, int]:
+        """(shape id or None, first position) of ``piece``, its sub-pieces' known."""
+        key: list[int] = []
+        first, nxt = -1, None
+        for q in piece:
+            if isinstance(q, int):
+                q_shape, q_start, q_size = -1, q, 1
+            else:
+                q_shape, q_start, q_size = shape[id(q)], start[id(q)], size[id(q)]
+            if q_shape is None or (nxt is not None and q_start != nxt):
+                return None, 0
+            first = q_start if nxt is None else first
+            nxt = q_start + q_size
+            key.append(q_shape)
+        return self.ids.setdefault(tuple(key), len(self.ids)), first
+
+    def known(self, shape_id, need) -> bool:
+        return shape_id is not None and (shape_id, need) in self.built
+
+    def keep(self, shape_id, need, first, size, built, parents) -> None:
+        """Record a piece just built (its sub-pieces' parents are final; its root's are not)."""
+        if shape_id is None:
+            return
+        (r1, r2), (s1, s2), depths = built
+        blocks = []
+        for par in parents:
+            block = par[first : first + size].copy()
+            blocks.append(np.where(block >= 0, block - first, -1))
+        slots = tuple([(d, pos - first) for d, pos in sl] for sl in (s1, s2))
+        self.built[(shape_id, need)] = (blocks, (r1 - first, r2 - first), slots, depths)
+
+    def place(self, shape_id, need, first, parents) -> tuple:
+        """Write a known piece's trees at ``first``; its (roots, spare slots, depths)."""
+        blocks, (r1, r2), slots, depths = self.built[(shape_id, need)]
+        for par, block in zip(parents, blocks):
+            par[first : first + len(block)] = np.where(block >= 0, block + first, -1)
+        s1, s2 = ([(d, pos + first) for d, pos in sl] for sl in slots)
+        return (r1 + first, r2 + first), (s1, s2), depths
 
 
 def _single(pos: int, role: tuple[int, int]):
@@ -246,19 +363,16 @@ def _levels(pipelines):
 
 def _hops(members, parents, source):
     """(sender, receiver) hops of one tree, parents before children, and the tree's depth."""
-    depth = np.full(len(parents), -1, dtype=np.int64)
-    for j in range(len(parents)):  # parents may come later in the numbering: walk up once
-        path = []
-        k = j
-        while k >= 0 and depth[k] < 0:
-            path.append(k)
-            k = int(parents[k])
-        d = 0 if k < 0 else int(depth[k]) + 1
-        for x in reversed(path):
-            depth[x] = d
-            d += 1
-    order = np.argsort(depth, kind="stable")
-    hops = [(source if parents[j] < 0 else members[int(parents[j])], members[int(j)]) for j in order.tolist()]
+    depth = np.zeros(len(parents), dtype=np.int64)
+    parents = np.asarray(parents, dtype=np.int64)
+    up = parents.copy()  # every position's ancestor so far
+    live = np.flatnonzero(up >= 0)
+    while len(live):  # depth = ancestors: climb every position one step at a time
+        depth[live] += 1
+        up[live] = parents[up[live]]
+        live = live[up[live] >= 0]
+    order = np.argsort(depth, kind="stable").tolist()
+    hops = [(source if p < 0 else members[p], members[j]) for j, p in zip(order, parents[order].tolist())]
     return hops, int(depth.max(initial=-1)) + 1
 
 
@@ -438,13 +552,18 @@ def _best_levels(topology, source, dests, levels, level_rates):
         classes = [sorted(s, key=rank.__getitem__) for s in prefix_sets(dests, shares, MAX_CLASSES)]
         families.append((classes, level_rates[:1]))
     best = None
-    routes = {m: topology.route(source, m) for m in dests}
+    ranked = RouteOrder({m: topology.route(source, m) for m in dests})
     built: dict = {}  # trees of a level, shared by the families that plan it alike
+    memo = _PieceMemo()  # pieces of the levels' trees, shared by every level
     known: dict = {}  # resources of a hop's route
     for family, floor_rates in families:
         floors = _floors(family, shares)
+        planned = None
         for leaves in (False, True) if shares is not None else (False,):
-            trees, depth = _level_trees(topology, source, family, leaves, routes, built)
+            trees, depth = _level_trees(topology, source, family, leaves, ranked, built, memo)
+            if planned is not None and all(a is b for a, b in zip(trees, planned)):
+                continue  # no level took leaves: the same trees, rates and score as just planned
+            planned = trees
             sizes = [len(m) for m in family]
             rates = _rates(topology, [a + b for a, b in trees], sizes, floor_rates, floors, known)
             score = _score(family, rates)
@@ -453,61 +572,81 @@ def _best_levels(topology, source, dests, levels, level_rates):
     return best[1:]
 
 
-def _level_trees(topology, source, levels, leaves=False, routes=None, built=None):
+def _level_trees(topology, source, levels, leaves=False, ranked=None, built=None, memo=None):
     """The two trees (hops, parents first) of every level, and the deepest tree's depth.
 
     ``leaves``: the hosts of the first level only (the slowest class) are leaves of its two
     trees instead of members, when the hosts of the next level are at least as many: they
-    send nothing, so they hold no one back (docs/algorithms.md 11.3) [I]. ``routes``: the
-    hosts' routes from the source; ``built``: trees already built for a level (by its members
-    and whether its last hosts are leaves), reused."""
+    send nothing, so they hold no one back (docs/algorithms.md 11.3) [I]. ``ranked``: the
+    hosts' :class:`RouteOrder` from the source; ``built``: trees already built for a level
+    (by its set of members, and its leaves in order when it has leaves), reused: the trees
+    of a set do not depend on the order its members are listed in (route order); ``memo``:
+    the pieces built so far (:class:`_PieceMemo`)."""
     trees, depth = [], 0
-    routes = {m: topology.route(source, m) for m in levels[0]} if routes is None and levels else routes
+    if ranked is None and levels:
+        ranked = RouteOrder({m: topology.route(source, m) for m in levels[0]})
     built = {} if built is None else built
     for n, members in enumerate(levels):
         nxt = set(levels[n + 1]) if n + 1 < len(levels) else set()
         last = [m for m in members if m not in nxt]
         relays = [m for m in members if m in nxt]
         as_leaves = bool(leaves and n == 0 and last and len(relays) >= len(last))
-        key = (tuple(members), tuple(relays) if as_leaves else None)
+        key = (frozenset(relays), tuple(last)) if as_leaves else (frozenset(members), None)
         if key not in built:
-            built[key] = _level_pair(
-                topology, source, relays if as_leaves else members, last if as_leaves else [], routes
-            )
+            built[key] = _level_pair(source, relays if as_leaves else members, last if as_leaves else [], ranked, memo)
         pair, d = built[key]
         depth = max(depth, d)
         trees.append(pair)
     return trees, depth
 
 
-def _level_pair(topology, source, members, leaves, routes):
+def _level_pair(source, members, leaves, ranked, memo=None):
     """A level's two trees over ``members`` (hops, parents first) with ``leaves`` hung from
     them, and the deeper tree's depth."""
-    order, nesting = route_hierarchy(topology, source, members, routes)
+    pos = ranked.positions(members)
+    order = [ranked.order[i] for i in pos.tolist()]
+    nesting = _nesting(ranked.shared_between(pos))
     pair, depth = [], 0
-    for parents in nested_two_tree(nesting, len(order)):
+    for parents in nested_two_tree(nesting, len(order), memo):
         hops, d = _hops(order, parents, source)
         pair.append(hops)
         depth = max(depth, d)
     if leaves:
-        for t, parent_of in enumerate(_leaf_parents(topology, source, order, leaves, routes)):
+        for t, parent_of in enumerate(_leaf_parents(ranked, pos, leaves)):
             pair[t].extend((parent_of[x], x) for x in leaves)
         depth += 1
     return pair, depth
 
 
-def _leaf_parents(topology, source, order, leaves, routes):
+def _leaf_parents(ranked, relay_pos, leaves):
     """Per tree, the relay each leaf hangs from: among the relays whose route from the source
     shares most with the leaf's, the two with the fewest leaves so far (one per tree; the
-    same relay when there is one), so that no relay's link takes many leaves."""
-    keys = [routes[m] for m in order]
-    count = dict.fromkeys(order, 0)
+    same relay when there is one), so that no relay's link takes many leaves.
+
+    ``relay_pos``: the relays' ranks in ``ranked`` (ascending). The relays sharing most with a
+    leaf are a run of the route order around it: the shared links fall (weakly) with the
+    distance in that order [I]."""
+    order, lcp = ranked.order, ranked.lcp
+    relays = [order[i] for i in relay_pos.tolist()]
+    between = ranked.shared_between(relay_pos)  # each relay with the next
+    count = dict.fromkeys(relays, 0)
     first, second = {}, {}
     for x in leaves:
-        key = routes[x]
-        shared = [_common_prefix(k, key) for k in keys]
-        top = max(shared)
-        near = sorted((m for m, c in zip(order, shared) if c == top), key=count.__getitem__)
+        q = ranked.rank[x]
+        k = int(np.searchsorted(relay_pos, q))  # relays k-1 and k are the leaf's neighbours
+        left = int(lcp[relay_pos[k - 1] : q].min()) if k > 0 else -1
+        right = int(lcp[q : relay_pos[k]].min()) if k < len(relays) else -1
+        top = max(left, right)
+        lo, hi = k, k  # the run [lo, hi) of relays sharing ``top`` links with the leaf
+        if left == top:
+            lo -= 1
+            while lo > 0 and between[lo - 1] >= top:
+                lo -= 1
+        if right == top:
+            hi += 1
+            while hi < len(relays) and between[hi - 1] >= top:
+                hi += 1
+        near = sorted(relays[lo:hi], key=count.__getitem__)
         first[x], second[x] = near[0], near[1] if len(near) > 1 else near[0]
         count[first[x]] += 1
         count[second[x]] += 1
