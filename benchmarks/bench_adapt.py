@@ -35,6 +35,7 @@ import dataclasses
 import fcntl
 import os
 import random
+import signal
 import sys
 import threading
 import time
@@ -380,6 +381,8 @@ def predicted(name: str, topo, size: int, algorithm: str) -> None:
 
 
 def main() -> int:
+    # SIGTERM unwinds like an error, so that every testbed brought up is brought down
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", default="32MiB")
     ap.add_argument("--algorithm", default="stable")
