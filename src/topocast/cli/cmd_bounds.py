@@ -7,7 +7,7 @@ import argparse
 
 from ..bounds import broadcast_bounds
 from ..units import format_bandwidth
-from .common import add_topology_args, load_topology_arg, print_json, resolve_source
+from .common import add_topology_args, destinations_arg, load_topology_arg, print_json, resolve_source
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     topology = load_topology_arg(args)
     source = resolve_source(topology, args.source)
-    dests = [d.strip() for d in args.destinations.split(",")] if args.destinations else None
+    dests = destinations_arg(args.destinations, topology, source)
     bound = broadcast_bounds(topology, source, dests)
     from ..bounds.route import reference_bound
 

@@ -15,6 +15,7 @@ from .common import (
     add_rate_tolerance_arg,
     add_topology_args,
     check_output,
+    destinations_arg,
     load_topology_arg,
     print_json,
     resolve_source,
@@ -60,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     topology = load_topology_arg(args)
     source = resolve_source(topology, args.source)
     algorithms = [a.strip() for a in args.algorithms.split(",") if a.strip()] if args.algorithms else None
-    dests = [d.strip() for d in args.destinations.split(",")] if args.destinations else None
+    dests = destinations_arg(args.destinations, topology, source)
     n = len(algorithms) if algorithms else len(available_planners("broadcast"))
     with planner_progress(n, quiet=args.json) as (step, on_progress):
         bound, results = compare(

@@ -11,7 +11,15 @@ from ..evaluate.compare import plan_with
 from ..plan import Broadcast
 from ..plan.check import check_plan
 from ..planners import get_planner
-from .common import add_rate_tolerance_arg, add_topology_args, check_output, load_topology_arg, resolve_source, size_arg
+from .common import (
+    add_rate_tolerance_arg,
+    add_topology_args,
+    check_output,
+    destinations_arg,
+    load_topology_arg,
+    resolve_source,
+    size_arg,
+)
 
 if TYPE_CHECKING:
     from ..plan import Allreduce
@@ -43,15 +51,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     check_output(args.output, "--output", (".json",))
     topology = load_topology_arg(args)
-    dests = tuple(d.strip() for d in args.destinations.split(",")) if args.destinations else None
     info = get_planner(args.collective, args.algorithm)
     request: Allreduce | Broadcast
     if args.collective == "allreduce":
         from ..plan import Allreduce
 
-        request = Allreduce(args.size, dests)
+        hosts = tuple(d.strip() for d in args.destinations.split(",")) if args.destinations else None
+        request = Allreduce(args.size, hosts)
     else:
-        request = Broadcast(resolve_source(topology, args.source), args.size, dests)
+        source = resolve_source(topology, args.source)
+        request = Broadcast(source, args.size, destinations_arg(args.destinations, topology, source))
     plan = plan_with(info, topology, request, args.seed, args.rate_tolerance)
     check_plan(plan, topology)
     text = plan.dumps()

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InputError
 from ..units import format_mbit, format_size
 from .cmd_probe import add_probe_options, probe_to_file
-from .common import add_rate_tolerance_arg, print_json, size_arg, time_arg
+from .common import add_rate_tolerance_arg, print_json, require_wanted, size_arg, time_arg
 from .launch_options import add_launcher_options, goodput_defaults, goodput_from_args, launcher_from_args
 
 if TYPE_CHECKING:
@@ -134,6 +134,7 @@ def _load_target(args, launcher: Launcher | None):
             data = None
         if isinstance(data, dict) and data.get("format") == "topocast-plan/1":
             plan = Plan.from_json(data, source=target)
+            require_wanted(plan, target)
     if plan is not None:
         for option, value in (
             ("--algorithm", args.algorithm),
@@ -167,11 +168,11 @@ def _load_target(args, launcher: Launcher | None):
     from ..evaluate.compare import plan_with
     from ..plan.check import check_plan
     from ..planners import get_planner
-    from .common import resolve_source
+    from .common import destinations_arg, resolve_source
 
     info = get_planner("broadcast", args.algorithm)
-    dests = tuple(d.strip() for d in args.destinations.split(",")) if args.destinations else None
-    request = Broadcast(resolve_source(topo, args.source), size, dests)
+    source = resolve_source(topo, args.source)
+    request = Broadcast(source, size, destinations_arg(args.destinations, topo, source))
     plan = plan_with(info, topo, request, None, args.rate_tolerance)
     check_plan(plan, topo)
     return plan, topo, info.name

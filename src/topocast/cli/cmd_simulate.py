@@ -13,7 +13,15 @@ from ..plan.check import check_plan
 from ..planners import get_planner
 from ..sim import simulate
 from ..units import format_bandwidth, format_time
-from .common import add_rate_tolerance_arg, add_topology_args, load_topology_arg, print_json, resolve_source, size_arg
+from .common import (
+    add_rate_tolerance_arg,
+    add_topology_args,
+    load_topology_arg,
+    print_json,
+    require_wanted,
+    resolve_source,
+    size_arg,
+)
 
 if TYPE_CHECKING:
     from ..results import Result
@@ -39,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
     evaluated: dict[str, tuple[Plan, Result] | str] = {}  # what a planner simulated itself
     if args.plan:
         plan = Plan.load(args.plan)
+        require_wanted(plan, args.plan)
     else:
         source = resolve_source(topology, args.source)
         plan = plan_with(

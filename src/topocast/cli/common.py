@@ -24,6 +24,8 @@ __all__ = [
     "bandwidth_arg",
     "time_arg",
     "add_topology_args",
+    "destinations_arg",
+    "require_wanted",
     "load_topology_arg",
     "load_topology_with_default",
     "print_json",
@@ -147,6 +149,23 @@ def progress(total: int, description: str, *, quiet: bool = False) -> Iterator[_
     columns = (TextColumn("{task.description:<24}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
         yield _Steps(bar, bar.add_task(description, total=total))
+
+
+def destinations_arg(text: str | None, topology: Topology, source: str) -> tuple[str, ...] | None:
+    """``--destinations A,B,...`` (None: every other host), refused when it leaves no host
+    besides the source: a broadcast to no one has no rate to report."""
+    dests = tuple(d.strip() for d in text.split(",")) if text else None
+    others = [h for h in (topology.hosts if dests is None else dests) if h != source]
+    if not others:
+        raise InputError(f"no destination besides the source {source!r}: nothing to send", element="--destinations")
+    return dests
+
+
+def require_wanted(plan, path: str) -> None:
+    """A plan file must want some byte somewhere: an empty ``wanted`` has nothing to move,
+    verify or rate."""
+    if not any(plan.wanted.values()):
+        raise InputError("no host wants any byte (wanted is empty): nothing to move or to verify", source=path)
 
 
 def resolve_source(topology: Topology, source: str | None, option: str = "--source") -> str:

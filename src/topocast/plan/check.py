@@ -52,8 +52,6 @@ def check_plan(plan: Plan, topology: Topology) -> None:
         return PlanError(msg, source=f"plan of {plan.planner or 'unnamed planner'}", element=where)
 
     _check_holdings(plan, topology, fail)
-    if not any(plan.wanted.values()):
-        raise fail(None, "no host wants any byte (wanted is empty): nothing to move or to verify")
     arrays = plan.arrays
     # Step 1: endpoints, ranges, routes.
     for i in np.flatnonzero(_endpoint_suspects(plan, topology, arrays)).tolist():
