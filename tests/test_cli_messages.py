@@ -177,6 +177,10 @@ def test_an_option_that_would_be_ignored_or_mean_nothing_is_refused(capsys, argv
 def test_a_broadcast_to_no_one_is_refused_not_reported_as_nan(tmp_path, capsys):
     code, text = _cli(capsys, "compare", "builtin:hetero-2switch", "--destinations", "s", "--size", "1MB")
     assert code == 2 and "no destination besides the source 's'" in text and "nan" not in text, text
+    lone = tmp_path / "one.yaml"
+    lone.write_text("hosts: [a]\nswitches: [s]\nlinks:\n- {a: a, b: s, bandwidth: 1Gbps}\n")
+    code, text = _cli(capsys, "simulate", str(lone), "-a", "stable", "--size", "1MB", "--json")
+    assert code == 2 and "no destination besides the source 'a'" in text and "Traceback" not in text, text
     plan = tmp_path / "plan.json"
     assert main(["plan", "builtin:hetero-2switch", "-a", "stable", "--size", "1MB", "-o", str(plan)]) == 0
     data = json.loads(plan.read_text())

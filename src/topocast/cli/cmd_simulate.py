@@ -16,6 +16,7 @@ from ..units import format_bandwidth, format_time
 from .common import (
     add_rate_tolerance_arg,
     add_topology_args,
+    destinations_arg,
     load_topology_arg,
     print_json,
     require_wanted,
@@ -50,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
         require_wanted(plan, args.plan)
     else:
         source = resolve_source(topology, args.source)
+        destinations_arg(None, topology, source)  # a topology of one host: nothing to send
         plan = plan_with(
             get_planner("broadcast", args.algorithm),
             topology,

@@ -157,7 +157,8 @@ def destinations_arg(text: str | None, topology: Topology, source: str) -> tuple
     dests = tuple(d.strip() for d in text.split(",")) if text else None
     others = [h for h in (topology.hosts if dests is None else dests) if h != source]
     if not others:
-        raise InputError(f"no destination besides the source {source!r}: nothing to send", element="--destinations")
+        where = "--destinations" if text else f"topology {topology.name!r}"
+        raise InputError(f"no destination besides the source {source!r}: nothing to send", element=where)
     return dests
 
 
