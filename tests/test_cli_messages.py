@@ -155,7 +155,10 @@ def test_run_of_a_plan_file_refuses_the_options_of_a_topology(tmp_path, capsys):
 @pytest.mark.parametrize(
     "argv, expected",
     [
-        (["simulate", "builtin:hetero-2switch", "-a", "stable", "--chunk-size=-1"], "--chunk-size: size: cannot be negative"),
+        (
+            ["simulate", "builtin:hetero-2switch", "-a", "stable", "--chunk-size=-1"],
+            "--chunk-size: size: cannot be negative",
+        ),
         (["compare", "builtin:hetero-2switch", "--time-limit=-1s"], "--time-limit: time: cannot be negative"),
         (["run", "builtin:hetero-2switch", "-a", "flat", "--timeout", "nan"], "--timeout: time: cannot read 'nan'"),
         (["run", "builtin:hetero-2switch", "-a", "flat", "--probe", "--rtt-threshold", "nan"], "--rtt-threshold"),

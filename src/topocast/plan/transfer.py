@@ -34,11 +34,7 @@ def ranges_from_json(value: object, where: str) -> Ranges:
     if not isinstance(value, (list, tuple)):
         raise PlanError(f"expected a list of [offset, length] pairs, got {value!r}", element=where)
     for r in value:
-        if not (
-            isinstance(r, (list, tuple))
-            and len(r) == 2
-            and all(_whole_bytes(x) for x in r)
-        ):
+        if not (isinstance(r, (list, tuple)) and len(r) == 2 and all(_whole_bytes(x) for x in r)):
             raise PlanError(
                 f"expected [offset, length] pairs of whole numbers of bytes from 0 to 2^63 - 1, got {r!r}",
                 element=where,
