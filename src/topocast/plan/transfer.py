@@ -34,7 +34,7 @@ def ranges_from_json(value: object, where: str) -> Ranges:
     if not isinstance(value, (list, tuple)):
         raise PlanError(f"expected a list of [offset, length] pairs, got {value!r}", element=where)
     for r in value:
-        if not (isinstance(r, (list, tuple)) and len(r) == 2 and all(_whole_bytes(x) for x in r)):
+        if not (isinstance(r, (list, tuple)) and len(r) == 2 and all(_whole_int64(x) for x in r)):
             raise PlanError(
                 f"expected [offset, length] pairs of whole numbers of bytes from 0 to 2^63 - 1, got {r!r}",
                 element=where,
@@ -42,7 +42,8 @@ def ranges_from_json(value: object, where: str) -> Ranges:
     return normalize_ranges(value)
 
 
-def _whole_bytes(x: object) -> bool:
+def _whole_int64(x: object) -> bool:
+    """A whole number (an int, or a float such as ``4.0``) from 0 to 2^63 - 1, not a bool."""
     if isinstance(x, bool) or not isinstance(x, (int, float)):
         return False
     return (isinstance(x, int) or x.is_integer()) and 0 <= x <= MAX_OFFSET
@@ -50,7 +51,7 @@ def _whole_bytes(x: object) -> bool:
 
 def _index(x: object, where: str) -> int:
     """A transfer's index in a plan file (``upstream``, ``after``)."""
-    if not _whole_bytes(x):
+    if not _whole_int64(x):
         raise PlanError(f"expected the index of a transfer (a whole number >= 0), got {x!r}", element=where)
     return int(x)  # type: ignore[call-overload]
 
