@@ -70,8 +70,6 @@ def check_output(
 
 def _wrap(parser, field, *, negative_ok: bool = True):
     def conv(text):
-        import argparse
-
         try:
             value = parser(text, field=field)
         except InputError as exc:

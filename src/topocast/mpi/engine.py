@@ -61,7 +61,8 @@ NOTIFY_TAG = 0  # "transfer j completed" messages; data tags start at 1
 YIELD = True
 SPIN = 1e-3  # but first poll without sleeping for this long after the last completion: MPI's
 # handshakes (rendezvous of large messages) move only while both ranks are inside MPI calls.
-# Not on a crowded machine (more ranks than cores): there the rank we wait for needs our core.
+# Not on a crowded machine (more ranks than the cores they may use together,
+# ``CommState.crowded``): there the rank we wait for needs our core.
 IDLE_MIN = 20e-6
 IDLE_MAX = 2e-4
 
@@ -207,9 +208,9 @@ def perform_local(
 
     ``buf``: the message as a writable uint8 array of ``plan.size`` bytes (read-only is fine
     on a rank that only sends); ``rank_of``: host -> rank; ``reduce(dst, src)``: combines the
-    uint8 views ``src`` into ``dst`` (allreduce plans); ``crowded``: more ranks than cores on
-    this machine (sleep between polls at once, never spin: see ``SPIN``). Assumes the plan
-    was checked.
+    uint8 views ``src`` into ``dst`` (allreduce plans); ``crowded``: ``CommState.crowded``,
+    more ranks on this machine than the cores they may use together (then sleep between
+    polls at once, never spin: see ``SPIN``). Assumes the plan was checked.
     """
     me = comm.Get_rank()
     host = next((h for h, r in rank_of.items() if r == me), None)
