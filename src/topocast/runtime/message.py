@@ -25,7 +25,7 @@ def message_file_stat(file: str) -> os.stat_result:
     except OSError as exc:
         raise RunInputError(f"{file}: cannot read the message ({exc.strerror})") from None
     if not stat.S_ISREG(st.st_mode):
-        kind = next((name for test, name in _NOT_REGULAR if test(st.st_mode)), "not a regular file")
+        kind = next((name for test, name in _NOT_REGULAR if test(st.st_mode)), "another kind of file")
         raise RunInputError(f"{file}: the message must be a regular file, not {kind}")
     return st
 
