@@ -212,3 +212,22 @@ def test_a_plan_file_with_numbers_out_of_range_names_the_field(tmp_path, capsys,
     capsys.readouterr()
     code, text = _cli(capsys, "simulate", "builtin:hetero-2switch", "--plan", str(plan))
     assert code == 2 and expected in text and "Traceback" not in text, text
+
+
+def test_an_allreduce_over_one_host_is_refused_not_reported_as_inf(tmp_path, capsys):
+    lone = tmp_path / "one.yaml"
+    lone.write_text("hosts: [a]\nswitches: []\nlinks: []\n")
+    code, text = _cli(capsys, "plan", str(lone), "--collective", "allreduce", "-a", "ring", "--size", "1MB")
+    assert code == 2 and "topology 'one': an allreduce needs two hosts or more" in text, text
+    code, text = _cli(
+        capsys, "plan", "builtin:hetero-2switch", "--collective", "allreduce", "-a", "ring", "--destinations", "a1,a1"
+    )
+    assert code == 2 and "--destinations: an allreduce needs two hosts or more" in text, text
+    plan = tmp_path / "plan.json"
+    assert main(["plan", "builtin:hetero-2switch", "--collective", "allreduce", "-a", "ring", "-o", str(plan)]) == 0
+    data = json.loads(plan.read_text())
+    data.update(transfers=[], initial={"a1": data["initial"]["a1"]}, wanted={"a1": data["wanted"]["a1"]})
+    plan.write_text(json.dumps(data))
+    capsys.readouterr()
+    code, text = _cli(capsys, "simulate", "builtin:hetero-2switch", "--plan", str(plan), "--json")
+    assert code == 2 and "wanted: an allreduce needs two hosts or more" in text and "inf" not in text, text

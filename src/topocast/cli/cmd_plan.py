@@ -14,6 +14,7 @@ from ..planners import get_planner
 from .common import (
     add_rate_tolerance_arg,
     add_topology_args,
+    allreduce_hosts_arg,
     check_output,
     destinations_arg,
     load_topology_arg,
@@ -56,8 +57,7 @@ def run(args: argparse.Namespace) -> int:
     if args.collective == "allreduce":
         from ..plan import Allreduce
 
-        hosts = tuple(d.strip() for d in args.destinations.split(",")) if args.destinations else None
-        request = Allreduce(args.size, hosts)
+        request = Allreduce(args.size, allreduce_hosts_arg(args.destinations, topology))
     else:
         source = resolve_source(topology, args.source)
         request = Broadcast(source, args.size, destinations_arg(args.destinations, topology, source))

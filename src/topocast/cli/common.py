@@ -162,9 +162,25 @@ def destinations_arg(text: str | None, topology: Topology, source: str) -> tuple
 
 def require_wanted(plan, path: str) -> None:
     """A plan file must want some byte somewhere: an empty ``wanted`` has nothing to move,
-    verify or rate."""
+    verify or rate; nor has an allreduce over one host."""
     if not any(plan.wanted.values()):
         raise InputError("no host wants any byte (wanted is empty): nothing to move or to verify", source=path)
+    if plan.collective == "allreduce" and len(plan.wanted) < 2:
+        raise InputError(ALLREDUCE_OF_ONE, source=path, element="wanted")
+
+
+ALLREDUCE_OF_ONE = "an allreduce needs two hosts or more: over one host nothing is moved"
+
+
+def allreduce_hosts_arg(text: str | None, topology: Topology) -> tuple[str, ...] | None:
+    """The hosts of an allreduce (``--destinations A,B,...``; None: every host), refused when
+    fewer than two: an allreduce over one host reduces and moves nothing, so it has no time or
+    rate to report."""
+    chosen = tuple(d.strip() for d in text.split(",")) if text else None
+    if len(set(chosen if chosen is not None else topology.hosts)) < 2:
+        where = "--destinations" if text else f"topology {topology.name!r}"
+        raise InputError(ALLREDUCE_OF_ONE, element=where)
+    return chosen
 
 
 def resolve_source(topology: Topology, source: str | None, option: str = "--source") -> str:
