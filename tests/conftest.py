@@ -1,15 +1,21 @@
 """Whole-session checks: the test session's processes (and every command they start) make
 their temporary files in a directory of their own, so that whatever topocast leaves there
-is this session's, and the session fails naming it."""
+is this session's, and the session fails naming it. A session with simulator tests also
+compiles the numba kernels in a process of its own from its start (tests/sim/warm_kernels.py),
+beside the tests that come first."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 _session_tmp: Path | None = None
+_warming: subprocess.Popen | None = None
 
 
 def pytest_configure(config):
@@ -21,11 +27,24 @@ def pytest_configure(config):
     tempfile.tempdir = None  # tempfile reads TMPDIR again
 
 
+def pytest_collection_finish(session):
+    """Start compiling the simulator's kernels when the session will need them: on a fresh
+    checkout the first compiled simulation would otherwise wait for the whole compilation."""
+    global _warming
+    if _session_tmp is None or importlib.util.find_spec("numba") is None:
+        return
+    if any(Path(str(item.path)).parent.name == "sim" for item in session.items):
+        script = Path(__file__).parent / "sim" / "warm_kernels.py"
+        _warming = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def pytest_sessionfinish(session, exitstatus):
+    if _warming is not None and _warming.poll() is None:
+        _warming.kill()
+    if _warming is not None:
+        _warming.wait()
     if _session_tmp is None:
         return
-    import sys
-
     if "topocast.runtime.forkserver" in sys.modules:  # this process's own server: done with it now
         sys.modules["topocast.runtime.forkserver"]._close_client()
     left = sorted(p.name for p in _session_tmp.glob("topocast-*"))
