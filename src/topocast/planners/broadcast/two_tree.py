@@ -56,6 +56,7 @@ import numpy as np
 
 from ...errors import PlanError
 from ...lp import capacity_scale, limited_rows, solve
+from ...memory import paused_gc
 from ...plan import Broadcast, Plan, Transfer
 from ..registration import register_planner
 from ._compact import DEFAULT_RATE_TOLERANCE, check_rate_tolerance, compact_nested
@@ -691,26 +692,27 @@ def _transfers(trees, layout, rates) -> list[Transfer]:
     """Pipelined, paced transfers along both trees of every level (a hop's upstream is the
     hop into its sender: hops are listed parents first)."""
     out: list[Transfer] = []
-    for n, (pair, seqs, v) in enumerate(zip(trees, layout, rates)):
-        for t, (hops, seq) in enumerate(zip(pair, seqs)):
-            if not seq:
-                continue
-            first = len(out)
-            into = {w: first + k for k, (_, w) in enumerate(hops)}
-            senders = [u for u, _ in hops]
-            out.extend(
-                map(
-                    Transfer,
-                    senders,
-                    [w for _, w in hops],
-                    repeat(seq),
-                    repeat(True),
-                    map(into.get, senders),
-                    repeat(()),
-                    repeat(v / 2),
-                    repeat(None),
-                    repeat(False),
-                    repeat(f"level {n + 1} tree {t + 1}"),
+    with paused_gc():
+        for n, (pair, seqs, v) in enumerate(zip(trees, layout, rates)):
+            for t, (hops, seq) in enumerate(zip(pair, seqs)):
+                if not seq:
+                    continue
+                first = len(out)
+                into = {w: first + k for k, (_, w) in enumerate(hops)}
+                senders = [u for u, _ in hops]
+                out.extend(
+                    map(
+                        Transfer,
+                        senders,
+                        [w for _, w in hops],
+                        repeat(seq),
+                        repeat(True),
+                        map(into.get, senders),
+                        repeat(()),
+                        repeat(v / 2),
+                        repeat(None),
+                        repeat(False),
+                        repeat(f"level {n + 1} tree {t + 1}"),
+                    )
                 )
-            )
     return out
