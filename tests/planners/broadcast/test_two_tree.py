@@ -269,3 +269,23 @@ def test_rate_lp_written_without_repeated_rows_plans_the_same(monkeypatch, seed)
     assert [(t.src, t.dst, t.ranges, t.upstream) for t in fewer.transfers] == [
         (t.src, t.dst, t.ranges, t.upstream) for t in every.transfers
     ]
+
+
+def test_hops_list_parents_first_by_depth_and_count_the_depth():
+    """_hops orders a tree's hops by depth (ties in position order) and gives its depth, as a
+    climb from every position to its root does."""
+    from topocast.planners.broadcast.two_tree import _hops
+
+    rng = np.random.default_rng(11)
+    for _ in range(300):
+        n = int(rng.integers(1, 80))
+        parents = [-1 if i == 0 or rng.random() < 0.05 else int(rng.integers(0, i)) for i in range(n)]
+        perm = rng.permutation(n)  # positions need not be listed parents first
+        shuffled = [-1] * n
+        for i, p in enumerate(parents):
+            shuffled[perm[i]] = -1 if p < 0 else int(perm[p])
+        depth = _depths(shuffled)
+        order = sorted(range(n), key=lambda j: (depth[j], j))
+        members = [f"h{j}" for j in range(n)]
+        want = [("src" if shuffled[j] < 0 else members[shuffled[j]], members[j]) for j in order]
+        assert _hops(members, shuffled, "src") == (want, max(depth) + 1)

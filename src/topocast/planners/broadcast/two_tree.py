@@ -365,13 +365,17 @@ def _levels(pipelines):
 
 def _hops(members, parents, source):
     """(sender, receiver) hops of one tree, parents before children, and the tree's depth."""
-    depth = np.zeros(len(parents), dtype=np.int64)
     parents = np.asarray(parents, dtype=np.int64)
-    up = parents.copy()  # every position's ancestor so far
+    # depth = ancestors, by pointer jumping: every position keeps an ancestor and how far up
+    # it is; each round adds the ancestor's distance and jumps to its ancestor, so the
+    # distances double and log2(depth) rounds reach the root
+    up = parents.copy()
+    depth = (up >= 0).astype(np.int64)
     live = np.flatnonzero(up >= 0)
-    while len(live):  # depth = ancestors: climb every position one step at a time
-        depth[live] += 1
-        up[live] = parents[up[live]]
+    while len(live):
+        above = up[live]
+        depth[live] += depth[above]
+        up[live] = up[above]
         live = live[up[live] >= 0]
     order = np.argsort(depth, kind="stable")
     names = np.array([*members, source], dtype=object)  # parent -1 (the source) reads the last
