@@ -9,8 +9,10 @@ max-flow, below half their route-aware rate alone on their routes, and below hal
 max-flow though the steady route bound's max-min fair point gives them half (``unforced``, target 0:
 :func:`fair_fractions`), and below half the rate that fair point gives them (``<½ fair``); the transfers whose explicit path differs from the declared route (must be 0); and
 the planning CPU time with the declared routes against the same platform with its routes
-removed (every pair on the tree path), ``explicit / tree`` (target <= 2): the least of two
-runs each, in the same process, after a warm-up that pays the imports.
+removed (every pair on the tree path), ``explicit / tree`` (target <= 2): the least of three
+runs each, in the same process, after a warm-up that pays the imports; beside it the plans'
+transfers with the routes and without (``transfers``): building a plan's transfers costs about
+the same per transfer either way, so their ratio is a floor for the time ratio.
 
 Targets: ``optimal`` >= 0.85 of the steady route-aware bound on every platform and never
 below another planner; ``--compare-hosts N`` also times ``topocast compare`` with the bandwidth
@@ -178,11 +180,11 @@ def run_platform(seed: int, hosts: int | None, planners, timing: bool) -> dict[s
     )
     print(f"  hosts whose fair share of the route bound is under half their max-flow: {len(forced)}")
     print(
-        f"  {'planner':<19}{'GB/s':>8}{'of Σmf':>8}{'of route':>9}{'<½ own':>7}{'<½ alone':>9}{'unforced':>9}{'<½ fair':>8}{'off-route':>10}{'plan s':>8}{'x tree':>7}"
+        f"  {'planner':<19}{'GB/s':>8}{'of Σmf':>8}{'of route':>9}{'<½ own':>7}{'<½ alone':>9}{'unforced':>9}{'<½ fair':>8}{'off-route':>10}{'plan s':>8}{'x tree':>7}{'transfers':>16}"
     )
     got: dict = {"_unforced": {}}
     for name in planners:
-        plan, cpu = _plan_cpu(name, topo, request, 2 if timing else 1)
+        plan, cpu = _plan_cpu(name, topo, request, 3 if timing else 1)
         check_plan(plan, topo)
         result = simulate(plan, topo)
         agg = result.aggregate_bandwidth
@@ -193,14 +195,15 @@ def run_platform(seed: int, hosts: int | None, planners, timing: bool) -> dict[s
         got["_unforced"][name] = unforced
         under_fair = sum(1 for h, r in result.per_host.items() if r.rate < 0.5 * fair[h] * maxflow.per_host_rate[h])
         low_alone = sum(1 for h, r in result.per_host.items() if r.rate < 0.5 * rb.per_host_rate[h])
-        ratio = ""
+        ratio = transfers = ""
         if tree_topo is not None:
-            _, tree_cpu = _plan_cpu(name, tree_topo, request, 2)
+            tree_plan, tree_cpu = _plan_cpu(name, tree_topo, request, 3)
             ratio = f"{cpu / max(tree_cpu, 1e-3):.2f}"
+            transfers = f"{len(plan.transfers)} / {len(tree_plan.transfers)}"
         of_route = f"{agg / route_bound:.3f}" if route_bound else "-"
         print(
             f"  {name:<19}{agg / 1e9:8.2f}{agg / maxflow.aggregate_bandwidth:8.3f}{of_route:>9}{low:7d}{low_alone:9d}{unforced:9d}{under_fair:8d}"
-            f"{_off_route(plan, topo):10d}{cpu:8.2f}{ratio:>7}",
+            f"{_off_route(plan, topo):10d}{cpu:8.2f}{ratio:>7}{transfers:>16}",
             flush=True,
         )
     got["_route_bound"] = route_bound or float("nan")

@@ -246,3 +246,46 @@ def test_rates_stay_feasible_when_the_trees_cross_links_far_slower_than_stables(
     plan = get_planner("broadcast", "two_tree")(topo, Broadcast("h1", 1000, ("h0",)))
     check_plan(plan, topo)
     assert simulate(plan, topo).per_host["h0"].completed
+
+
+@pytest.mark.parametrize("seed", [3, 8])
+def test_rate_lp_written_without_repeated_rows_plans_the_same(monkeypatch, seed):
+    """The rate LP keeps one of each repeated resource row: the same programme, so the same
+    rates (and plan) as with every row written out."""
+    from topocast.planners.broadcast import two_tree
+    from topocast.topology.multisite import multi_site_platform
+
+    topo = multi_site_platform(60, seed=seed)
+    request = Broadcast(topo.hosts[0], 10**9)
+    a = np.array([[1.0, 0.0], [0.5, 1.0], [1.0, 0.0], [0.5, 1.0], [1.0, 0.0]])
+    b = np.array([2.0, 1.0, 2.0, 3.0, 2.0])
+    kept_a, kept_b = two_tree._distinct_rows(a, b)
+    assert kept_a.tolist() == [[1.0, 0.0], [0.5, 1.0], [0.5, 1.0]] and kept_b.tolist() == [2.0, 1.0, 3.0]
+    fewer = get_planner("broadcast", "two_tree")(topo, request)
+    monkeypatch.setattr(two_tree, "_distinct_rows", lambda a_ub, b_ub: (a_ub, b_ub))
+    every = get_planner("broadcast", "two_tree")(topo, request)
+    assert fewer.notes["levels"] == every.notes["levels"] > 1
+    assert fewer.notes["level_rates"] == pytest.approx(every.notes["level_rates"], rel=1e-9)
+    assert [(t.src, t.dst, t.ranges, t.upstream) for t in fewer.transfers] == [
+        (t.src, t.dst, t.ranges, t.upstream) for t in every.transfers
+    ]
+
+
+def test_hops_list_parents_first_by_depth_and_count_the_depth():
+    """_hops orders a tree's hops by depth (ties in position order) and gives its depth, as a
+    climb from every position to its root does."""
+    from topocast.planners.broadcast.two_tree import _hops
+
+    rng = np.random.default_rng(11)
+    for _ in range(300):
+        n = int(rng.integers(1, 80))
+        parents = [-1 if i == 0 or rng.random() < 0.05 else int(rng.integers(0, i)) for i in range(n)]
+        perm = rng.permutation(n)  # positions need not be listed parents first
+        shuffled = [-1] * n
+        for i, p in enumerate(parents):
+            shuffled[perm[i]] = -1 if p < 0 else int(perm[p])
+        depth = _depths(shuffled)
+        order = sorted(range(n), key=lambda j: (depth[j], j))
+        members = [f"h{j}" for j in range(n)]
+        want = [("src" if shuffled[j] < 0 else members[shuffled[j]], members[j]) for j in order]
+        assert _hops(members, shuffled, "src") == (want, max(depth) + 1)

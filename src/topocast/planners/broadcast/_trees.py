@@ -171,15 +171,24 @@ def route_shares(topology: Topology, source: str, destinations: Sequence[str]) -
     wanted = set(destinations)
     chain = [h for h in order if h in wanted] or list(destinations)
     near = {d: chain[k - 1] if k else (chain[1] if len(chain) > 1 else source) for k, d in enumerate(chain)}
-    into = {}
-    for d in destinations:
-        a = set(res_of[list(topology.route(source, d))].tolist())
-        b = set(res_of[list(topology.route(near.get(d, source), d))].tolist()) if near.get(d, source) != d else a
-        into[d] = np.array(sorted(a & b), dtype=np.int64)
-    count = np.zeros(len(cap))
-    for r in into.values():
-        count[r] += 1.0
-    return {d: float((cap[r] / count[r]).min()) if len(r) else math.inf for d, r in into.items()}
+    destinations = list(dict.fromkeys(destinations))
+    # (destination, resource) pairs as keys k * n_res + r, k the destination's index
+    n_res = len(cap)
+    route = topology.route
+
+    def pairs(senders) -> np.ndarray:
+        links = [route(u, d) for u, d in zip(senders, destinations)]
+        k = np.repeat(np.arange(len(links), dtype=np.int64), [len(r) for r in links])
+        return np.unique(k * n_res + res_of[np.fromiter(itertools.chain.from_iterable(links), dtype=np.int64)])
+
+    from_source = pairs([source] * len(destinations))
+    from_near = pairs([near.get(d, source) if near.get(d, source) != d else source for d in destinations])
+    both = np.intersect1d(from_source, from_near, assume_unique=True)  # sorted by destination
+    dest_of, res = np.divmod(both, n_res)
+    count = np.bincount(res, minlength=n_res).astype(float)
+    share = np.full(len(destinations), math.inf)
+    np.minimum.at(share, dest_of, cap[res] / count[res])
+    return dict(zip(destinations, share.tolist()))
 
 
 def prefix_sets(dests: Sequence[str], key: Mapping[str, float], most: int | None = None) -> list[frozenset[str]]:

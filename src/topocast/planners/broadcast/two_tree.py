@@ -49,12 +49,14 @@ import heapq
 import math
 from collections import deque
 from collections.abc import Sequence
+from itertools import chain, repeat, starmap
 from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
 
 from ...errors import PlanError
 from ...lp import capacity_scale, limited_rows, solve
+from ...memory import paused_gc
 from ...plan import Broadcast, Plan, Transfer
 from ..registration import register_planner
 from ._compact import DEFAULT_RATE_TOLERANCE, check_rate_tolerance, compact_nested
@@ -363,51 +365,55 @@ def _levels(pipelines):
 
 def _hops(members, parents, source):
     """(sender, receiver) hops of one tree, parents before children, and the tree's depth."""
-    depth = np.zeros(len(parents), dtype=np.int64)
     parents = np.asarray(parents, dtype=np.int64)
-    up = parents.copy()  # every position's ancestor so far
+    # depth = ancestors, by pointer jumping: every position keeps an ancestor and how far up
+    # it is; each round adds the ancestor's distance and jumps to its ancestor, so the
+    # distances double and log2(depth) rounds reach the root
+    up = parents.copy()
+    depth = (up >= 0).astype(np.int64)
     live = np.flatnonzero(up >= 0)
-    while len(live):  # depth = ancestors: climb every position one step at a time
-        depth[live] += 1
-        up[live] = parents[up[live]]
+    while len(live):
+        above = up[live]
+        depth[live] += depth[above]
+        up[live] = up[above]
         live = live[up[live] >= 0]
-    order = np.argsort(depth, kind="stable").tolist()
-    hops = [(source if p < 0 else members[p], members[j]) for j, p in zip(order, parents[order].tolist())]
+    order = np.argsort(depth, kind="stable")
+    names = np.array([*members, source], dtype=object)  # parent -1 (the source) reads the last
+    hops = list(zip(names[parents[order]].tolist(), names[order].tolist()))
     return hops, int(depth.max(initial=-1)) + 1
 
 
-def _hop_resources(topology, hops, known):
-    """The resource ids every hop's route crosses (one entry per crossing), concatenated;
-    ``known`` caches them per hop across the families a plan compares."""
-    res_of = None
-    parts = []
-    for hop in hops:
-        r = known.get(hop)
-        if r is None:
-            if res_of is None:
-                res_of = resource_arrays(topology)[0]
-            r = known[hop] = res_of[list(topology.route(*hop))]
-        parts.append(r)
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+def _hop_uses(topology, hops, res_of, n_res) -> np.ndarray:
+    """How many times the hops' routes cross every resource (one count per crossing)."""
+    links = np.fromiter(chain.from_iterable(starmap(topology.route, hops)), dtype=np.int64)
+    return np.bincount(res_of[links], minlength=n_res)
 
 
-def _rates(topology, levels_hops, sizes, stable_rates, floors=None, known=None):
-    """LP rates V_n of the levels (each tree at V_n / 2), feasible on every resource.
+def _level_uses(topology, trees, known) -> np.ndarray:
+    """Per resource (rows) and level (columns), the uses of the level's two trees, each
+    crossing at half the level's rate. ``known``: the column of a tree pair already counted
+    (by identity: the families of a plan share the pairs they build alike)."""
+    res_of, cap = resource_arrays(topology)
+    columns = []
+    for pair in trees:
+        col = known.get(id(pair))
+        if col is None:
+            col = known[id(pair)] = 0.5 * _hop_uses(topology, chain(*pair), res_of, len(cap))
+        columns.append(col)
+    return np.stack(columns, axis=1) if columns else np.zeros((len(cap), 0))
+
+
+def _rates(topology, uses, sizes, stable_rates, floors=None):
+    """LP rates V_n of the levels (each tree at V_n / 2), feasible on every resource
+    (``uses``: :func:`_level_uses`).
 
     Level 1 keeps at least 10^-6 of stable's rate (or half of its largest feasible rate, if
     that is less) so that every destination completes. ``floors[L]``: the least total rate
     V_1 + ... + V_L of a host whose last level is L, kept when the links allow it (the LP
-    is solved without them otherwise) [I]."""
+    is solved without them otherwise) [I]. Resources whose row (uses and capacity) repeats
+    another's are written once: the same programme, with far fewer rows where many hosts'
+    links are used alike."""
     _, cap = resource_arrays(topology)
-    known = {} if known is None else known
-    uses = (
-        np.stack(
-            [0.5 * np.bincount(_hop_resources(topology, hops, known), minlength=len(cap)) for hops in levels_hops],
-            axis=1,
-        )
-        if levels_hops
-        else np.zeros((len(cap), 0))
-    )
     rows = limited_rows(uses.sum(axis=1) > 0, cap)
     scale = capacity_scale(cap[rows])
     if not len(rows):  # no limited link in the way: keep stable's rates
@@ -418,7 +424,7 @@ def _rates(topology, levels_hops, sizes, stable_rates, floors=None, known=None):
     level1_max = float((cap[rows][first > 0] / first[first > 0]).min()) if (first > 0).any() else math.inf
     floor = min(stable_rates[0] * 1e-6, level1_max / 2)
     bounds = [(floor / scale, None)] + [(0, None)] * (len(sizes) - 1)
-    a_ub, b_ub = uses[rows], cap[rows] / scale
+    a_ub, b_ub = _distinct_rows(uses[rows], cap[rows] / scale)
     if floors is not None:
         sol = _floored(np.asarray(sizes, float), a_ub, b_ub, bounds, np.asarray(floors, float) / scale)
         if sol.status == 0:
@@ -427,6 +433,15 @@ def _rates(topology, levels_hops, sizes, stable_rates, floors=None, known=None):
         -np.asarray(sizes, float), a_ub, b_ub, bounds, problem="two_tree: the rate LP", error=_topology_plan_error
     )
     return within_capacity(np.maximum(sol.x, 0.0), a_ub, b_ub) * scale
+
+
+def _distinct_rows(a_ub: np.ndarray, b_ub: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of ``a_ub x <= b_ub`` without repeats (each kept where it first appears)."""
+    first: dict[bytes, int] = {}
+    for i, row in enumerate(np.column_stack([a_ub, b_ub])):
+        first.setdefault(row.tobytes(), i)
+    keep = list(first.values())
+    return a_ub[keep], b_ub[keep]
 
 
 def _topology_plan_error(message: str) -> PlanError:
@@ -555,7 +570,7 @@ def _best_levels(topology, source, dests, levels, level_rates):
     ranked = RouteOrder({m: topology.route(source, m) for m in dests})
     built: dict = {}  # trees of a level, shared by the families that plan it alike
     memo = _PieceMemo()  # pieces of the levels' trees, shared by every level
-    known: dict = {}  # resources of a hop's route
+    known: dict = {}  # resource uses of a level's trees
     for family, floor_rates in families:
         floors = _floors(family, shares)
         planned = None
@@ -565,7 +580,7 @@ def _best_levels(topology, source, dests, levels, level_rates):
                 continue  # no level took leaves: the same trees, rates and score as just planned
             planned = trees
             sizes = [len(m) for m in family]
-            rates = _rates(topology, [a + b for a, b in trees], sizes, floor_rates, floors, known)
+            rates = _rates(topology, _level_uses(topology, trees, known), sizes, floor_rates, floors)
             score = _score(family, rates)
             if best is None or score > best[0] * (1 + 1e-12):
                 best = (score, family, trees, depth, rates)
@@ -678,16 +693,30 @@ def _floors(levels, shares):
 
 
 def _transfers(trees, layout, rates) -> list[Transfer]:
-    """Pipelined, paced transfers along both trees of every level."""
+    """Pipelined, paced transfers along both trees of every level (a hop's upstream is the
+    hop into its sender: hops are listed parents first)."""
     out: list[Transfer] = []
-    for n, (pair, seqs, v) in enumerate(zip(trees, layout, rates)):
-        for t, (hops, seq) in enumerate(zip(pair, seqs)):
-            if not seq:
-                continue
-            into: dict[str, int] = {}
-            for u, w in hops:
-                out.append(
-                    Transfer(u, w, seq, True, into.get(u), (), v / 2, None, False, f"level {n + 1} tree {t + 1}")
+    with paused_gc():
+        for n, (pair, seqs, v) in enumerate(zip(trees, layout, rates)):
+            for t, (hops, seq) in enumerate(zip(pair, seqs)):
+                if not seq:
+                    continue
+                first = len(out)
+                into = {w: first + k for k, (_, w) in enumerate(hops)}
+                senders = [u for u, _ in hops]
+                out.extend(
+                    map(
+                        Transfer,
+                        senders,
+                        [w for _, w in hops],
+                        repeat(seq),
+                        repeat(True),
+                        map(into.get, senders),
+                        repeat(()),
+                        repeat(v / 2),
+                        repeat(None),
+                        repeat(False),
+                        repeat(f"level {n + 1} tree {t + 1}"),
+                    )
                 )
-                into[w] = len(out) - 1
     return out
