@@ -396,10 +396,10 @@ def _level_uses(topology, trees, known) -> np.ndarray:
     res_of, cap = resource_arrays(topology)
     columns = []
     for pair in trees:
-        col = known.get(id(pair))
-        if col is None:
-            col = known[id(pair)] = 0.5 * _hop_uses(topology, chain(*pair), res_of, len(cap))
-        columns.append(col)
+        seen = known.get(id(pair))
+        if seen is None or seen[0] is not pair:  # the pair itself is kept: its id is never reused
+            seen = known[id(pair)] = (pair, 0.5 * _hop_uses(topology, chain(*pair), res_of, len(cap)))
+        columns.append(seen[1])
     return np.stack(columns, axis=1) if columns else np.zeros((len(cap), 0))
 
 
