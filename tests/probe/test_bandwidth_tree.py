@@ -303,8 +303,32 @@ def test_a_host_link_is_written_at_its_rate_not_at_its_readings_upper_half():
     samples = FlowSamples()
     samples.add([("h", f"p{i}") for i in range(50)], free + slowed)
     assert samples.host_up("h").value > 101.5
-    assert samples.written("h", 0).value == pytest.approx(100, rel=0.01)
-    # few readings: the estimate is their median already, and stays
+    written = samples.written("h", 0)
+    assert written.centre == pytest.approx(100, rel=0.01)
+    # read often and steadily: the rate written keeps nearly the centre (``low_end``)
+    assert 0.99 * written.centre < written.value < written.centre
+    # two readings: the estimate is their median already, and stays the centre
     few = FlowSamples()
-    few.add([("h", "a"), ("h", "b"), ("h", "c")], [97.0, 100.0, 103.0])
-    assert few.written("h", 0).value == few.host_up("h").value
+    few.add([("h", "a"), ("h", "b")], [97.0, 103.0])
+    assert few.written("h", 0).centre == few.host_up("h").value
+
+
+def test_a_host_link_is_written_at_the_low_end_of_what_its_readings_support():
+    """The rate written lies below the readings' centre by ``LOW_END_Z`` standard errors:
+    more for a link read twice than for one read forty times, more for readings that spread
+    more, and never less than the spread of a single reading (``READING_SPREAD``) allows."""
+    from statistics import NormalDist
+
+    from topocast.probe.estimates import LOW_END_Z, READING_SPREAD, low_end
+
+    def spread_by(noise, n):
+        return [100 * (1 + noise * NormalDist().inv_cdf((k + 0.5) / n)) for k in range(n)]
+
+    assert low_end(100.0, spread_by(0.03, 2)) < low_end(100.0, spread_by(0.03, 40)) < 100.0
+    assert low_end(100.0, spread_by(0.05, 10)) < low_end(100.0, spread_by(0.03, 10))
+    # two readings that happen to agree are taken to spread as much as single readings do
+    assert low_end(100.0, [100.0, 100.0]) == pytest.approx(100 * (1 - LOW_END_Z * READING_SPREAD / 2**0.5))
+    samples = FlowSamples()
+    samples.add([("h", f"p{i}") for i in range(10)], spread_by(0.03, 10))
+    written = samples.written("h", 0)
+    assert written.value == pytest.approx(low_end(written.centre, spread_by(0.03, 10)))

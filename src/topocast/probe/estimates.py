@@ -5,6 +5,7 @@ round-robin rounds of disjoint pairs, and rate levels."""
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass, field
 
@@ -16,6 +17,7 @@ __all__ = [
     "disjoint_rounds",
     "host_link_estimate",
     "levels",
+    "low_end",
     "round_robin",
 ]
 
@@ -26,7 +28,12 @@ UNCERTAIN_SPREAD = 0.25
 # side of the estimate (twice the spread a reading of one link shows, ``NEAR_TOP`` / 2)
 CENTRE_BAND = NEAR_TOP
 CENTRE_STEPS = 3
-CENTRE_READINGS = 6  # fewer readings near it: the estimate is their median already
+CENTRE_READINGS = 3  # fewer readings near it: the estimate is their median already
+# the rate written is the low end of the centre's interval: the centre less this many
+# standard errors of it (the readings' own spread, at least ``READING_SPREAD``, over the
+# square root of their count)
+LOW_END_Z = 0.5
+READING_SPREAD = NEAR_TOP / 2  # a single reading's spread around its link's rate
 LEVEL_WIDTH = 0.06  # a level of link rates spans at most this much (relative)
 RETAKES = 2  # further readings of a host's lone fastest transfer
 
@@ -39,6 +46,7 @@ class Estimate:
     samples: list = field(default_factory=list)
     at_least: bool = False  # the transfers could not fill the link: a lower bound
     single: bool = False  # one sample only where several were expected
+    centre: float | None = None  # where the readings centre, when ``value`` is written below it
 
     @property
     def spread(self) -> float:
@@ -159,7 +167,9 @@ class FlowSamples:
         hosts allow but makes a plan that counts on it finish late. Here the estimate is
         re-centred (``CENTRE_STEPS`` times) on the median of the readings within
         ``CENTRE_BAND`` of it either way, where there are ``CENTRE_READINGS`` of them at
-        least: readings slowed by other traffic further than that stay out."""
+        least (readings slowed by other traffic further than that stay out), and the rate
+        written is the low end of that centre's interval (``low_end``): a plan must not
+        count on capacity that the readings do not support."""
         est = self._estimate(h, side)
         values, _ = self.samples(h, side)
         centre = est.value
@@ -168,7 +178,9 @@ class FlowSamples:
             if len(near) < CENTRE_READINGS:
                 break
             centre = statistics.median(near)
-        return Estimate(min(centre, est.value), est.samples, est.at_least, est.single)
+        centre = min(centre, est.value)
+        near = [r for r in values if abs(r - centre) <= CENTRE_BAND * centre]
+        return Estimate(low_end(centre, near), est.samples, est.at_least, est.single, centre=centre)
 
     def speed(self, h: str) -> float:
         """The host's fastest confirmed reading, either way."""
@@ -194,6 +206,20 @@ class FlowSamples:
                 if flow not in out:
                     out.append(flow)
         return out
+
+
+def low_end(centre: float, readings: list[float]) -> float:
+    """The low end of the interval around ``centre`` that ``readings`` (those near it)
+    support: ``LOW_END_Z`` standard errors below it, the readings' relative spread (their
+    standard deviation, at least ``READING_SPREAD``: two or three readings that happen to
+    agree say little about it) over the square root of their count. A link read often and
+    steadily keeps nearly its centre; one read twice loses most. Overestimating a link
+    costs a plan more than underestimating it (``stable`` caps every transfer at its
+    tree's rate), so the written rate leans low by what the readings leave open."""
+    if centre <= 0:
+        return centre
+    spread = statistics.stdev(readings) / centre if len(readings) >= 2 else 0.0
+    return centre * (1 - LOW_END_Z * max(spread, READING_SPREAD) / math.sqrt(max(1, len(readings))))
 
 
 def disjoint_rounds(flows: list[tuple]) -> list[list[tuple]]:
