@@ -29,6 +29,9 @@ UNCERTAIN_SPREAD = 0.25
 CENTRE_BAND = NEAR_TOP
 CENTRE_STEPS = 3
 CENTRE_READINGS = 3  # fewer readings near it: the estimate is their median already
+# a transfer whose partner's link reads below this share of a host's estimate may have run at
+# the partner's rate: not a reading of the host's own link (one reading's spread below it)
+PARTNER_SLOWER = 1 - NEAR_TOP / 2
 # the rate written is the low end of the centre's interval: the centre less this many
 # standard errors of it (the readings' own spread, at least ``READING_SPREAD``, over the
 # square root of their count)
@@ -128,13 +131,16 @@ class FlowSamples:
             self.retaken.setdefault(f, [max(self.by_flow.get(f, [r]))]).append(r)
             self.by_flow.setdefault(f, []).append(r)
 
-    def samples(self, h: str, side: int) -> tuple[list[float], list[bool]]:
+    def samples(self, h: str, side: int, slower_than: float = 0.0) -> tuple[list[float], list[bool]]:
         """Host ``h``'s samples as sender (``side`` 0) or receiver (1), and which of them
-        are confirmed by themselves."""
+        are confirmed by themselves; ``slower_than``: without the transfers whose partner's
+        link reads below it (their partner may have set their rate)."""
         values: list[float] = []
         sure: list[bool] = []
         for f, rates in self.by_flow.items():
             if f[side] != h:
+                continue
+            if slower_than and self._estimate(f[1 - side], 1 - side).value < slower_than:
                 continue
             if f in self.retaken:
                 rest = list(rates)
@@ -171,7 +177,7 @@ class FlowSamples:
         written is the low end of that centre's interval (``low_end``): a plan must not
         count on capacity that the readings do not support."""
         est = self._estimate(h, side)
-        values, _ = self.samples(h, side)
+        values, _ = self.samples(h, side, PARTNER_SLOWER * est.value)
         centre = est.value
         for _ in range(CENTRE_STEPS):
             near = [r for r in values if abs(r - centre) <= CENTRE_BAND * centre]
