@@ -5,7 +5,6 @@ round-robin rounds of disjoint pairs, and rate levels."""
 
 from __future__ import annotations
 
-import math
 import statistics
 from dataclasses import dataclass, field
 
@@ -17,7 +16,6 @@ __all__ = [
     "disjoint_rounds",
     "host_link_estimate",
     "levels",
-    "low_end",
     "round_robin",
 ]
 
@@ -32,11 +30,6 @@ CENTRE_READINGS = 3  # fewer readings near it: the estimate is their median alre
 # a transfer whose partner's link reads below this share of a host's estimate may have run at
 # the partner's rate: not a reading of the host's own link (one reading's spread below it)
 PARTNER_SLOWER = 1 - NEAR_TOP / 2
-# the rate written is the low end of the centre's interval: the centre less this many
-# standard errors of it (the readings' own spread, at least ``READING_SPREAD``, over the
-# square root of their count)
-LOW_END_Z = 0.5
-READING_SPREAD = NEAR_TOP / 2  # a single reading's spread around its link's rate
 LEVEL_WIDTH = 0.06  # a level of link rates spans at most this much (relative)
 RETAKES = 2  # further readings of a host's lone fastest transfer
 
@@ -49,7 +42,6 @@ class Estimate:
     samples: list = field(default_factory=list)
     at_least: bool = False  # the transfers could not fill the link: a lower bound
     single: bool = False  # one sample only where several were expected
-    centre: float | None = None  # where the readings centre, when ``value`` is written below it
 
     @property
     def spread(self) -> float:
@@ -134,13 +126,14 @@ class FlowSamples:
     def samples(self, h: str, side: int, slower_than: float = 0.0) -> tuple[list[float], list[bool]]:
         """Host ``h``'s samples as sender (``side`` 0) or receiver (1), and which of them
         are confirmed by themselves; ``slower_than``: without the transfers whose partner's
-        link reads below it (their partner may have set their rate)."""
+        link reads below it (their partner may have set their rate), where more than this
+        one transfer shows the partner's link."""
         values: list[float] = []
         sure: list[bool] = []
         for f, rates in self.by_flow.items():
             if f[side] != h:
                 continue
-            if slower_than and self._estimate(f[1 - side], 1 - side).value < slower_than:
+            if slower_than and _reads_below(self._estimate(f[1 - side], 1 - side), slower_than):
                 continue
             if f in self.retaken:
                 rest = list(rates)
@@ -171,11 +164,11 @@ class FlowSamples:
         upper half of those that noise spreads around the link's rate, about one noise
         width above it, which is right for telling whether a transfer ran slower than its
         hosts allow but makes a plan that counts on it finish late. Here the estimate is
-        re-centred (``CENTRE_STEPS`` times) on the median of the readings within
-        ``CENTRE_BAND`` of it either way, where there are ``CENTRE_READINGS`` of them at
-        least (readings slowed by other traffic further than that stay out), and the rate
-        written is the low end of that centre's interval (``low_end``): a plan must not
-        count on capacity that the readings do not support."""
+        re-centred (``CENTRE_STEPS`` times) on the median of the readings of the host's own
+        link within ``CENTRE_BAND`` of it either way, where there are ``CENTRE_READINGS`` of
+        them at least: readings slowed by other traffic further than that stay out, and so
+        do the transfers whose partner's link reads below ``PARTNER_SLOWER`` times the
+        estimate (the partner may have set their rate, a few percent below the host's)."""
         est = self._estimate(h, side)
         values, _ = self.samples(h, side, PARTNER_SLOWER * est.value)
         centre = est.value
@@ -184,9 +177,7 @@ class FlowSamples:
             if len(near) < CENTRE_READINGS:
                 break
             centre = statistics.median(near)
-        centre = min(centre, est.value)
-        near = [r for r in values if abs(r - centre) <= CENTRE_BAND * centre]
-        return Estimate(low_end(centre, near), est.samples, est.at_least, est.single, centre=centre)
+        return Estimate(min(centre, est.value), est.samples, est.at_least, est.single)
 
     def speed(self, h: str) -> float:
         """The host's fastest confirmed reading, either way."""
@@ -214,18 +205,9 @@ class FlowSamples:
         return out
 
 
-def low_end(centre: float, readings: list[float]) -> float:
-    """The low end of the interval around ``centre`` that ``readings`` (those near it)
-    support: ``LOW_END_Z`` standard errors below it, the readings' relative spread (their
-    standard deviation, at least ``READING_SPREAD``: two or three readings that happen to
-    agree say little about it) over the square root of their count. A link read often and
-    steadily keeps nearly its centre; one read twice loses most. Overestimating a link
-    costs a plan more than underestimating it (``stable`` caps every transfer at its
-    tree's rate), so the written rate leans low by what the readings leave open."""
-    if centre <= 0:
-        return centre
-    spread = statistics.stdev(readings) / centre if len(readings) >= 2 else 0.0
-    return centre * (1 - LOW_END_Z * max(spread, READING_SPREAD) / math.sqrt(max(1, len(readings))))
+def _reads_below(est: Estimate, rate: float) -> bool:
+    """The link of ``est`` reads below ``rate``, on more than one reading."""
+    return not est.single and est.value < rate
 
 
 def disjoint_rounds(flows: list[tuple]) -> list[list[tuple]]:

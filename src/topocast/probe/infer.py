@@ -10,8 +10,7 @@
    link rates, as every other topology file); each link's latency is half the round-trip
    time it adds between hosts, from the latency tree (hosts' pendant delays: the per-host
    stack delay is in them); a ``measured:`` section with the measurement count, the
-   probe's duration and each estimate's spread, flags and (where the rate written is the
-   low end of its readings' interval: ``estimates.low_end``) its centre;
+   probe's duration and each estimate's spread and flags;
 4. where the switch tree came from contention, a hub that the measurements cannot tell from
    a chain through one of its neighbours: experiments that tell them apart where one can
    (``ambiguity.decide_by_contention``), and of the explanations left, the one whose plans
@@ -133,8 +132,6 @@ def build_topology(
         links.append(PhysicalLink(a, b, max(fwd, 1.0), latency, None if rev == fwd else max(rev, 1.0)))
         for d, e in (("a->b", ab), ("b->a", ba)):
             est = {"a": a, "b": b, "direction": d, "samples": max(1, len(e.samples)), "spread": round(e.spread, 4)}
-            if e.centre is not None and e.centre > e.value:
-                est["centre"] = _round(e.centre / goodput)  # the rate written is the low end
             if e.at_least:
                 est["at_least"] = True
             if e.uncertain:

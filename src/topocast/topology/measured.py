@@ -12,13 +12,12 @@ from .model import PhysicalLink
 
 MEASURED_KEYS = ("by", "launcher", "measurements", "duration", "goodput", "estimates", "alternatives", "verified")
 ALTERNATIVE_KEYS = ("switch", "or_merged_into", "chosen", "worst_ratio")
-ESTIMATE_KEYS = ("a", "b", "direction", "samples", "spread", "centre", "at_least", "uncertain")
+ESTIMATE_KEYS = ("a", "b", "direction", "samples", "spread", "at_least", "uncertain")
 
 
 def parse_measured(m: object, links: Sequence[PhysicalLink], source: str | None, data: object) -> dict:
     """The ``measured:`` section a probe writes: how many measurements, how long, and per
-    link direction the number of samples, their spread (a fraction), where they centre when
-    the rate written is below it, and flags."""
+    link direction the number of samples, their spread (a fraction) and flags."""
     if m is None:
         return {}
     el = "measured"
@@ -63,11 +62,6 @@ def parse_measured(m: object, links: Sequence[PhysicalLink], source: str | None,
             if not (math.isfinite(sp) and sp >= 0):
                 raise fail(source, e, f"{where}: spread", f"expected a fraction >= 0, got {sp}")
             est["spread"] = float(sp)
-        if "centre" in e:
-            c = expect(e["centre"], (int, float), source, e, f"{where}: centre", "a rate > 0 (bytes/s)")
-            if not (math.isfinite(c) and c > 0):
-                raise fail(source, e, f"{where}: centre", f"expected a rate > 0 (bytes/s), got {c}")
-            est["centre"] = float(c)
         for flag in ("at_least", "uncertain"):
             if flag in e:
                 est[flag] = expect(e[flag], bool, source, e, f"{where}: {flag}", "true or false")
