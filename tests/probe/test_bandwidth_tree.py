@@ -306,7 +306,7 @@ def test_a_host_link_is_written_at_its_rate_not_at_its_readings_upper_half():
     assert samples.written("h", 0).value == pytest.approx(100, rel=0.01)
     # few readings: the estimate is their median already, and stays
     few = FlowSamples()
-    few.add([("h", "a"), ("h", "b")], [97.0, 103.0])
+    few.add([("h", "a"), ("h", "b"), ("h", "c")], [97.0, 100.0, 103.0])
     assert few.written("h", 0).value == few.host_up("h").value
 
 
