@@ -308,3 +308,18 @@ def test_a_host_link_is_written_at_its_rate_not_at_its_readings_upper_half():
     few = FlowSamples()
     few.add([("h", "a"), ("h", "b"), ("h", "c")], [97.0, 100.0, 103.0])
     assert few.written("h", 0).value == few.host_up("h").value
+
+
+def test_a_host_link_is_written_from_readings_of_its_own_link_not_of_a_slower_partners():
+    """Three readings of a host's own link at about 100 (to partners whose links read 200),
+    and three transfers to partners whose links read 94: those ran at the partners' rate,
+    6 % below the host's, inside the band the rate written is re-centred in. Re-centred on
+    all six readings the rate would be written at about 97; on the host's own readings it
+    is written at 100."""
+    samples = FlowSamples()
+    fast, slow = ["f1", "f2", "f3"], ["s1", "s2", "s3"]
+    samples.add([("h", p) for p in fast + slow], [99.0, 100.0, 101.0, 94.0, 94.2, 94.4])
+    # what the partners' own links read, as receivers (from other senders)
+    samples.add([(f"x{i}", p) for i, p in enumerate(fast + slow)], [200.0] * 3 + [94.0, 94.2, 94.4])
+    assert samples.host_up("h").value == pytest.approx(100)
+    assert samples.written("h", 0).value == pytest.approx(100)

@@ -200,3 +200,17 @@ def test_two_chains_of_groups_are_joined_where_their_link_meets_each(noise_seed)
     _, tree = infer_trees(list(truth.hosts), net.rtt, net.bulk, 0.3, 200e-6)
     inferred = build_topology(tree, list(truth.hosts), goodput=0.955, measurements=tree.measurements)
     assert _switch_tree_shape(inferred) == _switch_tree_shape(truth)
+
+
+@pytest.mark.parametrize("noise_seed", [869535109, 1])
+def test_host_links_are_written_at_the_centre_of_readings_of_their_own_link(noise_seed):
+    """Network 869535108 of the family (9 hosts, right groups and tree): with the benchmark's
+    noise seed, h3's link was written 5 % fast both ways, from the median of a few readings
+    just below its fastest (the upper half that noise spreads around its rate), and `stable`
+    from the file reached 0.93 of the truth's plan. Re-centred from three readings of its
+    own link (transfers limited by a slower partner left out), 0.96."""
+    truth = random_network(869535108, min_hosts=8, max_hosts=32)
+    net = FakeNetwork(truth, noise=0.03, seed=noise_seed, uneven=True)
+    _, tree = infer_trees(list(truth.hosts), net.rtt, net.bulk, 0.3, 200e-6)
+    inferred = build_topology(tree, list(truth.hosts), goodput=0.955)
+    assert _worst_stable(truth, inferred, ["h0", "h5", "h2"]) >= 0.95  # the benchmark's sources

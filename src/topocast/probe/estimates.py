@@ -26,7 +26,10 @@ UNCERTAIN_SPREAD = 0.25
 # side of the estimate (twice the spread a reading of one link shows, ``NEAR_TOP`` / 2)
 CENTRE_BAND = NEAR_TOP
 CENTRE_STEPS = 3
-CENTRE_READINGS = 6  # fewer readings near it: the estimate is their median already
+CENTRE_READINGS = 3  # fewer readings near it: the estimate is their median already
+# a transfer whose partner's link reads below this share of a host's estimate may have run at
+# the partner's rate: not a reading of the host's own link (one reading's spread below it)
+PARTNER_SLOWER = 1 - NEAR_TOP / 2
 LEVEL_WIDTH = 0.06  # a level of link rates spans at most this much (relative)
 RETAKES = 2  # further readings of a host's lone fastest transfer
 
@@ -120,13 +123,17 @@ class FlowSamples:
             self.retaken.setdefault(f, [max(self.by_flow.get(f, [r]))]).append(r)
             self.by_flow.setdefault(f, []).append(r)
 
-    def samples(self, h: str, side: int) -> tuple[list[float], list[bool]]:
+    def samples(self, h: str, side: int, slower_than: float = 0.0) -> tuple[list[float], list[bool]]:
         """Host ``h``'s samples as sender (``side`` 0) or receiver (1), and which of them
-        are confirmed by themselves."""
+        are confirmed by themselves; ``slower_than``: without the transfers whose partner's
+        link reads below it (their partner may have set their rate), where more than this
+        one transfer shows the partner's link."""
         values: list[float] = []
         sure: list[bool] = []
         for f, rates in self.by_flow.items():
             if f[side] != h:
+                continue
+            if slower_than and _reads_below(self._estimate(f[1 - side], 1 - side), slower_than):
                 continue
             if f in self.retaken:
                 rest = list(rates)
@@ -157,11 +164,13 @@ class FlowSamples:
         upper half of those that noise spreads around the link's rate, about one noise
         width above it, which is right for telling whether a transfer ran slower than its
         hosts allow but makes a plan that counts on it finish late. Here the estimate is
-        re-centred (``CENTRE_STEPS`` times) on the median of the readings within
-        ``CENTRE_BAND`` of it either way, where there are ``CENTRE_READINGS`` of them at
-        least: readings slowed by other traffic further than that stay out."""
+        re-centred (``CENTRE_STEPS`` times) on the median of the readings of the host's own
+        link within ``CENTRE_BAND`` of it either way, where there are ``CENTRE_READINGS`` of
+        them at least: readings slowed by other traffic further than that stay out, and so
+        do the transfers whose partner's link reads below ``PARTNER_SLOWER`` times the
+        estimate (the partner may have set their rate, a few percent below the host's)."""
         est = self._estimate(h, side)
-        values, _ = self.samples(h, side)
+        values, _ = self.samples(h, side, PARTNER_SLOWER * est.value)
         centre = est.value
         for _ in range(CENTRE_STEPS):
             near = [r for r in values if abs(r - centre) <= CENTRE_BAND * centre]
@@ -194,6 +203,11 @@ class FlowSamples:
                 if flow not in out:
                     out.append(flow)
         return out
+
+
+def _reads_below(est: Estimate, rate: float) -> bool:
+    """The link of ``est`` reads below ``rate``, on more than one reading."""
+    return not est.single and est.value < rate
 
 
 def disjoint_rounds(flows: list[tuple]) -> list[list[tuple]]:
