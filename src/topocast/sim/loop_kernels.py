@@ -39,12 +39,12 @@ COMPONENT_MIN, COMPONENT_LIMIT = range(12, 14)
 FINISHED, PAUSE, DEADLOCK, STUCK = range(4)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _less(key, a, b):
     return key[a] < key[b] or (key[a] == key[b] and a < b)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _sift(heap, pos, key, k, size):
     """Restore the heap order around position ``k`` (up, then down)."""
     i = heap[k]
@@ -72,7 +72,7 @@ def _sift(heap, pos, key, k, size):
     pos[i] = k
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def heap_set(heap, pos, key, size, i, when):
     """Transfer ``i``'s event is due at ``when`` (replacing the one it had). The heap is
     four arrays (entries, each transfer's position or -1, keys, the size in a 1-array),
@@ -86,7 +86,7 @@ def heap_set(heap, pos, key, size, i, when):
     _sift(heap, pos, key, pos[i], size[0])
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def heap_remove(heap, pos, key, size, i):
     k = pos[i]
     if k < 0:
@@ -100,7 +100,7 @@ def heap_remove(heap, pos, key, size, i):
         _sift(heap, pos, key, k, size[0])
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def heap_first(heap, key, size):
     return key[heap[0]] if size[0] else math.inf
 
@@ -275,7 +275,7 @@ def _resolve(j, t, sent0, t0, rate, q_ptr, q_pos, q_time, q_cur, final):
     q_cur[j] = k
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _pinned(g, rate, cap_now):
     return rate[g] >= cap_now[g] * (1 - REL)
 
@@ -310,7 +310,8 @@ def _rebalance_one(f, t, net, fl, rr, mem, cov):
                     return -1
     if new == old:
         return 0
-    _resolve(f, t, sent0, t0, rate, cov[0], cov[1], cov[2], cov[3], False)
+    if cov[3][f] < cov[0][f + 1]:
+        _resolve(f, t, sent0, t0, rate, cov[0], cov[1], cov[2], cov[3], False)
     sent0[f] = sent0[f] + old * (t - t0[f])
     t0[f] = t
     for q in range(res_ptr[route], res_ptr[route + 1]):
@@ -383,7 +384,8 @@ def _rebalance(touched, t, net, fl, rr, mem, cov, marks, ist):
         in_group[group[k]] = False
     q_ptr, q_pos, q_time, q_cur = cov
     for k in range(len(comp)):
-        if rates[k] != rate[comp[k]]:
+        # (most flows pass no threshold: the test saves them the call)
+        if rates[k] != rate[comp[k]] and q_cur[comp[k]] < q_ptr[comp[k] + 1]:
             _resolve(comp[k], t, sent0, t0, rate, q_ptr, q_pos, q_time, q_cur, False)
     return apply_rates(comp, rates, rp, rl, used, rate, sent0, t0, usage, t)
 
@@ -458,7 +460,8 @@ def _finish_flows(idx, t, net, tr, fl, rr, mem, cov, fh, ph, buf, ist):
     f_heap, f_pos, f_key, f_size = fh
     q_ptr, q_pos, q_time, q_cur = cov
     for i in idx:
-        _resolve(i, t, sent0, t0, rate, q_ptr, q_pos, q_time, q_cur, True)
+        if q_cur[i] < q_ptr[i + 1]:
+            _resolve(i, t, sent0, t0, rate, q_ptr, q_pos, q_time, q_cur, True)
         sent0[i] = size[i]
         t0[i] = t
         heap_remove(f_heap, f_pos, f_key, f_size, i)
