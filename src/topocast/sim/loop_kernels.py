@@ -39,12 +39,12 @@ COMPONENT_MIN, COMPONENT_LIMIT = range(12, 14)
 FINISHED, PAUSE, DEADLOCK, STUCK = range(4)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _less(key, a, b):
     return key[a] < key[b] or (key[a] == key[b] and a < b)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _sift(heap, pos, key, k, size):
     """Restore the heap order around position ``k`` (up, then down)."""
     i = heap[k]
@@ -72,10 +72,12 @@ def _sift(heap, pos, key, k, size):
     pos[i] = k
 
 
-@njit(cache=True)
-def heap_set(h, i, when):
-    """Transfer ``i``'s event is due at ``when`` (replacing the one it had)."""
-    heap, pos, key, size = h
+@njit(cache=True, inline="always")
+def heap_set(heap, pos, key, size, i, when):
+    """Transfer ``i``'s event is due at ``when`` (replacing the one it had). The heap is
+    four arrays (entries, each transfer's position or -1, keys, the size in a 1-array),
+    passed one by one: a tuple argument costs the hot loop a reference count per member
+    and call."""
     key[i] = when
     if pos[i] < 0:
         heap[size[0]] = i
@@ -84,9 +86,8 @@ def heap_set(h, i, when):
     _sift(heap, pos, key, pos[i], size[0])
 
 
-@njit(cache=True)
-def heap_remove(h, i):
-    heap, pos, key, size = h
+@njit(cache=True, inline="always")
+def heap_remove(heap, pos, key, size, i):
     k = pos[i]
     if k < 0:
         return
@@ -99,17 +100,16 @@ def heap_remove(h, i):
         _sift(heap, pos, key, k, size[0])
 
 
-@njit(cache=True)
-def heap_first(h):
-    heap, pos, key, size = h
+@njit(cache=True, inline="always")
+def heap_first(heap, key, size):
     return key[heap[0]] if size[0] else math.inf
 
 
 @njit(cache=True)
-def _flows_on(r, mem, n_users):
+def _flows_over(r, tr_next, route_head, rp_next, res_head, rp_route, n_users):
     """The flowing transfers over resource ``r`` (one entry per crossing): the routes in use
-    over it, and each route's flowing transfers."""
-    tr_next, route_head, rp_next, res_head, rp_route = mem[2], mem[4], mem[6], mem[8], mem[9]
+    over it (``sim.loop``'s ``mem``), and each route's flowing transfers. Arrays one by one:
+    a tuple argument costs the hot loop a reference count per member and call."""
     out = np.empty(n_users[r], dtype=np.int64)
     m = 0
     q = res_head[r]
@@ -124,82 +124,89 @@ def _flows_on(r, mem, n_users):
 
 
 @njit(cache=True)
-def _join(i, route, net, mem, ist):
-    """Flowing transfer ``i`` joins the flowing set, its route's flows and (first of its
-    route) the routes in use over each resource."""
-    res_ptr, res_idx = net[0], net[1]
+def _join(flows, net, mem, ist):
+    """Each flowing transfer of ``flows`` in turn joins the flowing set, its route's flows
+    and (first of its route) the routes in use over each resource. (Batches, here and in
+    ``_leave`` and ``_complete``: a tuple argument costs the hot loop a reference count per
+    member and call.)"""
+    res_ptr, res_idx, route_of = net[0], net[1], net[2]
     flowing, flow_pos, tr_next, tr_prev, route_head, route_cnt, rp_next, rp_prev, res_head, _ = mem
-    flow_pos[i] = ist[N_FLOWING]
-    flowing[ist[N_FLOWING]] = i
-    ist[N_FLOWING] += 1
-    if route_cnt[route] == 0:
-        for q in range(res_ptr[route], res_ptr[route + 1]):
-            r = res_idx[q]
-            rp_prev[q] = -1
-            rp_next[q] = res_head[r]
-            if res_head[r] >= 0:
-                rp_prev[res_head[r]] = q
-            res_head[r] = q
-    route_cnt[route] += 1
-    tr_prev[i] = -1
-    tr_next[i] = route_head[route]
-    if route_head[route] >= 0:
-        tr_prev[route_head[route]] = i
-    route_head[route] = i
+    for i in flows:
+        route = route_of[i]
+        flow_pos[i] = ist[N_FLOWING]
+        flowing[ist[N_FLOWING]] = i
+        ist[N_FLOWING] += 1
+        if route_cnt[route] == 0:
+            for q in range(res_ptr[route], res_ptr[route + 1]):
+                r = res_idx[q]
+                rp_prev[q] = -1
+                rp_next[q] = res_head[r]
+                if res_head[r] >= 0:
+                    rp_prev[res_head[r]] = q
+                res_head[r] = q
+        route_cnt[route] += 1
+        tr_prev[i] = -1
+        tr_next[i] = route_head[route]
+        if route_head[route] >= 0:
+            tr_prev[route_head[route]] = i
+        route_head[route] = i
 
 
 @njit(cache=True)
-def _leave(i, route, net, mem, ist):
+def _leave(flows, net, mem, ist):
     """The reverse of ``_join``."""
-    res_ptr, res_idx = net[0], net[1]
+    res_ptr, res_idx, route_of = net[0], net[1], net[2]
     flowing, flow_pos, tr_next, tr_prev, route_head, route_cnt, rp_next, rp_prev, res_head, _ = mem
-    ist[N_FLOWING] -= 1
-    last = flowing[ist[N_FLOWING]]
-    flowing[flow_pos[i]] = last
-    flow_pos[last] = flow_pos[i]
-    if tr_prev[i] >= 0:
-        tr_next[tr_prev[i]] = tr_next[i]
-    else:
-        route_head[route] = tr_next[i]
-    if tr_next[i] >= 0:
-        tr_prev[tr_next[i]] = tr_prev[i]
-    route_cnt[route] -= 1
-    if route_cnt[route] == 0:
-        for q in range(res_ptr[route], res_ptr[route + 1]):
-            if rp_prev[q] >= 0:
-                rp_next[rp_prev[q]] = rp_next[q]
-            else:
-                res_head[res_idx[q]] = rp_next[q]
-            if rp_next[q] >= 0:
-                rp_prev[rp_next[q]] = rp_prev[q]
+    for i in flows:
+        route = route_of[i]
+        ist[N_FLOWING] -= 1
+        last = flowing[ist[N_FLOWING]]
+        flowing[flow_pos[i]] = last
+        flow_pos[last] = flow_pos[i]
+        if tr_prev[i] >= 0:
+            tr_next[tr_prev[i]] = tr_next[i]
+        else:
+            route_head[route] = tr_next[i]
+        if tr_next[i] >= 0:
+            tr_prev[tr_next[i]] = tr_prev[i]
+        route_cnt[route] -= 1
+        if route_cnt[route] == 0:
+            for q in range(res_ptr[route], res_ptr[route + 1]):
+                if rp_prev[q] >= 0:
+                    rp_next[rp_prev[q]] = rp_next[q]
+                else:
+                    res_head[res_idx[q]] = rp_next[q]
+                if rp_next[q] >= 0:
+                    rp_prev[rp_next[q]] = rp_prev[q]
 
 
 @njit(cache=True)
-def _complete(i, t, tr, fl, buf, ist):
-    """REDUCING or FLOWING -> DONE (``Transfers._complete``): what waited for it, or for
-    the bytes it brings, may start."""
+def _complete(done, t, tr, fl, buf, ist):
+    """REDUCING or FLOWING -> DONE (``Transfers._complete``) for each transfer of ``done``
+    in turn: what waited for it, or for the bytes it brings, may start."""
     dep_ptr, dep_idx, prov_ptr, prov_seg, seg_owner = tr[4], tr[5], tr[6], tr[7], tr[8]
     status, t_done, need, seg_done = fl[0], fl[2], fl[7], fl[8]
     to_check = buf[0]
-    status[i] = DONE
-    t_done[i] = t
-    ist[N_DONE] += 1
-    for p in range(dep_ptr[i], dep_ptr[i + 1]):
-        d = dep_idx[p]
-        need[d] -= 1
-        if need[d] == 0:
-            to_check[ist[N_CHECK]] = d
-            ist[N_CHECK] += 1
-    # its receiver now holds the segments it brings: the transfers sending them may start
-    for p in range(prov_ptr[i], prov_ptr[i + 1]):
-        g = prov_seg[p]
-        if not seg_done[g]:
-            seg_done[g] = True
-            d = seg_owner[g]
+    for i in done:
+        status[i] = DONE
+        t_done[i] = t
+        ist[N_DONE] += 1
+        for p in range(dep_ptr[i], dep_ptr[i + 1]):
+            d = dep_idx[p]
             need[d] -= 1
             if need[d] == 0:
                 to_check[ist[N_CHECK]] = d
                 ist[N_CHECK] += 1
+        # its receiver now holds the segments it brings: the transfers sending them may start
+        for p in range(prov_ptr[i], prov_ptr[i + 1]):
+            g = prov_seg[p]
+            if not seg_done[g]:
+                seg_done[g] = True
+                d = seg_owner[g]
+                need[d] -= 1
+                if need[d] == 0:
+                    to_check[ist[N_CHECK]] = d
+                    ist[N_CHECK] += 1
 
 
 @njit(cache=True)
@@ -211,6 +218,7 @@ def _instant(t, net, tr, fl, rr, mem, ph, buf, ist):
     status, flow_start, sent0, t0, rate = fl[0], fl[1], fl[3], fl[4], fl[5]
     n_users = rr[1]
     to_check, started, phase_due = buf[0], buf[1], buf[4]
+    p_heap, p_pos, p_key, p_size = ph
     limit = t * (1 + REL)
     while True:
         changed = False
@@ -219,15 +227,17 @@ def _instant(t, net, tr, fl, rr, mem, ph, buf, ist):
             i = to_check[ist[N_CHECK]]
             if status[i] == PENDING:
                 status[i] = LATENCY
-                heap_set(ph, i, t + latency[i])
+                heap_set(p_heap, p_pos, p_key, p_size, i, t + latency[i])
                 changed = True
-        while ph[3][0] and heap_first(ph) <= limit:
-            i = ph[0][0]
-            heap_remove(ph, i)
+        while p_size[0] and heap_first(p_heap, p_key, p_size) <= limit:
+            i = p_heap[0]
+            heap_remove(p_heap, p_pos, p_key, p_size, i)
             phase_due[ist[N_PHASE_DUE]] = i
             ist[N_PHASE_DUE] += 1
-        for k in range(ist[N_PHASE_DUE]):
-            i = phase_due[k]
+        due = phase_due[: ist[N_PHASE_DUE]]
+        reducing = due[status[due] == REDUCING]
+        first_started = ist[N_STARTED]
+        for i in due:
             changed = True
             if status[i] == LATENCY:
                 status[i] = FLOWING
@@ -238,26 +248,24 @@ def _instant(t, net, tr, fl, rr, mem, ph, buf, ist):
                 route = route_of[i]
                 for q in range(res_ptr[route], res_ptr[route + 1]):
                     n_users[res_idx[q]] += 1
-                _join(i, route, net, mem, ist)
                 started[ist[N_STARTED]] = i
                 ist[N_STARTED] += 1
-            elif status[i] == REDUCING:
-                _complete(i, t, tr, fl, buf, ist)
+        _join(started[first_started : ist[N_STARTED]], net, mem, ist)
+        _complete(reducing, t, tr, fl, buf, ist)
         ist[N_PHASE_DUE] = 0
         if not changed:
             return
 
 
 @njit(cache=True)
-def _resolve(j, t, fl, cov, final):
+def _resolve(j, t, sent0, t0, rate, q_ptr, q_pos, q_time, q_cur, final):
     """The times at which flow ``j`` passed its coverage thresholds (bytes of its
     sequence) up to time ``t``, from its progress since its last rate change; ``final``:
-    it ends now, every threshold is passed."""
-    q_ptr, q_pos, q_time, q_cur = cov
+    it ends now, every threshold is passed (``sim.loop``'s ``cov``: per flow, the positions
+    of its thresholds, CSR; the time each was passed; the next one to pass)."""
     k = q_cur[j]
     if k >= q_ptr[j + 1]:
         return
-    sent0, t0, rate = fl[3], fl[4], fl[5]
     r = rate[j]
     now = sent0[j] + r * (t - t0[j])
     while k < q_ptr[j + 1] and (final or q_pos[k] <= now):
@@ -267,7 +275,7 @@ def _resolve(j, t, fl, cov, final):
     q_cur[j] = k
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _pinned(g, rate, cap_now):
     return rate[g] >= cap_now[g] * (1 - REL)
 
@@ -276,6 +284,7 @@ def _pinned(g, rate, cap_now):
 def _rebalance_one(f, t, net, fl, rr, mem, cov):
     """``Rates._rebalance_one``: 1 if flow ``f`` alone took a new rate, 0 if it kept its rate,
     -1 when the general case must decide."""
+    tr_next, route_head, rp_next, res_head, rp_route = mem[2], mem[4], mem[6], mem[8], mem[9]
     res_ptr, res_idx, route_of, capacity, route_simple = net[0], net[1], net[2], net[3], net[4]
     sent0, t0, rate, cap_now = fl[3], fl[4], fl[5], fl[6]
     usage, n_users = rr[0], rr[1]
@@ -296,12 +305,13 @@ def _rebalance_one(f, t, net, fl, rr, mem, cov):
         r = res_idx[q]
         sat = capacity[r] * SATURATED
         if usage[r] >= sat or usage[r] - old + new >= sat:
-            for g in _flows_on(r, mem, n_users):
+            for g in _flows_over(r, tr_next, route_head, rp_next, res_head, rp_route, n_users):
                 if g != f and (rate[g] > low or not _pinned(g, rate, cap_now)):
                     return -1
     if new == old:
         return 0
-    _resolve(f, t, fl, cov, False)
+    if cov[3][f] < cov[0][f + 1]:
+        _resolve(f, t, sent0, t0, rate, cov[0], cov[1], cov[2], cov[3], False)
     sent0[f] = sent0[f] + old * (t - t0[f])
     t0[f] = t
     for q in range(res_ptr[route], res_ptr[route + 1]):
@@ -314,6 +324,7 @@ def _rebalance_one(f, t, net, fl, rr, mem, cov):
 def _rebalance(touched, t, net, fl, rr, mem, cov, marks, ist):
     """``Rates._rebalance`` without couplings: max-min rates after a change at flows
     ``touched``; returns the flows whose rate changed."""
+    tr_next, route_head, rp_next, res_head, rp_route = mem[2], mem[4], mem[6], mem[8], mem[9]
     res_ptr, res_idx, route_of, capacity = net[0], net[1], net[2], net[3]
     sent0, t0, rate, cap_now = fl[3], fl[4], fl[5], fl[6]
     usage, n_users, coupled_now, local_of = rr
@@ -357,7 +368,7 @@ def _rebalance(touched, t, net, fl, rr, mem, cov, marks, ist):
         nm = 0
         for c in range(len(crowded)):
             low = lows[c]
-            for g in _flows_on(crowded[c], mem, n_users):
+            for g in _flows_over(crowded[c], tr_next, route_head, rp_next, res_head, rp_route, n_users):
                 if not in_group[g] and not in_more[g] and (rate[g] > low or not _pinned(g, rate, cap_now)):
                     in_more[g] = True
                     more[nm] = g
@@ -371,26 +382,31 @@ def _rebalance(touched, t, net, fl, rr, mem, cov, marks, ist):
             ng += 1
     for k in range(ng):
         in_group[group[k]] = False
+    q_ptr, q_pos, q_time, q_cur = cov
     for k in range(len(comp)):
-        if rates[k] != rate[comp[k]]:
-            _resolve(comp[k], t, fl, cov, False)
+        # (most flows pass no threshold: the test saves them the call)
+        if rates[k] != rate[comp[k]] and q_cur[comp[k]] < q_ptr[comp[k] + 1]:
+            _resolve(comp[k], t, sent0, t0, rate, q_ptr, q_pos, q_time, q_cur, False)
     return apply_rates(comp, rates, rp, rl, used, rate, sent0, t0, usage, t)
 
 
 @njit(cache=True)
-def _schedule(i, t, tr, fl, fh):
-    """``Events._schedule_one`` of a flow without upstream: its last byte's time."""
+def _schedule(flows, t, tr, fl, fh):
+    """``Events._schedule_one`` of each flow of ``flows`` without upstream: its last
+    byte's time."""
     size = tr[0]
     status, sent0, t0, rate = fl[0], fl[3], fl[4], fl[5]
-    if status[i] != FLOWING:
-        return
-    r = rate[i]
-    if r > 0:
-        s = sent0[i] + r * (t - t0[i])
-        dt = (size[i] - s) / r
-        heap_set(fh, i, t + (0.0 if 0.0 > dt else dt))
-    else:
-        heap_remove(fh, i)
+    heap, pos, key, n = fh
+    for i in flows:
+        if status[i] != FLOWING:
+            continue
+        r = rate[i]
+        if r > 0:
+            s = sent0[i] + r * (t - t0[i])
+            dt = (size[i] - s) / r
+            heap_set(heap, pos, key, n, i, t + (0.0 if 0.0 > dt else dt))
+        else:
+            heap_remove(heap, pos, key, n, i)
 
 
 @njit(cache=True)
@@ -398,6 +414,7 @@ def _update_rates(t, net, tr, fl, rr, mem, cov, fh, buf, marks, ist):
     """``Rates._update_rates`` without couplings: started flows take their cap, flows on
     saturated resources that ended flows freed may gain, the rates are recomputed where they
     can change, and every flow whose rate changed (or that started) gets its next event."""
+    tr_next, route_head, rp_next, res_head, rp_route = mem[2], mem[4], mem[6], mem[8], mem[9]
     flow_cap = tr[3]
     rate, cap_now = fl[5], fl[6]
     n_users = rr[1]
@@ -418,7 +435,7 @@ def _update_rates(t, net, tr, fl, rr, mem, cov, fh, buf, marks, ist):
     for k in range(ist[N_FREED]):
         r = freed[k]
         freed_mark[r] = False
-        for g in _flows_on(r, mem, n_users):
+        for g in _flows_over(r, tr_next, route_head, rp_next, res_head, rp_route, n_users):
             if not in_touch[g] and not _pinned(g, rate, cap_now):
                 in_touch[g] = True
                 touched[nt] = g
@@ -427,10 +444,8 @@ def _update_rates(t, net, tr, fl, rr, mem, cov, fh, buf, marks, ist):
     for k in range(nt):
         in_touch[touched[k]] = False
     if nt:
-        for f in _rebalance(touched[:nt], t, net, fl, rr, mem, cov, marks, ist):
-            _schedule(f, t, tr, fl, fh)
-    for k in range(ist[N_STARTED]):
-        _schedule(started[k], t, tr, fl, fh)
+        _schedule(_rebalance(touched[:nt], t, net, fl, rr, mem, cov, marks, ist), t, tr, fl, fh)
+    _schedule(started[: ist[N_STARTED]], t, tr, fl, fh)
     ist[N_STARTED] = 0
 
 
@@ -442,11 +457,14 @@ def _finish_flows(idx, t, net, tr, fl, rr, mem, cov, fh, ph, buf, ist):
     status, sent0, t0, rate, cap_now = fl[0], fl[3], fl[4], fl[5], fl[6]
     usage, n_users = rr[0], rr[1]
     freed, freed_mark = buf[2], buf[3]
+    f_heap, f_pos, f_key, f_size = fh
+    q_ptr, q_pos, q_time, q_cur = cov
     for i in idx:
-        _resolve(i, t, fl, cov, True)
+        if q_cur[i] < q_ptr[i + 1]:
+            _resolve(i, t, sent0, t0, rate, q_ptr, q_pos, q_time, q_cur, True)
         sent0[i] = size[i]
         t0[i] = t
-        heap_remove(fh, i)
+        heap_remove(f_heap, f_pos, f_key, f_size, i)
     # a saturated resource they leave may let the flows left on it go faster
     for i in idx:
         for q in range(res_ptr[route_of[i]], res_ptr[route_of[i] + 1]):
@@ -459,15 +477,15 @@ def _finish_flows(idx, t, net, tr, fl, rr, mem, cov, fh, ph, buf, ist):
         for q in range(res_ptr[route_of[i]], res_ptr[route_of[i] + 1]):
             usage[res_idx[q]] += -rate[i]
             n_users[res_idx[q]] -= 1
+    _leave(idx, net, mem, ist)
+    p_heap, p_pos, p_key, p_size = ph
     for i in idx:
         rate[i] = 0.0
         cap_now[i] = math.nan
-        _leave(i, route_of[i], net, mem, ist)
         if reduce_delay[i] > 0:
             status[i] = REDUCING
-            heap_set(ph, i, t + reduce_delay[i])
-        else:
-            _complete(i, t, tr, fl, buf, ist)
+            heap_set(p_heap, p_pos, p_key, p_size, i, t + reduce_delay[i])
+    _complete(idx[reduce_delay[idx] <= 0], t, tr, fl, buf, ist)
 
 
 @njit(cache=True)
@@ -477,6 +495,8 @@ def run(net, tr, fl, rr, mem, cov, fh, ph, buf, marks, clock, ist, report_every,
     STUCK (time stands still)."""
     n = len(tr[0])
     phase_due = buf[4]
+    f_heap, f_pos, f_key, f_size = fh
+    p_heap, p_pos, p_key, p_size = ph
     while True:
         if ist[PAUSED]:
             ist[PAUSED] = 0
@@ -490,22 +510,22 @@ def run(net, tr, fl, rr, mem, cov, fh, ph, buf, marks, clock, ist, report_every,
         if ist[N_DONE] == n:
             return FINISHED
         _update_rates(t, net, tr, fl, rr, mem, cov, fh, buf, marks, ist)
-        first = min(heap_first(fh), heap_first(ph))
+        first = min(heap_first(f_heap, f_key, f_size), heap_first(p_heap, p_key, p_size))
         if not math.isfinite(first):
             return DEADLOCK
         dt = first - t
         dt = 0.0 if 0.0 > dt else dt
         limit = t + dt + dt * 1e-12 + 1e-300
-        finished = np.empty(fh[3][0], dtype=np.int64)
+        finished = np.empty(f_size[0], dtype=np.int64)
         nf = 0
-        while fh[3][0] and heap_first(fh) <= limit:
-            i = fh[0][0]
-            heap_remove(fh, i)
+        while f_size[0] and heap_first(f_heap, f_key, f_size) <= limit:
+            i = f_heap[0]
+            heap_remove(f_heap, f_pos, f_key, f_size, i)
             finished[nf] = i
             nf += 1
-        while ph[3][0] and heap_first(ph) <= limit:
-            i = ph[0][0]
-            heap_remove(ph, i)
+        while p_size[0] and heap_first(p_heap, p_key, p_size) <= limit:
+            i = p_heap[0]
+            heap_remove(p_heap, p_pos, p_key, p_size, i)
             phase_due[ist[N_PHASE_DUE]] = i
             ist[N_PHASE_DUE] += 1
         clock[0] = t + dt
