@@ -6,6 +6,7 @@ beside the tests that come first."""
 
 from __future__ import annotations
 
+import importlib.abc
 import importlib.util
 import os
 import shutil
@@ -36,6 +37,26 @@ def pytest_collection_finish(session):
     if any(Path(str(item.path)).parent.name == "sim" for item in session.items):
         script = Path(__file__).parent / "sim" / "warm_kernels.py"
         _warming = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        sys.meta_path.insert(0, _NumbaAfterWarmUp())
+
+
+class _NumbaAfterWarmUp(importlib.abc.MetaPathFinder):
+    """Holds this process's first look-up of numba until the warm-up has ended: two processes
+    compiling the same kernel into one cache could each write its index, and a signature could
+    then be read with another's machine code."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "numba":
+            sys.meta_path.remove(self)
+            try:
+                _warming.wait(timeout=WARM_UP_LIMIT)
+            except subprocess.TimeoutExpired:
+                _warming.kill()
+                _warming.wait()
+        return None  # the import goes on as usual
+
+
+WARM_UP_LIMIT = 900  # seconds; a warm-up that hangs is killed and the tests compile themselves
 
 
 def pytest_sessionfinish(session, exitstatus):
