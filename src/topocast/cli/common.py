@@ -152,12 +152,22 @@ def progress(total: int, description: str, *, quiet: bool = False) -> Iterator[_
 def destinations_arg(text: str | None, topology: Topology, source: str) -> tuple[str, ...] | None:
     """``--destinations A,B,...`` (None: every other host), refused when it leaves no host
     besides the source: a broadcast to no one has no rate to report."""
-    dests = tuple(d.strip() for d in text.split(",")) if text else None
-    others = [h for h in (topology.hosts if dests is None else dests) if h != source]
-    if not others:
-        where = "--destinations" if text else f"topology {topology.name!r}"
-        raise InputError(f"no destination besides the source {source!r}: nothing to send", element=where)
+    dests = _listed_hosts(text)
+    if not [h for h in (topology.hosts if dests is None else dests) if h != source]:
+        raise InputError(
+            f"no destination besides the source {source!r}: nothing to send", element=_hosts_from(text, topology)
+        )
     return dests
+
+
+def _listed_hosts(text: str | None) -> tuple[str, ...] | None:
+    """The hosts of ``--destinations A,B,...``; None where the option is not given."""
+    return tuple(d.strip() for d in text.split(",")) if text else None
+
+
+def _hosts_from(text: str | None, topology: Topology) -> str:
+    """Where a command's hosts came from, for an error: the option, or the whole topology."""
+    return "--destinations" if text else f"topology {topology.name!r}"
 
 
 def require_wanted(plan, path: str) -> None:
@@ -176,10 +186,9 @@ def allreduce_hosts_arg(text: str | None, topology: Topology) -> tuple[str, ...]
     """The hosts of an allreduce (``--destinations A,B,...``; None: every host), refused when
     fewer than two: an allreduce over one host reduces and moves nothing, so it has no time or
     rate to report."""
-    chosen = tuple(d.strip() for d in text.split(",")) if text else None
+    chosen = _listed_hosts(text)
     if len(set(chosen if chosen is not None else topology.hosts)) < 2:
-        where = "--destinations" if text else f"topology {topology.name!r}"
-        raise InputError(ALLREDUCE_OF_ONE, element=where)
+        raise InputError(ALLREDUCE_OF_ONE, element=_hosts_from(text, topology))
     return chosen
 
 
