@@ -34,7 +34,7 @@ def pytest_collection_finish(session):
     global _warming
     if _session_tmp is None or importlib.util.find_spec("numba") is None:
         return
-    if any(Path(str(item.path)).parent.name == "sim" for item in session.items):
+    if any(item.path.parent.name == "sim" for item in session.items):
         script = Path(__file__).parent / "sim" / "warm_kernels.py"
         _warming = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         sys.meta_path.insert(0, _NumbaAfterWarmUp())
@@ -51,19 +51,23 @@ class _NumbaAfterWarmUp(importlib.abc.MetaPathFinder):
             try:
                 _warming.wait(timeout=WARM_UP_LIMIT)
             except subprocess.TimeoutExpired:
-                _warming.kill()
-                _warming.wait()
+                _end_warm_up()
         return None  # the import goes on as usual
 
 
 WARM_UP_LIMIT = 900  # seconds; a warm-up that hangs is killed and the tests compile themselves
 
 
-def pytest_sessionfinish(session, exitstatus):
-    if _warming is not None and _warming.poll() is None:
-        _warming.kill()
+def _end_warm_up() -> None:
+    """Stop the warm-up if it still runs (its cache writes are atomic) and reap it."""
     if _warming is not None:
+        if _warming.poll() is None:
+            _warming.kill()
         _warming.wait()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    _end_warm_up()
     if _session_tmp is None:
         return
     if "topocast.runtime.forkserver" in sys.modules:  # this process's own server: done with it now
